@@ -1,0 +1,64 @@
+"""Relay: a purely functional, statically typed IR for machine-learning models.
+
+>>> import relay_core
+>>> mod = relay_core.parse('''
+... #[version = "0.0.5"]
+... def @main(%x: Tensor[(2), float32]) { add(%x, %x) }
+... ''')
+>>> relay_core.evaluate(mod, np.ones(2, "float32"))
+array([2., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from . import ir, ops
+from .errors import (
+    EvalError,
+    InputError,
+    ModelLoadError,
+    OpTypeError,
+    ParseError,
+    RelayError,
+    RelayTypeError,
+    ResourceLimitError,
+    UnsupportedOpsError,
+)
+from .ir import IRModule
+from .ir.structural import structural_equal, structural_hash
+from .typing import infer_expr, infer_type
+
+
+def parse(text: str, source_name: str = "<string>", typecheck: bool = True) -> IRModule:
+    """Read Relay text (TVM text format v0.0.5); typechecks the module unless told not to."""
+    from .ir.parser import parse as _parse
+
+    return _parse(text, source_name=source_name, typecheck=typecheck)
+
+
+def evaluate(mod, *args, **kwargs):
+    """Run `@main` of `mod` with numpy inputs in the reference interpreter."""
+    from .interp import evaluate as _evaluate
+
+    return _evaluate(mod, *args, **kwargs)
+
+
+__all__ = [
+    "ir",
+    "ops",
+    "IRModule",
+    "parse",
+    "infer_type",
+    "infer_expr",
+    "evaluate",
+    "structural_equal",
+    "structural_hash",
+    "RelayError",
+    "RelayTypeError",
+    "OpTypeError",
+    "ParseError",
+    "EvalError",
+    "InputError",
+    "ModelLoadError",
+    "ResourceLimitError",
+    "UnsupportedOpsError",
+]

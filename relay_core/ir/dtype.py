@@ -1,0 +1,133 @@
+"""Data types: names, numpy equivalents, and classification.
+
+Dtypes are plain strings ("float32", "int64", "bool", "float8_e4m3fn", ...). Exotic ONNX types
+(bfloat16, float8, int4, float4) are backed by ml_dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # ml_dtypes is a hard dependency, but keep the core importable without it
+    import ml_dtypes as _mld
+except ImportError:  # pragma: no cover
+    _mld = None
+
+_NUMPY = {
+    "bool": np.bool_,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
+    "string": np.object_,
+}
+_ML_NAMES = [
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
+]
+if _mld is not None:
+    for _n in _ML_NAMES:
+        if hasattr(_mld, _n):
+            _NUMPY[_n] = getattr(_mld, _n)
+
+DTYPES: tuple[str, ...] = tuple(_NUMPY)
+FLOAT_DTYPES = frozenset(
+    d for d in DTYPES if d.startswith(("float", "bfloat"))
+)
+INT_DTYPES = frozenset(d for d in DTYPES if d.startswith(("int", "uint")))
+SIGNED_INT_DTYPES = frozenset(d for d in INT_DTYPES if d.startswith("int"))
+UNSIGNED_INT_DTYPES = INT_DTYPES - SIGNED_INT_DTYPES
+# Types numpy computes natively; ml_dtypes types are computed via float32 / int8.
+NATIVE_DTYPES = frozenset(
+    ["bool", "float16", "float32", "float64"]
+    + [f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)]
+)
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def is_int(dtype: str) -> bool:
+    return dtype in INT_DTYPES
+
+
+def is_signed(dtype: str) -> bool:
+    return dtype in SIGNED_INT_DTYPES or dtype in FLOAT_DTYPES
+
+
+def is_bool(dtype: str) -> bool:
+    return dtype == "bool"
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in _NUMPY:
+        raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {', '.join(DTYPES)}")
+    return dtype
+
+
+def to_numpy(dtype: str) -> np.dtype:
+    """The numpy dtype that stores `dtype`."""
+    try:
+        return np.dtype(_NUMPY[dtype])
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}") from None
+
+
+def from_numpy(dt) -> str:
+    """The Relay dtype name of a numpy dtype (or anything np.dtype accepts)."""
+    dt = np.dtype(dt)
+    if dt.kind in "OUS":
+        return "string"
+    name = dt.name
+    if name in _NUMPY:
+        return name
+    raise ValueError(f"numpy dtype {dt} has no Relay equivalent")
+
+
+def bits(dtype: str) -> int:
+    if dtype == "bool":
+        return 8
+    if dtype == "string":
+        return 64
+    dt = to_numpy(dtype)
+    if dtype.startswith(("int4", "uint4", "float4")):
+        return 4
+    if dtype.startswith(("int2", "uint2")):
+        return 2
+    return dt.itemsize * 8
+
+
+def itemsize(dtype: str) -> int:
+    return to_numpy(dtype).itemsize
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype numpy arithmetic should run in for `dtype` (ml_dtypes floats -> float32)."""
+    if dtype in NATIVE_DTYPES or dtype == "string":
+        return dtype
+    if dtype in FLOAT_DTYPES:
+        return "float32"
+    if dtype in ("int4", "int2"):
+        return "int8"
+    if dtype in ("uint4", "uint2"):
+        return "uint8"
+    return dtype

@@ -1,0 +1,308 @@
+"""Iterative traversals: no Python recursion per node, so 10,000-node models are fine.
+
+- `children(e)` / `with_children(e, new)`: the one place that knows each node's sub-expressions.
+- `post_order(root)`: every node reachable from `root`, children before parents, once each.
+- `ExprVisitor`: calls `visit_<kind>(node)` on every node in post-order.
+- `ExprMutator`: rebuilds bottom-up; `rewrite_<kind>(orig, new)` sees the node rebuilt from
+  rewritten children (the same object when nothing below changed) and returns its replacement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from .expr import (
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    pattern_vars,
+)
+
+_LEAVES = (Var, GlobalVar, Constant, Op, Constructor)
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions of `e` in evaluation order. Binders (params, let vars) come first."""
+    t = type(e)
+    if t is Call:
+        return (e.op, *e.args)
+    if t in _LEAVE_TYPES:
+        return ()
+    if t is Tuple:
+        return e.fields
+    if t is TupleGetItem:
+        return (e.tuple_value,)
+    if t is Let:
+        return (e.var, e.value, e.body)
+    if t is Function:
+        return (*e.params, e.body)
+    if t is If:
+        return (e.cond, e.true_branch, e.false_branch)
+    if t is Match:
+        out: list[Expr] = [e.data]
+        for c in e.clauses:
+            out.extend(pattern_vars(c.lhs))
+            out.append(c.rhs)
+        return tuple(out)
+    if t is RefCreate:
+        return (e.value,)
+    if t is RefRead:
+        return (e.ref,)
+    if t is RefWrite:
+        return (e.ref, e.value)
+    raise TypeError(f"not a Relay expression: {type(e).__name__}")
+
+
+_LEAVE_TYPES = frozenset(_LEAVES)
+
+
+def _map_pattern(p: Pattern, vmap: dict) -> Pattern:
+    if isinstance(p, PatternVar):
+        v = vmap.get(p.var, p.var)
+        return p if v is p.var else PatternVar(v)
+    if isinstance(p, PatternConstructor):
+        ps = tuple(_map_pattern(q, vmap) for q in p.patterns)
+        if all(a is b for a, b in zip(ps, p.patterns)):
+            return p
+        return PatternConstructor(p.constructor, ps)
+    if isinstance(p, PatternTuple):
+        ps = tuple(_map_pattern(q, vmap) for q in p.patterns)
+        if all(a is b for a, b in zip(ps, p.patterns)):
+            return p
+        return PatternTuple(ps)
+    return p
+
+
+def with_children(e: Expr, new: tuple | list) -> Expr:
+    """`e` rebuilt with `new` children (as `children(e)` orders them); `e` itself if unchanged."""
+    old = children(e)
+    if len(old) == len(new) and all(a is b for a, b in zip(old, new)):
+        return e
+    t = type(e)
+    s = e.span
+    if t is Call:
+        return Call(new[0], tuple(new[1:]), e.attrs, e.type_args, span=s)
+    if t is Tuple:
+        return Tuple(tuple(new), span=s)
+    if t is TupleGetItem:
+        return TupleGetItem(new[0], e.index, span=s)
+    if t is Let:
+        return Let(new[0], new[1], new[2], span=s)
+    if t is Function:
+        n = len(e.params)
+        return Function(tuple(new[:n]), new[n], e.ret_type, e.type_params, e.attrs, span=s)
+    if t is If:
+        return If(new[0], new[1], new[2], span=s)
+    if t is Match:
+        it = iter(new)
+        data = next(it)
+        clauses = []
+        for c in e.clauses:
+            pv = pattern_vars(c.lhs)
+            vmap = {}
+            for v in pv:
+                nv = next(it)
+                if nv is not v:
+                    vmap[v] = nv
+            rhs = next(it)
+            lhs = _map_pattern(c.lhs, vmap) if vmap else c.lhs
+            clauses.append(c if (lhs is c.lhs and rhs is c.rhs) else Clause(lhs, rhs))
+        return Match(data, tuple(clauses), e.complete, span=s)
+    if t is RefCreate:
+        return RefCreate(new[0], span=s)
+    if t is RefRead:
+        return RefRead(new[0], span=s)
+    if t is RefWrite:
+        return RefWrite(new[0], new[1], span=s)
+    return e
+
+
+def post_order(
+    root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = children
+) -> list[Expr]:
+    """All nodes reachable from `root`, each once, every node after its children."""
+    order: list[Expr] = []
+    visited: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        key = id(node)
+        if key in visited:
+            continue
+        visited.add(key)
+        stack.append((node, True))
+        kids = children_fn(node)
+        for c in reversed(tuple(kids)):
+            if id(c) not in visited:
+                stack.append((c, False))
+    return order
+
+
+class ExprVisitor:
+    """Visit every node once, children first. Override `visit_call`, `visit_var`, ..."""
+
+    def visit(self, root: Expr) -> None:
+        for node in post_order(root, self.children):
+            getattr(self, _VISIT[type(node)])(node)
+
+    def children(self, e: Expr) -> Iterable[Expr]:
+        """Override to prune the traversal (e.g. not descend into functions)."""
+        return children(e)
+
+    def visit_default(self, e: Expr) -> None:
+        pass
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
+
+
+_KIND = {
+    Var: "var",
+    GlobalVar: "global_var",
+    Constant: "constant",
+    Op: "op",
+    Constructor: "constructor",
+    Call: "call",
+    Tuple: "tuple",
+    TupleGetItem: "tuple_getitem",
+    Let: "let",
+    Function: "function",
+    If: "if",
+    Match: "match",
+    RefCreate: "ref_create",
+    RefRead: "ref_read",
+    RefWrite: "ref_write",
+}
+_VISIT = {t: "visit_" + k for t, k in _KIND.items()}
+_REWRITE = {t: "rewrite_" + k for t, k in _KIND.items()}
+
+
+class ExprMutator:
+    """Bottom-up rewriting with memoization.
+
+    `mutate(e)` rebuilds each node from its rewritten children (keeping the node when nothing
+    below changed) and hands `(orig, new)` to `rewrite_<kind>`, whose result replaces the node.
+    `self.memo` maps original nodes to their replacements; pre-seed it to substitute.
+    """
+
+    def __init__(self):
+        self.memo: dict[Expr, Expr] = {}
+
+    def children(self, e: Expr) -> Iterable[Expr]:
+        return children(e)
+
+    def mutate(self, root: Expr) -> Expr:
+        memo = self.memo
+        if root in memo:
+            return memo[root]
+        kids_fn = self.children
+        for node in post_order(root, lambda n: () if n in memo else kids_fn(n)):
+            if node in memo:
+                continue
+            kids = tuple(kids_fn(node))
+            if kids:
+                new = with_children(node, tuple(memo.get(c, c) for c in kids))
+            else:
+                new = node
+            memo[node] = getattr(self, _REWRITE[type(node)])(node, new)
+        return memo[root]
+
+    def rewrite_default(self, orig: Expr, new: Expr) -> Expr:
+        return new
+
+    rewrite_var = rewrite_global_var = rewrite_constant = rewrite_op = rewrite_default
+    rewrite_constructor = rewrite_call = rewrite_tuple = rewrite_tuple_getitem = rewrite_default
+    rewrite_let = rewrite_function = rewrite_if = rewrite_match = rewrite_default
+    rewrite_ref_create = rewrite_ref_read = rewrite_ref_write = rewrite_default
+
+
+def substitute(e: Expr, mapping: dict[Var, Expr]) -> Expr:
+    """Replace free occurrences of vars by expressions."""
+    m = ExprMutator()
+    m.memo.update(mapping)
+    return m.mutate(e)
+
+
+def free_vars(e: Expr) -> list[Var]:
+    """Variables used in `e` but not bound inside it, in first-use order."""
+    bound: set[Var] = set()
+    used: list[Var] = []
+    seen: set[Var] = set()
+    for node in post_order(e):
+        t = type(node)
+        if t is Var:
+            if node not in seen:
+                seen.add(node)
+                used.append(node)
+        elif t is Function:
+            bound.update(node.params)
+        elif t is Let:
+            bound.add(node.var)
+        elif t is Match:
+            for c in node.clauses:
+                bound.update(pattern_vars(c.lhs))
+    return [v for v in used if v not in bound]
+
+
+def bound_vars(e: Expr) -> list[Var]:
+    out: list[Var] = []
+    for node in post_order(e):
+        t = type(node)
+        if t is Function:
+            out.extend(node.params)
+        elif t is Let:
+            out.append(node.var)
+        elif t is Match:
+            for c in node.clauses:
+                out.extend(pattern_vars(c.lhs))
+    return out
+
+
+def global_vars(e: Expr) -> list[GlobalVar]:
+    seen: dict[str, GlobalVar] = {}
+    for node in post_order(e):
+        if type(node) is GlobalVar:
+            seen.setdefault(node.name_hint, node)
+    return list(seen.values())
+
+
+def count_nodes(e: Expr) -> int:
+    return len(post_order(e))
+
+
+__all__ = [
+    "children",
+    "with_children",
+    "post_order",
+    "ExprVisitor",
+    "ExprMutator",
+    "substitute",
+    "free_vars",
+    "bound_vars",
+    "global_vars",
+    "count_nodes",
+    "PatternWildcard",
+]

@@ -1,0 +1,164 @@
+"""Elementwise math: unary functions, broadcasting arithmetic, comparisons, logic, bitwise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .factories import binary, unary
+from .registry import OpPattern
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_np(x):
+    return _erf(x.astype(np.float64)).astype(x.dtype)
+
+
+def _sigmoid(x):
+    # Split by sign so that exp never overflows.
+    out = np.empty_like(x)
+    pos = x >= 0
+    out[pos] = 1 / (1 + np.exp(-x[pos]))
+    e = np.exp(x[~pos])
+    out[~pos] = e / (1 + e)
+    return out
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+# -- unary, float -------------------------------------------------------------------------------
+unary("exp", np.exp)
+unary("exp2", np.exp2)
+unary("expm1", np.expm1)
+unary("log", np.log)
+unary("log2", np.log2)
+unary("log10", np.log10)
+unary("log1p", np.log1p)
+unary("sqrt", np.sqrt)
+unary("rsqrt", _rsqrt)
+unary("sin", np.sin)
+unary("cos", np.cos)
+unary("tan", np.tan)
+unary("asin", np.arcsin)
+unary("acos", np.arccos)
+unary("atan", np.arctan)
+unary("sinh", np.sinh)
+unary("cosh", np.cosh)
+unary("tanh", np.tanh)
+unary("asinh", np.arcsinh)
+unary("acosh", np.arccosh)
+unary("atanh", np.arctanh)
+unary("erf", _erf_np)
+unary("sigmoid", _sigmoid)
+unary("floor", np.floor)
+unary("ceil", np.ceil)
+unary("round", np.round, doc="round half to even")
+unary("trunc", np.trunc)
+unary("reciprocal", np.reciprocal)
+unary("isnan", np.isnan, out_dtype="bool")
+unary("isinf", np.isinf, out_dtype="bool")
+unary("isfinite", np.isfinite, out_dtype="bool")
+unary("isposinf", np.isposinf, out_dtype="bool")
+unary("isneginf", np.isneginf, out_dtype="bool")
+
+# -- unary, numeric / int / bool ----------------------------------------------------------------
+unary("abs", np.abs, kind="numeric")
+unary("negative", np.negative, kind="numeric")
+unary("sign", np.sign, kind="numeric")
+unary("square", np.square, kind="numeric")
+unary("copy", np.copy, kind="all", doc="identity")
+unary("logical_not", np.logical_not, kind="bool")
+unary("bitwise_not", np.invert, kind="int")
+
+
+# -- binary arithmetic ----------------------------------------------------------------------------
+def _divide(a, b):
+    """True division for floats; for integers, truncation toward zero (C, ONNX Div)."""
+    if a.dtype.kind in "iu":
+        q = np.floor_divide(a, b)
+        r = a - q * b
+        fix = (r != 0) & ((a < 0) != (b < 0))
+        return np.where(b == 0, 0, q + fix).astype(a.dtype)
+    return np.true_divide(a, b)
+
+
+def _floor_divide(a, b):
+    if a.dtype.kind in "iu":
+        return np.where(b == 0, 0, np.floor_divide(a, np.where(b == 0, 1, b))).astype(a.dtype)
+    return np.floor(np.true_divide(a, b))
+
+
+def _mod(a, b):
+    """Remainder with the dividend's sign (C fmod)."""
+    if a.dtype.kind in "iu":
+        return np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b))).astype(a.dtype)
+    return np.fmod(a, b)
+
+
+def _floor_mod(a, b):
+    """Remainder with the divisor's sign (Python %)."""
+    if a.dtype.kind in "iu":
+        return np.where(b == 0, 0, np.mod(a, np.where(b == 0, 1, b))).astype(a.dtype)
+    return np.mod(a, b)
+
+
+def _power(a, b):
+    if a.dtype.kind in "iu":
+        # numpy refuses negative integer exponents; define them as 1 / a**|b| truncated.
+        neg = b < 0
+        r = np.power(a, np.where(neg, 0, b))
+        return np.where(neg, np.where(np.abs(a) == 1, np.power(a, np.abs(b) % 2), 0), r)
+    return np.power(a, b)
+
+
+binary("add", np.add)
+binary("subtract", np.subtract)
+binary("multiply", np.multiply)
+binary("divide", _divide, doc="true division; integers truncate toward zero")
+binary("floor_divide", _floor_divide)
+binary("mod", _mod, doc="remainder with the sign of the dividend (C fmod)")
+binary("floor_mod", _floor_mod, doc="remainder with the sign of the divisor (Python %)")
+binary("power", _power)
+binary("maximum", np.maximum, kind="any", doc="NaN-propagating")
+binary("minimum", np.minimum, kind="any", doc="NaN-propagating")
+binary("fmax", np.fmax, kind="any", doc="NaN-ignoring")
+binary("fmin", np.fmin, kind="any", doc="NaN-ignoring")
+binary("atan2", np.arctan2, kind="float")
+
+# -- comparisons and logic ------------------------------------------------------------------------
+for _name, _fn in [
+    ("equal", np.equal),
+    ("not_equal", np.not_equal),
+    ("less", np.less),
+    ("less_equal", np.less_equal),
+    ("greater", np.greater),
+    ("greater_equal", np.greater_equal),
+]:
+    binary(_name, _fn, kind="all", out_dtype="bool")
+
+binary("logical_and", np.logical_and, kind="bool")
+binary("logical_or", np.logical_or, kind="bool")
+binary("logical_xor", np.logical_xor, kind="bool")
+
+binary("bitwise_and", np.bitwise_and, kind="intbool")
+binary("bitwise_or", np.bitwise_or, kind="intbool")
+binary("bitwise_xor", np.bitwise_xor, kind="intbool")
+
+
+def _shift(fn):
+    def run(a, b):
+        bits = a.dtype.itemsize * 8
+        out = fn(a, np.minimum(b, bits - 1).astype(a.dtype))
+        return np.where(b >= bits, 0, out).astype(a.dtype)
+
+    return run
+
+
+binary("left_shift", _shift(np.left_shift), kind="int")
+binary("right_shift", _shift(np.right_shift), kind="int")
+
+__all__ = ["OpPattern"]

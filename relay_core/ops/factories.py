@@ -1,0 +1,138 @@
+"""Factories for op families, so that adding an elementwise op is one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import OpTypeError
+from ..ir import dtype as dt
+from ..ir.types import TensorType
+from . import relations as R
+from .registry import OpDef, OpPattern, register
+
+# Which dtypes an op accepts.
+KINDS: dict[str, Callable[[str], bool]] = {
+    "float": dt.is_float,
+    "int": dt.is_int,
+    "bool": dt.is_bool,
+    "numeric": lambda d: dt.is_float(d) or dt.is_int(d),
+    "signed": lambda d: dt.is_float(d) or d in dt.SIGNED_INT_DTYPES,
+    "intbool": lambda d: dt.is_int(d) or dt.is_bool(d),
+    "any": lambda d: d != "string",
+    "all": lambda d: True,
+}
+
+
+def check_kind(t: TensorType, kind: str, op: str, what: str = "input") -> None:
+    if not KINDS[kind](t.dtype):
+        raise OpTypeError(f"{op} needs a {kind} {what}, got dtype {t.dtype}")
+
+
+def compute(fn: Callable, out_dtype: str | None = None) -> Callable:
+    """Wrap a numpy function: run it in a dtype numpy supports, return the result's dtype."""
+
+    def run(*arrays):
+        in_dt = dt.from_numpy(arrays[0].dtype)
+        cd = dt.compute_dtype(in_dt)
+        if cd != in_dt:
+            arrays = tuple(a.astype(dt.to_numpy(cd)) for a in arrays)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*arrays))
+        target = out_dtype or in_dt
+        return out.astype(dt.to_numpy(target), copy=False)
+
+    return run
+
+
+def unary(
+    name: str,
+    fn: Callable,
+    kind: str = "float",
+    out_dtype: str | None = None,
+    pattern: OpPattern = OpPattern.ELEMWISE,
+    doc: str = "",
+) -> OpDef:
+    """An elementwise op of one tensor; `out_dtype` fixes the result dtype (e.g. "bool")."""
+    run = compute(fn, out_dtype)
+
+    def rel(args, attrs):
+        t = R.tensor(args[0])
+        check_kind(t, kind, name)
+        return TensorType(t.shape, out_dtype or t.dtype)
+
+    return register(
+        OpDef(name, rel, lambda xs, attrs: run(xs[0]), pattern, None, (1, 1), doc or name)
+    )
+
+
+def binary(
+    name: str,
+    fn: Callable,
+    kind: str = "numeric",
+    out_dtype: str | None = None,
+    pattern: OpPattern = OpPattern.BROADCAST,
+    doc: str = "",
+) -> OpDef:
+    """A broadcasting op of two tensors of one dtype."""
+    run = compute(fn, out_dtype)
+
+    def rel(args, attrs):
+        a, b = R.tensor(args[0], "lhs"), R.tensor(args[1], "rhs")
+        if a.dtype != b.dtype:
+            raise OpTypeError(f"{name} needs operands of one dtype, got {a.dtype} and {b.dtype}")
+        check_kind(a, kind, name)
+        return TensorType(R.broadcast_shapes(a.shape, b.shape), out_dtype or a.dtype)
+
+    return register(
+        OpDef(name, rel, lambda xs, attrs: run(xs[0], xs[1]), pattern, None, (2, 2), doc or name)
+    )
+
+
+@dataclass(frozen=True)
+class ReduceAttrs:
+    axis: tuple[int, ...] | None = None  # None: every axis
+    keepdims: bool = False
+    exclude: bool = False  # reduce over every axis *not* in `axis`
+
+
+def reduce_axes(x: np.ndarray, attrs) -> tuple[int, ...]:
+    nd = x.ndim
+    if attrs.axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(a + nd if a < 0 else a for a in attrs.axis)
+    if getattr(attrs, "exclude", False):
+        axes = tuple(i for i in range(nd) if i not in axes)
+    return axes
+
+
+def reduce(
+    name: str,
+    fn: Callable,
+    kind: str = "numeric",
+    attrs_cls: type = ReduceAttrs,
+    rel: Callable = R.rel_reduce,
+    out_dtype: str | None = None,
+    doc: str = "",
+) -> OpDef:
+    """A reduction: `fn(x, axis=tuple, keepdims=bool)` in numpy's signature."""
+
+    def ref(xs, attrs):
+        x = xs[0]
+        in_dt = dt.from_numpy(x.dtype)
+        cd = dt.compute_dtype(in_dt)
+        xc = x.astype(dt.to_numpy(cd)) if cd != in_dt else x
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(xc, axis=reduce_axes(x, attrs), keepdims=attrs.keepdims))
+        return out.astype(dt.to_numpy(out_dtype or in_dt), copy=False)
+
+    def relation(args, attrs):
+        check_kind(R.tensor(args[0]), kind, name)
+        return rel(args, attrs)
+
+    return register(
+        OpDef(name, relation, ref, OpPattern.COMM_REDUCE, attrs_cls, (1, 1), doc or name)
+    )

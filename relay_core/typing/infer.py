@@ -1,0 +1,406 @@
+"""Type inference: constraint generation over the whole module, unification, op relations.
+
+Each node gets a type term (possibly an IncompleteType). Operator calls become relations that
+run the op's `type_rel` as soon as their argument types are fully known; the rest wait in a queue
+that is re-run until nothing changes. Finally every node's resolved type is stored in its
+`checked_type`. Traversal is iterative: a 10,000-node chain needs no recursion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import OpTypeError, RelayTypeError
+from ..ir.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.module import IRModule
+from ..ir.types import (
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+    is_concrete,
+    substitute_types,
+)
+from ..ir.visitor import children, post_order
+from .unify import Unifier, UnifyError
+
+BOOL_SCALAR = TensorType((), "bool")
+
+
+def constructor_type(c: Constructor, td) -> FuncType:
+    """`Cons: fn [A](A, List[A]) -> List[A]`."""
+    ret = TypeCall(td.header, td.type_vars)
+    return FuncType(c.inputs, ret, td.type_vars)
+
+
+class _Pending:
+    __slots__ = ("node", "solve")
+
+    def __init__(self, node: Expr, solve: Callable[[], bool]):
+        self.node = node
+        self.solve = solve
+
+
+class TypeInferencer:
+    def __init__(self, mod: IRModule | None = None, reuse_types: bool = False):
+        self.mod = mod
+        self.u = Unifier()
+        self.terms: dict[Expr, Type] = {}  # node -> type term
+        self.pending: list[_Pending] = []
+        self.reuse = reuse_types
+        self.global_types: dict[GlobalVar, FuncType] = {}
+        self.current_function: tuple[str, Function] | None = None
+        self._fn_of_node: dict[Expr, tuple[str, Function]] = {}
+
+    # -- errors --------------------------------------------------------------------------------
+    def error(self, node: Expr, msg: str) -> RelayTypeError:
+        from ..ir.printer import excerpt
+
+        where = self._fn_of_node.get(node, self.current_function)
+        text = ""
+        if where is not None:
+            try:
+                text = excerpt(where[1], node, name=where[0], mod=self.mod)
+            except Exception:  # the message matters more than the excerpt
+                text = ""
+        span = getattr(node, "span", None)
+        src = f" (from {span})" if span is not None and span.node else ""
+        return RelayTypeError(f"type error{src}: {msg}" + (f"\n{text}" if text else ""))
+
+    def unify(self, node: Expr, a: Type, b: Type, what: str = "") -> Type:
+        try:
+            return self.u.unify(a, b)
+        except UnifyError as e:
+            prefix = f"{what}: " if what else ""
+            raise self.error(node, prefix + str(e)) from None
+
+    # -- module --------------------------------------------------------------------------------
+    def global_type(self, gv: GlobalVar) -> FuncType:
+        t = self.global_types.get(gv)
+        if t is None:
+            if self.mod is None or gv not in self.mod.functions:
+                raise RelayTypeError(f"unknown global function @{gv.name_hint}")
+            f = self.mod.functions[gv]
+            t = f.func_type_annotation
+            self.global_types[gv] = t
+        return t
+
+    def instantiate(self, ft: FuncType) -> FuncType:
+        if not ft.type_params:
+            return ft
+        sub = {tp: IncompleteType() for tp in ft.type_params}
+        out = substitute_types(FuncType(ft.arg_types, ft.ret_type), sub)
+        return out  # type: ignore[return-value]
+
+    def constructor_type(self, c: Constructor) -> FuncType:
+        if self.mod is None:
+            raise RelayTypeError(f"constructor {c.name} used outside a module")
+        td = self.mod.type_definitions.get(c.belong_to)
+        if td is None:
+            raise RelayTypeError(f"unknown ADT {c.belong_to.name} of constructor {c.name}")
+        return constructor_type(c, td)
+
+    def infer_module(self) -> None:
+        mod = self.mod
+        assert mod is not None
+        for gv, f in mod.functions.items():
+            self.global_type(gv)
+            if f.type_params and not is_concrete_annotation(f):
+                raise RelayTypeError(
+                    f"polymorphic function @{gv.name_hint} must annotate every parameter "
+                    "and its return type"
+                )
+        for gv, f in mod.functions.items():
+            self.current_function = (gv.name_hint, f)
+            t = self.visit(f)
+            self.unify(f, self.global_types[gv], t, f"@{gv.name_hint}")
+        self.solve_pending(final=True)
+        for gv, f in mod.functions.items():
+            self.current_function = (gv.name_hint, f)
+            self.write_back(f)
+        for gv in mod.functions:
+            t = self.u.resolve(self.global_types[gv])
+            self.global_types[gv] = t  # type: ignore[assignment]
+
+    # -- expressions ---------------------------------------------------------------------------
+    def children(self, e: Expr):
+        if self.reuse and e.has_type:
+            return ()
+        return children(e)
+
+    def visit(self, root: Expr) -> Type:
+        terms = self.terms
+        fn = self.current_function
+        for node in post_order(root, self.children):
+            if node in terms:
+                continue
+            if fn is not None:
+                self._fn_of_node[node] = fn
+            if self.reuse and node.has_type and type(node) is not Op:
+                terms[node] = node.checked_type
+                continue
+            terms[node] = self._type_of(node)
+        return terms[root]
+
+    def _type_of(self, e: Expr) -> Type | None:
+        t = type(e)
+        terms = self.terms
+        if t is Var:
+            return e.type_annotation if e.type_annotation is not None else IncompleteType()
+        if t is Constant:
+            return e.type
+        if t is Op:
+            return None  # typed at the call
+        if t is GlobalVar:
+            return self.instantiate(self.global_type(e))
+        if t is Constructor:
+            return self.instantiate(self.constructor_type(e))
+        if t is Call:
+            return self._call(e)
+        if t is Tuple:
+            return TupleType(tuple(terms[f] for f in e.fields))
+        if t is TupleGetItem:
+            return self._tuple_getitem(e)
+        if t is Let:
+            self.unify(e, terms[e.var], terms[e.value], f"let %{e.var.name_hint}")
+            return terms[e.body]
+        if t is Function:
+            ret = terms[e.body]
+            if e.ret_type is not None:
+                ret = self.unify(e, e.ret_type, ret, "return type")
+            return FuncType(tuple(terms[p] for p in e.params), ret, e.type_params)
+        if t is If:
+            c = self.u.resolve(terms[e.cond])
+            if isinstance(c, TensorType) and c.dtype == "bool" and c.size == 1:
+                pass  # a one-element bool tensor is accepted as a condition
+            else:
+                self.unify(e, terms[e.cond], BOOL_SCALAR, "if condition must be a bool scalar")
+            return self.unify(e, terms[e.true_branch], terms[e.false_branch], "if branches")
+        if t is Match:
+            return self._match(e)
+        if t is RefCreate:
+            return RefType(terms[e.value])
+        if t is RefRead:
+            v = IncompleteType()
+            self.unify(e, terms[e.ref], RefType(v), "ref_read needs a reference")
+            return v
+        if t is RefWrite:
+            self.unify(e, terms[e.ref], RefType(terms[e.value]), "ref_write")
+            return TupleType(())
+        raise RelayTypeError(f"cannot type {type(e).__name__}")
+
+    def _call(self, e: Call) -> Type:
+        terms = self.terms
+        callee = e.op
+        arg_terms = [terms[a] for a in e.args]
+        if type(callee) is Op:
+            return self._op_call(e, callee, arg_terms)
+        if type(callee) is GlobalVar:
+            ft = self.instantiate(self.global_type(callee))
+        elif type(callee) is Constructor:
+            ft = self.instantiate(self.constructor_type(callee))
+        else:
+            ct = self.u.find(terms[callee])
+            if isinstance(ct, IncompleteType):
+                ft = FuncType(tuple(IncompleteType() for _ in e.args), IncompleteType())
+                self.unify(e, ct, ft)
+            elif isinstance(ct, FuncType):
+                ft = self.instantiate(ct)
+            else:
+                raise self.error(e, f"calling a value of type {self.u.resolve(ct)}, not a function")
+        if len(ft.arg_types) != len(arg_terms):
+            raise self.error(
+                e, f"function expects {len(ft.arg_types)} arguments, got {len(arg_terms)}"
+            )
+        for i, (p, a) in enumerate(zip(ft.arg_types, arg_terms)):
+            self.unify(e.args[i], p, a, f"argument {i}")
+        return ft.ret_type
+
+    def _op_call(self, e: Call, op: Op, arg_terms: list[Type]) -> Type:
+        opdef = op.opdef
+        try:
+            opdef.check_arity(len(arg_terms))
+        except OpTypeError as err:
+            raise self.error(e, str(err)) from None
+        out = IncompleteType()
+
+        def solve() -> bool:
+            args = [self.u.resolve(a) for a in arg_terms]
+            if not all(is_concrete(a) for a in args):
+                return False
+            try:
+                res = opdef.type_rel(args, e.attrs)
+            except OpTypeError as err:
+                sig = ", ".join(str(a) for a in args)
+                raise self.error(e, f"{opdef.name}({sig}): {err}") from None
+            except RelayTypeError:
+                raise
+            except Exception as err:  # a relation that crashed is a bug, but say where
+                sig = ", ".join(str(a) for a in args)
+                raise self.error(
+                    e, f"{opdef.name}({sig}): type relation failed: {type(err).__name__}: {err}"
+                ) from None
+            self.unify(e, out, res, f"result of {opdef.name}")
+            return True
+
+        if not solve():
+            self.pending.append(_Pending(e, solve))
+        return out
+
+    def _tuple_getitem(self, e: TupleGetItem) -> Type:
+        out = IncompleteType()
+        src = self.terms[e.tuple_value]
+
+        def solve() -> bool:
+            t = self.u.find(src)
+            if isinstance(t, IncompleteType):
+                return False
+            if not isinstance(t, TupleType):
+                raise self.error(e, f"indexing .{e.index} into a non-tuple of type {t}")
+            if not 0 <= e.index < len(t.fields):
+                raise self.error(e, f"index {e.index} out of range for a {len(t.fields)}-tuple")
+            self.unify(e, out, t.fields[e.index])
+            return True
+
+        if not solve():
+            self.pending.append(_Pending(e, solve))
+        return out
+
+    def _pattern(self, node: Expr, p: Pattern, t: Type) -> None:
+        stack = [(p, t)]
+        while stack:
+            q, ty = stack.pop()
+            if isinstance(q, PatternVar):
+                self.unify(node, self.terms[q.var], ty, f"pattern %{q.var.name_hint}")
+            elif isinstance(q, PatternConstructor):
+                ft = self.instantiate(self.constructor_type(q.constructor))
+                self.unify(node, ft.ret_type, ty, f"pattern {q.constructor.name}")
+                if len(q.patterns) != len(ft.arg_types):
+                    raise self.error(
+                        node,
+                        f"constructor {q.constructor.name} takes {len(ft.arg_types)} "
+                        f"fields, pattern has {len(q.patterns)}",
+                    )
+                stack.extend(zip(q.patterns, ft.arg_types))
+            elif isinstance(q, PatternTuple):
+                fs = tuple(IncompleteType() for _ in q.patterns)
+                self.unify(node, TupleType(fs), ty, "tuple pattern")
+                stack.extend(zip(q.patterns, fs))
+
+    def _match(self, e: Match) -> Type:
+        data = self.terms[e.data]
+        out: Type = IncompleteType()
+        for c in e.clauses:
+            self._pattern(e, c.lhs, data)
+            out = self.unify(c.rhs, out, self.terms[c.rhs], "match clauses")
+        return out
+
+    # -- solving -------------------------------------------------------------------------------
+    def solve_pending(self, final: bool = False) -> None:
+        while self.pending:
+            progress = False
+            rest = []
+            for p in self.pending:
+                if p.solve():
+                    progress = True
+                else:
+                    rest.append(p)
+            self.pending = rest
+            if not progress:
+                break
+        if final and self.pending:
+            p = self.pending[0]
+            what = p.node.op.name if isinstance(p.node, Call) else type(p.node).__name__
+            raise self.error(
+                p.node,
+                f"cannot infer the input types of {what}: annotate the function's parameters",
+            )
+
+    def write_back(self, root: Expr) -> None:
+        for node in post_order(root, self.children):
+            term = self.terms.get(node)
+            if term is None:
+                continue
+            t = self.u.resolve(term)
+            if not is_concrete(t) and _has_incomplete(t):
+                raise self.error(
+                    node, "could not infer a type here: add a type annotation"
+                )
+            node._set_type(t)
+
+
+def _has_incomplete(t: Type) -> bool:
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, IncompleteType):
+            return True
+        if isinstance(x, TupleType):
+            stack.extend(x.fields)
+        elif isinstance(x, FuncType):
+            stack.extend(x.arg_types)
+            stack.append(x.ret_type)
+        elif isinstance(x, RefType):
+            stack.append(x.value)
+        elif isinstance(x, TypeCall):
+            stack.extend(x.args)
+    return False
+
+
+def is_concrete_annotation(f: Function) -> bool:
+    return f.ret_type is not None and all(p.type_annotation is not None for p in f.params)
+
+
+def infer_type(mod: IRModule) -> IRModule:
+    """Typecheck every function of `mod`; every node gets its `checked_type`. Returns `mod`.
+
+    >>> mod = relay_core.parse('def @main(%x: Tensor[(2), float32]) { add(%x, %x) }')
+    >>> relay_core.infer_type(mod)["main"].checked_type
+    FuncType(...)
+    """
+    inf = TypeInferencer(mod)
+    inf.infer_module()
+    for gv, t in inf.global_types.items():
+        gv_obj = next(g for g in mod.functions if g == gv)
+        gv_obj._set_type(t)
+    return mod
+
+
+def infer_expr(expr: Expr, mod: IRModule | None = None) -> Type:
+    """Type a standalone expression, reusing types already on its nodes (incremental).
+
+    Free variables must be annotated. Used by converters to learn the type of what they built.
+    """
+    inf = TypeInferencer(mod, reuse_types=True)
+    t = inf.visit(expr)
+    inf.solve_pending(final=True)
+    inf.write_back(expr)
+    return inf.u.resolve(t) if not expr.has_type else expr.checked_type
+
+
+__all__ = ["infer_type", "infer_expr", "TypeInferencer", "constructor_type", "TypeVar"]
