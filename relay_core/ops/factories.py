@@ -11,7 +11,7 @@ from ..errors import OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
-from .registry import OpDef, OpPattern, register
+from .registry import OpDef, OpPattern, Sample, register
 
 # Which dtypes an op accepts.
 KINDS: dict[str, Callable[[str], bool]] = {
@@ -47,6 +47,52 @@ def compute(fn: Callable, out_dtype: str | None = None) -> Callable:
     return run
 
 
+# Shapes and dtypes that sample generators draw from: awkward sizes on purpose.
+SAMPLE_SHAPES = [(), (1,), (7,), (3, 5), (2, 1, 4), (2, 3, 4, 5), (0, 3)]
+SAMPLE_DTYPES = {
+    "float": ["float32", "float64", "float16"],
+    "int": ["int32", "int64", "int8", "uint8"],
+    "bool": ["bool"],
+    "numeric": ["float32", "int32", "int64", "float64"],
+    "signed": ["float32", "int32", "int64"],
+    "intbool": ["int32", "int64", "bool"],
+    "any": ["float32", "int32", "bool"],
+    "all": ["float32", "int64", "bool"],
+}
+
+
+def random_array(rng: np.random.Generator, shape, dtype: str, domain=(-3.0, 3.0)) -> np.ndarray:
+    """Random values of `dtype` in `domain` (ints: a small range, bools: coin flips)."""
+    lo, hi = domain
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dt.is_int(dtype):
+        info = np.iinfo(dt.to_numpy(dtype)) if dtype in dt.NATIVE_DTYPES else None
+        lo_i = max(int(np.floor(lo)), info.min if info is not None else -8)
+        hi_i = min(int(np.ceil(hi)), info.max if info is not None else 7)
+        return rng.integers(lo_i, hi_i + 1, size=shape).astype(dt.to_numpy(dtype))
+    x = rng.uniform(lo, hi, size=shape)
+    return np.asarray(x).astype(dt.to_numpy(dtype))
+
+
+def elementwise_samples(kind: str, arity: int, domain=(-3.0, 3.0), nonzero_rhs=False):
+    def gen(rng):
+        for dtype in SAMPLE_DTYPES[kind]:
+            for shape in SAMPLE_SHAPES:
+                if arity == 1:
+                    yield Sample([random_array(rng, shape, dtype, domain)])
+                    continue
+                # Broadcast the rhs over a suffix of the lhs shape.
+                rshape = shape[len(shape) // 2 :]
+                a = random_array(rng, shape, dtype, domain)
+                b = random_array(rng, rshape, dtype, domain)
+                if nonzero_rhs and dtype != "bool":
+                    b = np.where(b == 0, np.ones_like(b), b)
+                yield Sample([a, b])
+
+    return gen
+
+
 def unary(
     name: str,
     fn: Callable,
@@ -54,8 +100,12 @@ def unary(
     out_dtype: str | None = None,
     pattern: OpPattern = OpPattern.ELEMWISE,
     doc: str = "",
+    domain: tuple[float, float] = (-3.0, 3.0),
 ) -> OpDef:
-    """An elementwise op of one tensor; `out_dtype` fixes the result dtype (e.g. "bool")."""
+    """An elementwise op of one tensor; `out_dtype` fixes the result dtype (e.g. "bool").
+
+    `domain` is where sample inputs are drawn from (e.g. (0.1, 5) for log).
+    """
     run = compute(fn, out_dtype)
 
     def rel(args, attrs):
@@ -64,7 +114,10 @@ def unary(
         return TensorType(t.shape, out_dtype or t.dtype)
 
     return register(
-        OpDef(name, rel, lambda xs, attrs: run(xs[0]), pattern, None, (1, 1), doc or name)
+        OpDef(
+            name, rel, lambda xs, attrs: run(xs[0]), pattern, None, (1, 1), doc or name,
+            samples=elementwise_samples(kind, 1, domain),
+        )
     )
 
 
@@ -75,6 +128,8 @@ def binary(
     out_dtype: str | None = None,
     pattern: OpPattern = OpPattern.BROADCAST,
     doc: str = "",
+    domain: tuple[float, float] = (-3.0, 3.0),
+    nonzero_rhs: bool = False,
 ) -> OpDef:
     """A broadcasting op of two tensors of one dtype."""
     run = compute(fn, out_dtype)
@@ -87,7 +142,10 @@ def binary(
         return TensorType(R.broadcast_shapes(a.shape, b.shape), out_dtype or a.dtype)
 
     return register(
-        OpDef(name, rel, lambda xs, attrs: run(xs[0], xs[1]), pattern, None, (2, 2), doc or name)
+        OpDef(
+            name, rel, lambda xs, attrs: run(xs[0], xs[1]), pattern, None, (2, 2), doc or name,
+            samples=elementwise_samples(kind, 2, domain, nonzero_rhs),
+        )
     )
 
 
@@ -133,6 +191,19 @@ def reduce(
         check_kind(R.tensor(args[0]), kind, name)
         return rel(args, attrs)
 
+    def samples(rng):
+        for dtype in SAMPLE_DTYPES[kind][:2]:
+            for shape in [(5,), (3, 4), (2, 3, 4), (2, 1, 3, 5)]:
+                x = random_array(rng, shape, dtype)
+                yield Sample([x], {"axis": None})
+                yield Sample([x], {"axis": (-1,), "keepdims": True})
+                if len(shape) > 1:
+                    yield Sample([x], {"axis": (0,)})
+                    yield Sample([x], {"axis": (0,), "exclude": True})
+
     return register(
-        OpDef(name, relation, ref, OpPattern.COMM_REDUCE, attrs_cls, (1, 1), doc or name)
+        OpDef(
+            name, relation, ref, OpPattern.COMM_REDUCE, attrs_cls, (1, 1), doc or name,
+            samples=samples,
+        )
     )

@@ -50,6 +50,8 @@ class OpDef:
     data_dependent_shape: bool = False
     # Has effects or randomness: never folded, never deduplicated.
     stateful: bool = False
+    # (rng) -> iterable of Sample: valid inputs + attrs for registry-driven tests.
+    samples: Callable | None = None
     extra: dict = field(default_factory=dict)
 
     def make_attrs(self, **kw):
@@ -65,6 +67,17 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else (f"{lo}..{hi}" if hi is not None else f"at least {lo}")
             raise OpTypeError(f"operator {self.name} takes {want} inputs, got {n}")
+
+
+@dataclass
+class Sample:
+    """One valid call of an op for tests: numpy inputs and attribute keywords."""
+
+    inputs: list
+    attrs: dict = field(default_factory=dict)
+    # Tolerance when comparing lowered code with `ref` (ops like exp need more than 0).
+    rtol: float = 1e-5
+    atol: float = 1e-6
 
 
 _REGISTRY: dict[str, OpDef] = {}
