@@ -168,13 +168,14 @@ class Constant(Expr):
 class Op(Expr):
     """A primitive operator, by name. Interned: `Op.get("add") is Op.get("add")`."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "_opdef")
     _table: dict[str, Op] = {}
 
     def __init__(self, name: str):
         object.__setattr__(self, "span", None)
         object.__setattr__(self, "_checked_type", None)
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_opdef", None)
 
     def __setattr__(self, k, v):
         raise AttributeError("Op is immutable")
@@ -191,9 +192,13 @@ class Op(Expr):
 
     @property
     def opdef(self):
-        from ..ops.registry import lookup
+        d = self._opdef
+        if d is None:
+            from ..ops.registry import lookup
 
-        return lookup(self.name)
+            d = lookup(self.name)
+            object.__setattr__(self, "_opdef", d)
+        return d
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -33,16 +33,24 @@ def check_kind(t: TensorType, kind: str, op: str, what: str = "input") -> None:
 
 def compute(fn: Callable, out_dtype: str | None = None) -> Callable:
     """Wrap a numpy function: run it in a dtype numpy supports, return the result's dtype."""
+    plans: dict = {}
 
     def run(*arrays):
-        in_dt = dt.from_numpy(arrays[0].dtype)
-        cd = dt.compute_dtype(in_dt)
-        if cd != in_dt:
-            arrays = tuple(a.astype(dt.to_numpy(cd)) for a in arrays)
+        d0 = arrays[0].dtype
+        plan = plans.get(d0)
+        if plan is None:
+            in_dt = dt.from_numpy(d0)
+            cd = dt.compute_dtype(in_dt)
+            conv = None if cd == in_dt else dt.to_numpy(cd)
+            plan = plans[d0] = (conv, dt.to_numpy(out_dtype or in_dt))
+        conv, target = plan
+        if conv is not None:
+            arrays = tuple(a.astype(conv) for a in arrays)
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(*arrays))
-        target = out_dtype or in_dt
-        return out.astype(dt.to_numpy(target), copy=False)
+            out = fn(*arrays)
+        if type(out) is not np.ndarray or out.dtype != target:
+            out = np.asarray(out).astype(target, copy=False)
+        return out
 
     return run
 

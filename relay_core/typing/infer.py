@@ -176,10 +176,10 @@ class TypeInferencer:
             return e.type
         if t is Op:
             return None  # typed at the call
-        if t is GlobalVar:
-            return self.instantiate(self.global_type(e))
+        if t is GlobalVar:  # polymorphic types are instantiated where they are used
+            return self.global_type(e)
         if t is Constructor:
-            return self.instantiate(self.constructor_type(e))
+            return self.constructor_type(e)
         if t is Call:
             return self._call(e)
         if t is Tuple:

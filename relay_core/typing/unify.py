@@ -114,6 +114,10 @@ class Unifier:
                 raise UnifyError(
                     f"functions of {len(a.arg_types)} and {len(b.arg_types)} arguments differ"
                 )
+            if a.type_params and not b.type_params:  # use of a polymorphic function
+                a = _instantiate(a)
+            elif b.type_params and not a.type_params:
+                b = _instantiate(b)
             if len(a.type_params) != len(b.type_params):
                 raise UnifyError("functions with different numbers of type parameters differ")
             if b.type_params:
@@ -130,6 +134,11 @@ class Unifier:
         if isinstance(a, GlobalTypeVar) and a == b:
             return a
         raise UnifyError(f"{_kind(a)} and {_kind(b)} differ")
+
+
+def _instantiate(ft: FuncType) -> FuncType:
+    sub = {tp: IncompleteType() for tp in ft.type_params}
+    return substitute_types(FuncType(ft.arg_types, ft.ret_type), sub)  # type: ignore[return-value]
 
 
 def _kind(t: Type) -> str:

@@ -1,0 +1,458 @@
+"""The reference interpreter: evaluates any Relay program with numpy. The oracle for everything.
+
+A CEK-style machine with an explicit task stack, so neither deep graphs nor long recursions touch
+Python's recursion limit. Calls in tail position do not grow the stack: a loop written as a
+tail-recursive function runs in constant stack space for any number of iterations. Each function
+activation memoizes the nodes it has evaluated, so shared subgraphs run once.
+
+Values: numpy arrays (tensors), tuples, `Closure`, `RefValue`, `ConstructorValue`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import EvalError, InputError, ResourceLimitError
+from .ir import dtype as dt
+from .ir.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .ir.module import IRModule
+from .ir.types import TensorType, TupleType
+
+
+class Env:
+    """Variable bindings of one activation, chained to the defining closure's environment."""
+
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, parent: Env | None = None):
+        self.vars: dict[Var, object] = {}
+        self.parent = parent
+
+    def lookup(self, v: Var):
+        env: Env | None = self
+        while env is not None:
+            val = env.vars.get(v, _MISSING)
+            if val is not _MISSING:
+                return val
+            env = env.parent
+        raise EvalError(f"unbound variable %{v.name_hint}")
+
+
+_MISSING = object()
+
+
+@dataclass(eq=False)
+class Closure:
+    func: Function
+    env: Env
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return f"Closure({self.name or 'fn'})"
+
+
+@dataclass(eq=False)
+class RefValue:
+    value: object
+
+
+@dataclass(eq=False)
+class ConstructorValue:
+    constructor: Constructor
+    fields: tuple = ()
+
+    def __repr__(self) -> str:
+        if not self.fields:
+            return self.constructor.name
+        return f"{self.constructor.name}({', '.join(map(repr, self.fields))})"
+
+
+@dataclass(eq=False)
+class OpValue:
+    op: Op
+
+
+def to_list(v: ConstructorValue) -> list:
+    """A prelude `List` value as a Python list."""
+    out = []
+    while v.fields:
+        out.append(v.fields[0])
+        v = v.fields[1]
+    return out
+
+
+class _Frame:
+    __slots__ = ("env", "memo", "tail")
+
+    def __init__(self, env: Env, tail: frozenset):
+        self.env = env
+        self.memo: dict[int, object] = {}
+        self.tail = tail
+
+
+# Task kinds.
+_EVAL, _STORE, _CALL, _IF, _LET, _MATCH, _TUPLE, _GET, _REF_NEW, _REF_READ, _REF_WRITE = range(11)
+
+
+def _tail_positions(func: Function) -> frozenset:
+    """ids of the nodes whose value is the function's result (no memo store needed)."""
+    out = set()
+    stack = [func.body]
+    while stack:
+        e = stack.pop()
+        if id(e) in out:
+            continue
+        out.add(id(e))
+        t = type(e)
+        if t is If:
+            stack += [e.true_branch, e.false_branch]
+        elif t is Let:
+            stack.append(e.body)
+        elif t is Match:
+            stack.extend(c.rhs for c in e.clauses)
+    return frozenset(out)
+
+
+class Interpreter:
+    """Evaluates expressions of a module. `max_bytes` bounds every tensor an op produces."""
+
+    def __init__(self, mod: IRModule | None = None, max_bytes: int | None = None):
+        self.mod = mod or IRModule()
+        self.max_bytes = max_bytes
+        self._globals: dict[GlobalVar, Closure] = {}
+        self._tails: dict[int, frozenset] = {}
+
+    def _tail(self, f: Function) -> frozenset:
+        t = self._tails.get(id(f))
+        if t is None:
+            t = self._tails[id(f)] = _tail_positions(f)
+        return t
+
+    def global_closure(self, gv: GlobalVar) -> Closure:
+        c = self._globals.get(gv)
+        if c is None:
+            try:
+                f = self.mod.functions[gv]
+            except KeyError:
+                raise EvalError(f"unknown global function @{gv.name_hint}") from None
+            c = self._globals[gv] = Closure(f, Env(), gv.name_hint)
+        return c
+
+    # -- entry points ------------------------------------------------------------------------
+    def eval(self, expr: Expr, env: Env | None = None):
+        """Evaluate a closed expression (or one whose free vars are bound in `env`)."""
+        return self._run(expr, _Frame(env or Env(), frozenset()))
+
+    def apply(self, fn, args: list):
+        """Apply a closure / op / constructor value to argument values."""
+        if isinstance(fn, Closure):
+            frame = self._enter(fn, args)
+            return self._run(fn.func.body, frame)
+        return self._apply_simple(fn, args, None)
+
+    # -- machinery ---------------------------------------------------------------------------
+    def _enter(self, c: Closure, args: list) -> _Frame:
+        params = c.func.params
+        if len(params) != len(args):
+            raise EvalError(
+                f"{c.name or 'function'} expects {len(params)} arguments, got {len(args)}"
+            )
+        env = Env(c.env)
+        for p, a in zip(params, args):
+            env.vars[p] = a
+        return _Frame(env, self._tail(c.func))
+
+    def _apply_simple(self, fn, args, node):
+        if isinstance(fn, OpValue):
+            return self._op(fn.op, args, getattr(node, "attrs", None), node)
+        if isinstance(fn, Constructor):
+            return ConstructorValue(fn, tuple(args))
+        raise EvalError(f"cannot call a value of kind {type(fn).__name__}")
+
+    def _op(self, op: Op, args: list, attrs, node):
+        opdef = op.opdef
+        if self.max_bytes is not None and node is not None:
+            self._check_budget(node, opdef.name)
+        try:
+            out = opdef.ref(args, attrs)
+        except (EvalError, ResourceLimitError):
+            raise
+        except Exception as e:
+            shapes = ", ".join(
+                f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray) else type(a).__name__
+                for a in args
+            )
+            raise EvalError(f"{opdef.name}({shapes}) failed: {type(e).__name__}: {e}") from e
+        if self.max_bytes is not None:
+            self._check_value_budget(out, opdef.name)
+        return out
+
+    def _check_budget(self, node: Expr, name: str) -> None:
+        t = node._checked_type
+        if t is None:
+            return
+        total = _type_bytes(t)
+        if total is not None and total > self.max_bytes:
+            raise ResourceLimitError(
+                f"{name} would produce {total:,} bytes, over the budget of {self.max_bytes:,}; "
+                "raise the budget if this is intended"
+            )
+
+    def _check_value_budget(self, out, name: str) -> None:
+        arrs = out if isinstance(out, tuple) else (out,)
+        total = sum(a.nbytes for a in arrs if isinstance(a, np.ndarray))
+        if total > self.max_bytes:
+            raise ResourceLimitError(
+                f"{name} produced {total:,} bytes, over the budget of {self.max_bytes:,}"
+            )
+
+    def _run(self, root: Expr, frame: _Frame):
+        tasks: list = [(_EVAL, root, frame)]
+        vals: list = []
+        push = tasks.append
+        while tasks:
+            kind, node, fr = tasks.pop()
+            if kind == _EVAL:
+                memo = fr.memo
+                v = memo.get(id(node), _MISSING)
+                if v is not _MISSING:
+                    vals.append(v)
+                    continue
+                t = type(node)
+                if t is Var:
+                    vals.append(fr.env.lookup(node))
+                elif t is Constant:
+                    vals.append(node.data)
+                elif t is Call:
+                    push((_CALL, node, fr))
+                    for a in reversed(node.args):
+                        push((_EVAL, a, fr))
+                    if type(node.op) is not Op:
+                        push((_EVAL, node.op, fr))
+                elif t is Tuple:
+                    push((_TUPLE, node, fr))
+                    for f in reversed(node.fields):
+                        push((_EVAL, f, fr))
+                elif t is TupleGetItem:
+                    push((_GET, node, fr))
+                    push((_EVAL, node.tuple_value, fr))
+                elif t is Function:
+                    v = Closure(node, fr.env)
+                    memo[id(node)] = v
+                    vals.append(v)
+                elif t is GlobalVar:
+                    vals.append(self.global_closure(node))
+                elif t is If:
+                    push((_IF, node, fr))
+                    push((_EVAL, node.cond, fr))
+                elif t is Let:
+                    push((_LET, node, fr))
+                    push((_EVAL, node.value, fr))
+                elif t is Match:
+                    push((_MATCH, node, fr))
+                    push((_EVAL, node.data, fr))
+                elif t is Op:
+                    vals.append(OpValue(node))
+                elif t is Constructor:
+                    vals.append(node)
+                elif t is RefCreate:
+                    push((_REF_NEW, node, fr))
+                    push((_EVAL, node.value, fr))
+                elif t is RefRead:
+                    push((_REF_READ, node, fr))
+                    push((_EVAL, node.ref, fr))
+                elif t is RefWrite:
+                    push((_REF_WRITE, node, fr))
+                    push((_EVAL, node.value, fr))
+                    push((_EVAL, node.ref, fr))
+                else:
+                    raise EvalError(f"cannot evaluate {t.__name__}")
+            elif kind == _STORE:
+                fr.memo[id(node)] = vals[-1]
+            elif kind == _CALL:
+                n = len(node.args)
+                args = vals[len(vals) - n :] if n else []
+                if n:
+                    del vals[len(vals) - n :]
+                callee = node.op
+                if type(callee) is Op:
+                    v = self._op(callee, args, node.attrs, node)
+                    fr.memo[id(node)] = v
+                    vals.append(v)
+                    continue
+                fn = vals.pop()
+                if isinstance(fn, Closure):
+                    if id(node) not in fr.tail:
+                        push((_STORE, node, fr))
+                    new = self._enter(fn, args)
+                    push((_EVAL, fn.func.body, new))
+                else:
+                    v = self._apply_simple(fn, args, node)
+                    fr.memo[id(node)] = v
+                    vals.append(v)
+            elif kind == _TUPLE:
+                n = len(node.fields)
+                v = tuple(vals[len(vals) - n :]) if n else ()
+                if n:
+                    del vals[len(vals) - n :]
+                fr.memo[id(node)] = v
+                vals.append(v)
+            elif kind == _GET:
+                tup = vals.pop()
+                if not isinstance(tup, tuple):
+                    raise EvalError(f"indexing .{node.index} into a non-tuple")
+                v = tup[node.index]
+                fr.memo[id(node)] = v
+                vals.append(v)
+            elif kind == _IF:
+                c = vals.pop()
+                try:
+                    cond = bool(np.asarray(c).reshape(-1)[0])
+                except (IndexError, TypeError, ValueError):
+                    raise EvalError("if condition is not a one-element tensor") from None
+                if id(node) not in fr.tail:
+                    push((_STORE, node, fr))
+                push((_EVAL, node.true_branch if cond else node.false_branch, fr))
+            elif kind == _LET:
+                fr.env.vars[node.var] = vals.pop()
+                if id(node) not in fr.tail:
+                    push((_STORE, node, fr))
+                push((_EVAL, node.body, fr))
+            elif kind == _MATCH:
+                data = vals.pop()
+                for clause in node.clauses:
+                    binds = match_pattern(clause.lhs, data)
+                    if binds is not None:
+                        fr.env.vars.update(binds)
+                        if id(node) not in fr.tail:
+                            push((_STORE, node, fr))
+                        push((_EVAL, clause.rhs, fr))
+                        break
+                else:
+                    raise EvalError(f"no match clause fits the value {data!r}")
+            elif kind == _REF_NEW:
+                v = RefValue(vals.pop())
+                fr.memo[id(node)] = v
+                vals.append(v)
+            elif kind == _REF_READ:
+                r = vals.pop()
+                vals.append(r.value)  # not memoized: a ref's content changes
+            elif kind == _REF_WRITE:
+                value = vals.pop()
+                r = vals.pop()
+                r.value = value
+                vals.append(())
+        assert len(vals) == 1, "interpreter stack imbalance"
+        return vals[0]
+
+
+def match_pattern(p: Pattern, value) -> dict | None:
+    """Bindings if `value` matches `p`, else None."""
+    binds: dict = {}
+    stack = [(p, value)]
+    while stack:
+        q, v = stack.pop()
+        if isinstance(q, PatternWildcard):
+            continue
+        if isinstance(q, PatternVar):
+            binds[q.var] = v
+        elif isinstance(q, PatternConstructor):
+            if not isinstance(v, ConstructorValue) or v.constructor.name != q.constructor.name:
+                return None
+            stack.extend(zip(q.patterns, v.fields))
+        elif isinstance(q, PatternTuple):
+            if not isinstance(v, tuple) or len(v) != len(q.patterns):
+                return None
+            stack.extend(zip(q.patterns, v))
+    return binds
+
+
+def _type_bytes(t) -> int | None:
+    if isinstance(t, TensorType):
+        n = 1
+        for d in t.shape:
+            if not isinstance(d, int):
+                return None
+            n *= d
+        return n * dt.itemsize(t.dtype) if t.dtype != "string" else n * 8
+    if isinstance(t, TupleType):
+        parts = [_type_bytes(f) for f in t.fields]
+        return None if any(p is None for p in parts) else sum(parts)
+    return None
+
+
+def _coerce_input(value, t, name: str):
+    if not isinstance(t, TensorType):
+        return value
+    arr = np.asarray(value)
+    want = dt.to_numpy(t.dtype)
+    if arr.dtype != want:
+        if isinstance(value, np.ndarray) and not np.can_cast(arr.dtype, want, "same_kind"):
+            raise InputError(f"input {name} has dtype {arr.dtype}, expected {t.dtype}")
+        arr = arr.astype(want)
+    if len(arr.shape) != len(t.shape) or any(
+        isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)
+    ):
+        shape = "(" + ", ".join("?" if not isinstance(d, int) else str(d) for d in t.shape) + ")"
+        raise InputError(f"input {name} has shape {arr.shape}, expected {shape}")
+    return arr
+
+
+def evaluate(mod, *args, max_bytes: int | None = None, **kwargs):
+    """Run `@main` (or a Function / closed expression) with numpy inputs.
+
+    >>> evaluate(mod, np.ones((1, 4), "float32"))          # positional
+    >>> evaluate(mod, x=np.ones((1, 4), "float32"))        # by parameter name
+    Tensors come back as numpy arrays, tuples as tuples, ADT values as ConstructorValue.
+    """
+    if isinstance(mod, IRModule):
+        main = mod["main"]
+    elif isinstance(mod, Function):
+        main, mod = mod, IRModule.from_expr(mod)
+    elif isinstance(mod, Expr):
+        return Interpreter(None, max_bytes).eval(mod)
+    else:
+        raise TypeError(f"evaluate needs an IRModule, Function or Expr, not {type(mod).__name__}")
+    params = main.params
+    names = [p.name_hint for p in params]
+    if kwargs:
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise InputError(f"unknown input(s) {unknown}; inputs are {names}")
+    if len(args) > len(params):
+        raise InputError(f"@main takes {len(params)} inputs, got {len(args)}")
+    values = list(args)
+    for p in params[len(args) :]:
+        if p.name_hint not in kwargs:
+            raise InputError(f"missing input {p.name_hint!r}; inputs are {names}")
+        values.append(kwargs[p.name_hint])
+    coerced = []
+    for p, v in zip(params, values):
+        t = p.type_annotation or p._checked_type
+        coerced.append(_coerce_input(v, t, p.name_hint) if t is not None else v)
+    interp = Interpreter(mod, max_bytes)
+    return interp.apply(Closure(main, Env(), "main"), coerced)
