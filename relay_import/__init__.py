@@ -1,0 +1,1 @@
+"""The front door: load / convert / compile / verify / export models."""
