@@ -1,0 +1,188 @@
+"""What every kernel generator shares: KernelInfo, epilogues, the kernel's signature, attrs.
+
+A kernel is `void name(T* in0, ..., T* out0, ..., E* extra0, ..., i32 nthreads)` over contiguous
+row-major buffers of static shape. `extra*` exist only for an `Epilogue` with `extra_types`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
+import numpy as np
+
+from .llvm_util import (
+    I32,
+    as_i64,
+    compute_type,
+    for_range,
+    i64,
+    llvm_type,
+    load_as,
+    new_function,
+    ptr,
+    store_from,
+    vload,
+    vstore,
+)
+
+
+@dataclass
+class KernelInfo:
+    """What `emit` returns.
+
+    func:    the emitted LLVM function.
+    prepack: input index -> transform applied at compile time to that (constant) input; the
+             kernel reads the transformed array instead. Only for inputs named in `const_inputs`.
+    """
+
+    func: ir.Function
+    prepack: dict[int, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
+
+
+@dataclass
+class Epilogue:
+    """An elementwise consumer fused into a kernel's output that reads extra buffers.
+
+    fn(builder, value, indices, extra_ptrs) -> value, where extra_ptrs are pointers to the
+    `extra_types` buffers; the kernel takes them as parameters after its outputs. A plain
+    callable fn(builder, value, indices) is also accepted as an epilogue (no extra buffers).
+    """
+
+    fn: Callable
+    extra_types: tuple = ()
+
+
+class Epi:
+    """Normalised epilogue: callable as ep(builder, value, indices, extras); falsy when absent."""
+
+    def __init__(self, epilogue):
+        self.spec = epilogue
+        if epilogue is None:
+            self.extra_types = ()
+            self._fn = None
+        elif isinstance(epilogue, Epilogue):
+            self.extra_types = tuple(epilogue.extra_types)
+            self._fn = epilogue.fn
+        else:
+            self.extra_types = ()
+            self._fn = lambda b, v, idx, extras: epilogue(b, v, idx)
+
+    def __bool__(self) -> bool:
+        return self._fn is not None
+
+    def __call__(self, b: ir.IRBuilder, value, indices, extras):
+        if self._fn is None:
+            return value
+        out = self._fn(b, value, [as_i64(b, i) for i in indices], list(extras))
+        if out.type != value.type:
+            raise TypeError(f"epilogue returned {out.type}, expected {value.type}")
+        return out
+
+
+@dataclass
+class KernelFn:
+    """The emitted top-level function and its arguments, split by role."""
+
+    fn: ir.Function
+    b: ir.IRBuilder
+    ins: list
+    outs: list
+    extras: list
+    nthreads: ir.Value
+    ep: Epi
+
+
+def kernel_function(llmod, name, in_types, out_types, epilogue=None, in_storage=None) -> KernelFn:
+    """Declare `void name(in..., out..., extra..., i32 nthreads)`.
+
+    `in_storage` may override an input's element type (e.g. prepacked panels stay float*).
+    """
+    ep = Epi(epilogue)
+    in_lt = [llvm_type(t.dtype) for t in in_types]
+    if in_storage:
+        for k, t in in_storage.items():
+            in_lt[k] = t
+    args = [ptr(t) for t in in_lt]
+    args += [ptr(llvm_type(t.dtype)) for t in out_types]
+    args += [ptr(llvm_type(t.dtype)) for t in ep.extra_types]
+    args.append(I32)
+    fn, b = new_function(llmod, name, args)
+    names = [f"in{i}" for i in range(len(in_types))] + [f"out{i}" for i in range(len(out_types))]
+    names += [f"extra{i}" for i in range(len(ep.extra_types))] + ["nthreads"]
+    for a, n in zip(fn.args, names):
+        a.name = n
+    ni, no = len(in_types), len(out_types)
+    a = list(fn.args)
+    return KernelFn(fn, b, a[:ni], a[ni : ni + no], a[ni + no : -1], a[-1], ep)
+
+
+def attr(attrs, name: str, default):
+    """An attribute from an attrs dataclass, a dict or None (then `default`)."""
+    if attrs is None:
+        return default
+    if isinstance(attrs, dict):
+        v = attrs.get(name, default)
+    else:
+        v = getattr(attrs, name, default)
+    return default if v is None else v
+
+
+def shape_of(t) -> tuple[int, ...]:
+    shape = tuple(t.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"kernels need static shapes, got {shape}")
+    return shape
+
+
+def static_size(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def epilogue_row(
+    b: ir.IRBuilder,
+    ep: Epi,
+    extras,
+    p: ir.Value,
+    length,
+    prefix: Sequence,
+    start=0,
+    dtype: str = "float32",
+) -> None:
+    """Apply `ep` in place to p[0:length], a contiguous run of the output's last axis whose
+    first element has multi-index (*prefix, start): 8-wide vectors, then a scalar tail."""
+    if not ep:
+        return
+    length = as_i64(b, length)
+    start = as_i64(b, start)
+    if dtype == "float32":
+        nvec = b.and_(length, i64(~7))
+        with for_range(b, 0, nvec, 8, name="ev") as j:
+            v = ep(b, vload(b, p, j), [*prefix, b.add(start, j)], extras)
+            vstore(b, v, p, j)
+        lo = nvec
+    else:
+        lo = i64(0)
+    with for_range(b, lo, length, name="es") as j:
+        v = ep(b, load_as(b, p, j, dtype), [*prefix, b.add(start, j)], extras)
+        store_from(b, v, p, j, dtype)
+
+
+def value_type(dtype: str) -> ir.Type:
+    """The LLVM type of the values an epilogue receives for an output of `dtype`."""
+    return compute_type(dtype)
+
+
+def epilogue_run(b, ep: Epi, extras, p, length, first_index: Sequence, dtype: str = "float32"):
+    """Like epilogue_row, with the full multi-index of p[0] (empty for a scalar output)."""
+    if not ep:
+        return
+    if not first_index:
+        v = ep(b, load_as(b, p, 0, dtype), [], extras)
+        store_from(b, v, p, 0, dtype)
+        return
+    epilogue_row(b, ep, extras, p, length, list(first_index[:-1]), first_index[-1], dtype)

@@ -1,0 +1,427 @@
+"""The float32 GEMM engine: a 6x16 register-blocked AVX2/FMA microkernel and its blocked driver.
+
+C[m, n] (+)= sum_k A[m, k] * B[k, n], BLIS-style: for each NC block of columns and KC block of
+the reduction, B is packed into 16-wide panels (or read from panels packed at compile time, or
+from a zero-padded strided buffer such as an im2col chunk); for each MC block of rows, A is
+packed into 6-row panels (or read prepacked); the microkernel keeps a 6x16 tile of C in 12
+<8 x float> registers over KC steps of one broadcast of A and two loads of B per row.
+Rows left over (M % 6) use microkernels for 1..5 rows; columns left over (N % 16) read
+zero-padded panels and store only the valid columns.
+
+Compile time matters (a model has dozens of GEMMs and convolutions): the driver, packers and
+microkernels are emitted once per LLVM module and shared. Each kernel adds only a *store*
+function, called once per tile with the tile in a small buffer: it adds the tile to C (or sets
+it, for the first KC block) and applies the kernel's epilogue after the last KC block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+import numpy as np
+
+from .common import Epi
+from .llvm_util import (
+    F32,
+    F32P,
+    I1,
+    I8P,
+    I32,
+    I64,
+    V8F,
+    VOID,
+    as_i64,
+    const,
+    entry_alloca,
+    fma,
+    for_carry,
+    for_range,
+    free,
+    gep,
+    i32,
+    i64,
+    imin,
+    load,
+    malloc,
+    splat,
+    store,
+    vload,
+    vstore,
+)
+
+MR, NR = 6, 16
+KC, MC, NC = 256, 72, 2048
+
+A_RAW, A_PACKED = 0, 1
+B_RAW, B_PACKED, B_STRIDED = 0, 1, 2
+
+# ---------------------------------------------------------------------------------------------
+# Operand descriptions (strides in elements; Python ints or i64 values).
+
+
+@dataclass
+class PackedA:
+    """A packed at compile time by `pack_a_panels`: 6-row panels over the whole K."""
+
+    ptr: ir.Value
+
+
+@dataclass
+class RawA:
+    """A[m, k] = ptr[m * rs + k * cs]; packed into a thread buffer per MC x KC block."""
+
+    ptr: ir.Value
+    rs: object
+    cs: object
+
+
+@dataclass
+class PackedB:
+    """B packed at compile time by `pack_b_panels`: 16-column panels over the whole K."""
+
+    ptr: ir.Value
+
+
+@dataclass
+class RawB:
+    """B[k, n] = ptr[k * rs + n * cs]; packed into a thread buffer per KC x NC block."""
+
+    ptr: ir.Value
+    rs: object
+    cs: object
+
+
+@dataclass
+class StridedB:
+    """B[k, n] = ptr[k * ld + n], each row readable (zero padded) up to a multiple of 16."""
+
+    ptr: ir.Value
+    ld: object
+
+
+# ---------------------------------------------------------------------------------------------
+# Compile-time packing (numpy).
+
+
+def pack_b_panels(bmat: np.ndarray) -> np.ndarray:
+    """(K, N) -> (ceil(N/16), K, 16) float32, zero padded: the layout PackedB reads."""
+    k, n = bmat.shape
+    npan = -(-n // NR)
+    padded = np.zeros((k, npan * NR), np.float32)
+    padded[:, :n] = bmat
+    return np.ascontiguousarray(padded.reshape(k, npan, NR).transpose(1, 0, 2))
+
+
+def pack_a_panels(amat: np.ndarray) -> np.ndarray:
+    """(M, K) -> flat float32: for each 6-row panel (the last one may be shorter, mr rows),
+    its K x mr transpose. The layout PackedA reads."""
+    m, k = amat.shape
+    out = np.empty(m * k, np.float32)
+    for r in range(0, m, MR):
+        mr = min(MR, m - r)
+        out[r * k : (r + mr) * k] = np.ascontiguousarray(amat[r : r + mr].T, np.float32).ravel()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared functions (one copy per module).
+
+
+def _shared(llmod: ir.Module, name: str, args: list, build: Callable) -> ir.Function:
+    fn = llmod.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    build(b, *fn.args)
+    b.ret_void()
+    return fn
+
+
+def _ukr_fn(llmod, mr: int) -> ir.Function:
+    """tile[0:mr, 0:16] = A-panel (kc x mr) @ B-panel (kc rows of 16, row stride ldb)."""
+
+    def build(b, kc, a_ptr, b_ptr, ldb, tile):
+        zero = const(V8F, 0.0)
+
+        def step(k, accs):
+            bk = b.mul(k, ldb)
+            b0 = vload(b, b_ptr, bk)
+            b1 = vload(b, b_ptr, b.add(bk, i64(8)))
+            ak = b.mul(k, i64(mr))
+            out = []
+            for i in range(mr):
+                av = splat(b, load(b, a_ptr, b.add(ak, i64(i))))
+                out.append(fma(b, av, b0, accs[2 * i]))
+                out.append(fma(b, av, b1, accs[2 * i + 1]))
+            return out
+
+        accs = for_carry(b, 0, kc, [zero] * (2 * mr), step, name="kk")
+        for j, v in enumerate(accs):
+            vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
+
+    return _shared(llmod, f"relay.sgemm.ukr{mr}", [I64, F32P, F32P, I64, F32P], build)
+
+
+def _pack_a_fn(llmod) -> ir.Function:
+    """abuf <- A[i0:i0+mc, p0:p0+kc] (A[m,k] = a[m*rs + k*cs]) as 6-row panels, the last one
+    mc % 6 rows; panel r starts at r * kc."""
+
+    def build(b, a, rs, cs, abuf, i0, mc, p0, kc):
+        nfull = b.mul(b.udiv(mc, i64(MR)), i64(MR))
+        with for_range(b, 0, nfull, MR, name="pa") as r:
+            dst = gep(b, abuf, b.mul(r, kc))
+            rows = [b.mul(b.add(i0, b.add(r, i64(i))), rs) for i in range(MR)]
+            with for_range(b, 0, kc, name="pak") as k:
+                col = b.mul(b.add(p0, k), cs)
+                for i in range(MR):
+                    v = load(b, a, b.add(rows[i], col))
+                    store(b, v, dst, b.add(b.mul(k, i64(MR)), i64(i)))
+        rem = b.sub(mc, nfull)
+        with b.if_then(b.icmp_signed(">", rem, i64(0))):
+            dst = gep(b, abuf, b.mul(nfull, kc))
+            with for_range(b, 0, kc, name="pat") as k:
+                col = b.mul(b.add(p0, k), cs)
+                with for_range(b, 0, rem, name="pai") as i:
+                    v = load(b, a, b.add(b.mul(b.add(i0, b.add(nfull, i)), rs), col))
+                    store(b, v, dst, b.add(b.mul(k, rem), i))
+
+    return _shared(llmod, "relay.sgemm.pack_a", [F32P, I64, I64, F32P, I64, I64, I64, I64], build)
+
+
+def _pack_b_fn(llmod) -> ir.Function:
+    """bbuf <- B[p0:p0+kc, j0:j0+nc] (B[k,n] = b[k*rs + n*cs]) as 16-column panels, zero
+    padded; panel j starts at j * kc."""
+
+    def build(b, src, rs, cs, bbuf, p0, kc, j0, nc):
+        nfull = b.mul(b.udiv(nc, i64(NR)), i64(NR))
+        contiguous = b.icmp_signed("==", cs, i64(1))
+        with for_range(b, 0, nfull, NR, name="pb") as j:
+            dst = gep(b, bbuf, b.mul(j, kc))
+            with b.if_else(contiguous) as (then, other):
+                with then:
+                    with for_range(b, 0, kc, name="pbk") as k:
+                        s = b.add(b.mul(b.add(p0, k), rs), b.add(j0, j))
+                        d = b.mul(k, i64(NR))
+                        vstore(b, vload(b, src, s), dst, d)
+                        vstore(b, vload(b, src, b.add(s, i64(8))), dst, b.add(d, i64(8)))
+                with other:
+                    with for_range(b, 0, NR, name="pbj") as jj:
+                        colo = b.mul(b.add(j0, b.add(j, jj)), cs)
+                        with for_range(b, 0, kc, name="pbk2") as k:
+                            v = load(b, src, b.add(b.mul(b.add(p0, k), rs), colo))
+                            store(b, v, dst, b.add(b.mul(k, i64(NR)), jj))
+        rem = b.sub(nc, nfull)
+        with b.if_then(b.icmp_signed(">", rem, i64(0))):
+            dst = gep(b, bbuf, b.mul(nfull, kc))
+            with for_range(b, 0, kc, name="pbt") as k:
+                with for_range(b, 0, NR, name="pbtj") as jj:
+                    inside = b.icmp_signed("<", jj, rem)
+                    colo = b.mul(b.add(j0, b.add(nfull, imin(b, jj, b.sub(rem, i64(1))))), cs)
+                    v = load(b, src, b.add(b.mul(b.add(p0, k), rs), colo))
+                    store(b, b.select(inside, v, const(F32, 0.0)), dst, b.add(b.mul(k, i64(NR)), jj))
+
+    return _shared(llmod, "relay.sgemm.pack_b", [F32P, I64, I64, F32P, I64, I64, I64, I64], build)
+
+
+STORE_FN_T = ir.FunctionType(VOID, [I8P, F32P, I64, I64, I64, I64, I1, I1])
+
+# The driver's parameters, in order.
+_DRIVER_ARGS = [
+    ("a", F32P), ("a_rs", I64), ("a_cs", I64), ("a_kind", I32),
+    ("b", F32P), ("b_rs", I64), ("b_cs", I64), ("b_kind", I32),
+    ("m0", I64), ("m1", I64), ("n0", I64), ("n1", I64), ("K", I64),
+    ("abuf", F32P), ("bbuf", F32P), ("store", STORE_FN_T.as_pointer()), ("ctx", I8P),
+]
+
+
+def _driver_fn(llmod) -> ir.Function:
+    """The blocked loops (jc, pc, ic, jr, ir) calling packers, microkernels and `store`.
+
+    a_kind: A_RAW (a_rs, a_cs strides) or A_PACKED (pack_a_panels over K).
+    b_kind: B_RAW (b_rs, b_cs), B_PACKED (pack_b_panels over K) or B_STRIDED (row stride b_rs).
+    """
+
+    def build(b, a, a_rs, a_cs, a_kind, bp, b_rs, b_cs, b_kind, m0, m1, n0, n1, K, abuf, bbuf,
+              store_fn, ctx):
+        pack_a, pack_b = _pack_a_fn(llmod), _pack_b_fn(llmod)
+        ukrs = [_ukr_fn(llmod, r) for r in range(1, MR + 1)]
+        tile = entry_alloca(b, F32, MR * NR, name="tile")
+        a_raw = b.icmp_signed("==", a_kind, i32(A_RAW))
+        b_raw = b.icmp_signed("==", b_kind, i32(B_RAW))
+        b_packed = b.icmp_signed("==", b_kind, i32(B_PACKED))
+        with for_range(b, n0, n1, NC, name="jc") as jc:
+            nc = imin(b, i64(NC), b.sub(n1, jc))
+            with for_range(b, 0, K, KC, name="pc") as pc:
+                kc = imin(b, i64(KC), b.sub(K, pc))
+                first = b.icmp_signed("==", pc, i64(0))
+                last = b.icmp_signed("==", b.add(pc, kc), K)
+                with b.if_then(b_raw):
+                    b.call(pack_b, [bp, b_rs, b_cs, bbuf, pc, kc, jc, nc])
+                with for_range(b, m0, m1, MC, name="ic") as ic:
+                    mc = imin(b, i64(MC), b.sub(m1, ic))
+                    with b.if_then(a_raw):
+                        b.call(pack_a, [a, a_rs, a_cs, abuf, ic, mc, pc, kc])
+                    with for_range(b, 0, nc, NR, name="jr") as jr:
+                        nv = imin(b, i64(NR), b.sub(nc, jr))
+                        col = b.add(jc, jr)
+                        # B panel: thread buffer / prepacked panels / strided rows
+                        p_raw = gep(b, bbuf, b.mul(jr, kc))
+                        p_pk = gep(b, bp, b.add(b.mul(col, K), b.mul(pc, i64(NR))))
+                        p_st = gep(b, bp, b.add(b.mul(pc, b_rs), col))
+                        bpan = b.select(b_raw, p_raw, b.select(b_packed, p_pk, p_st))
+                        ldb = b.select(b.or_(b_raw, b_packed), i64(NR), b_rs)
+                        with for_range(b, 0, mc, MR, name="ir") as ir_:
+                            mr = imin(b, i64(MR), b.sub(mc, ir_))
+                            row = b.add(ic, ir_)
+                            # A panel: thread buffer / prepacked (row * K + pc * mr)
+                            ap = b.select(
+                                a_raw,
+                                gep(b, abuf, b.mul(ir_, kc)),
+                                gep(b, a, b.add(b.mul(row, K), b.mul(pc, mr))),
+                            )
+                            _call_ukr(b, ukrs, mr, [kc, ap, bpan, ldb, tile])
+                            b.call(store_fn, [ctx, tile, row, col, mr, nv, first, last])
+
+    return _shared(llmod, "relay.sgemm.block", [t for _, t in _DRIVER_ARGS], build)
+
+
+def _call_ukr(b, ukrs, mr, args):
+    end = b.append_basic_block("mr.end")
+    blocks = [b.append_basic_block(f"mr{r}") for r in range(1, MR + 1)]
+    sw = b.switch(mr, blocks[-1])
+    for r in range(1, MR):
+        sw.add_case(i64(r), blocks[r - 1])
+    for r, blk in enumerate(blocks, 1):
+        b.position_at_end(blk)
+        b.call(ukrs[r - 1], args)
+        b.branch(end)
+    b.position_at_end(end)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-kernel pieces.
+
+
+def store_function(
+    llmod: ir.Module,
+    name: str,
+    ctx_types: list,
+    c_of: Callable,
+    ep: Epi | None = None,
+    index_fn: Callable | None = None,
+    extras_of: Callable | None = None,
+    vector_ok: bool = True,
+) -> ir.Function:
+    """A store function for gemm_call: C[m:m+mr, n:n+nv] = (first ? 0 : C) + tile, then the
+    epilogue when `last`.
+
+    ctx_types: the fields of the context struct gemm_call passes; c_of(b, fields) -> (C, ldc);
+    index_fn(b, fields, m, n) -> the output's indices of C[m, n]; extras_of(b, fields) -> the
+    epilogue's extra pointers. vector_ok=False when no row of C holds 16 consecutive elements
+    of the output's last axis (then everything is stored with scalars).
+    """
+    st = ir.LiteralStructType(ctx_types)
+    fn = ir.Function(llmod, STORE_FN_T, name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("optsize")  # keeps O3 from unrolling / vectorising the scalar edge loops
+    fn.attributes.add("minsize")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx, tile, m, n, mr, nv, first, last = fn.args
+    sp = b.bitcast(ctx, st.as_pointer())
+    fields = [b.load(b.gep(sp, [i32(0), i32(k)])) for k in range(len(ctx_types))]
+    cptr, ldc = c_of(b, fields)
+    ldc = as_i64(b, ldc)
+    ep = ep if ep else None
+    extras = extras_of(b, fields) if (ep is not None and extras_of) else []
+
+    def put(val, off, mi, ni):
+        if ep is None:
+            return (vstore if isinstance(val.type, ir.VectorType) else store)(b, val, cptr, off)
+        with b.if_else(last) as (lt, lf):
+            with lt:
+                v2 = ep(b, val, index_fn(b, fields, mi, ni), extras)
+                (vstore if isinstance(val.type, ir.VectorType) else store)(b, v2, cptr, off)
+            with lf:
+                (vstore if isinstance(val.type, ir.VectorType) else store)(b, val, cptr, off)
+
+    full = b.icmp_signed("==", nv, i64(NR)) if vector_ok else ir.Constant(I1, 0)
+    with b.if_else(full) as (then, other):
+        with then:
+            if vector_ok:
+                with for_range(b, 0, mr, name="si") as i:
+                    mi = b.add(m, i)
+                    row = b.mul(mi, ldc)
+                    for v in range(2):
+                        off = b.add(row, b.add(n, i64(8 * v)))
+                        val = vload(b, tile, b.add(b.mul(i, i64(NR)), i64(8 * v)))
+                        val = b.select(first, val, b.fadd(val, vload(b, cptr, off)))
+                        put(val, off, mi, b.add(n, i64(8 * v)))
+        with other:
+            with for_range(b, 0, mr, name="ti") as i:
+                mi = b.add(m, i)
+                row = b.mul(mi, ldc)
+                with for_range(b, 0, nv, name="tj") as j:
+                    off = b.add(row, b.add(n, j))
+                    val = load(b, tile, b.add(b.mul(i, i64(NR)), j))
+                    val = b.select(first, val, b.fadd(val, load(b, cptr, off)))
+                    put(val, off, mi, b.add(n, j))
+    b.ret_void()
+    return fn
+
+
+def gemm_call(b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values,
+              abuf=None, bbuf=None) -> None:
+    """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose
+    context struct holds `ctx_values`. m0 must be a multiple of 6 for PackedA, n0 a multiple
+    of 16 for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB."""
+    llmod = b.module
+    driver = _driver_fn(llmod)
+    st = ir.LiteralStructType([v.type for v in ctx_values])
+    slot = entry_alloca(b, st)
+    for k, v in enumerate(ctx_values):
+        b.store(v, b.gep(slot, [i32(0), i32(k)]))
+    null = ir.Constant(F32P, None)
+    if isinstance(a, RawA):
+        a_args = [a.ptr, as_i64(b, a.rs), as_i64(b, a.cs), i32(A_RAW)]
+    else:
+        a_args = [a.ptr, i64(0), i64(0), i32(A_PACKED)]
+    if isinstance(bsrc, RawB):
+        b_args = [bsrc.ptr, as_i64(b, bsrc.rs), as_i64(b, bsrc.cs), i32(B_RAW)]
+    elif isinstance(bsrc, PackedB):
+        b_args = [bsrc.ptr, i64(0), i64(0), i32(B_PACKED)]
+    else:
+        b_args = [bsrc.ptr, as_i64(b, bsrc.ld), i64(1), i32(B_STRIDED)]
+    args = a_args + b_args + [as_i64(b, v) for v in (m0, m1, n0, n1)] + [i64(K)]
+    args += [abuf if abuf is not None else null, bbuf if bbuf is not None else null]
+    args += [store_fn, b.bitcast(slot, I8P)]
+    b.call(driver, args)
+
+
+def buffer_sizes(a, bsrc) -> tuple[int, int]:
+    """Floats needed per thread for packing A and B at run time."""
+    return (MC * KC if isinstance(a, RawA) else 0), (KC * NC if isinstance(bsrc, RawB) else 0)
+
+
+def thread_buffers(b: ir.IRBuilder, a, bsrc):
+    """malloc the per-thread packing buffers (None when not needed); pair with free_buffers."""
+    na, nb = buffer_sizes(a, bsrc)
+    abuf = b.bitcast(malloc(b, i64(4 * na)), F32P) if na else None
+    bbuf = b.bitcast(malloc(b, i64(4 * nb)), F32P) if nb else None
+    return abuf, bbuf
+
+
+def free_buffers(b: ir.IRBuilder, *bufs) -> None:
+    for p in bufs:
+        if p is not None:
+            free(b, p)
+
+
+def choose_split(M: int, N: int) -> str:
+    """Split a GEMM between threads along 'm' or 'n' (the side with more columns of work)."""
+    return "n" if N >= M else "m"

@@ -1,0 +1,134 @@
+"""Standalone JIT for kernels: compile one llvmlite module for the host and call a kernel with
+numpy arrays. Used by the kernel tests and benchmarks; the backend has its own code generation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ...ir.types import TensorType
+from .common import KernelInfo
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    path = ctypes.util.find_library("gomp")
+    if path:
+        llvm.load_library_permanently(path)
+
+
+def target_machine():
+    """Host target with the CPU name *and* features (the name alone may enable AVX-512).
+
+    A fresh one per engine: MCJIT takes ownership of the target machine it is given."""
+    _init()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+    )
+
+
+def compile_module(llmod, opt: int = 3):
+    """Parse, verify, optimise and JIT an llvmlite.ir.Module; returns the execution engine."""
+    tm = target_machine()
+    mod = llvm.parse_assembly(str(llmod))
+    mod.verify()
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    if opt:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    ee = llvm.create_mcjit_compiler(mod, tm)
+    ee.finalize_object()
+    for name in ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", "aligned_alloc"):
+        if f"declare void @{name}" in str(llmod) or f"@{name}(" in str(llmod):
+            if not llvm.address_of_symbol(name):
+                raise RuntimeError(f"symbol {name} is not available in this process")
+    ee._keep = mod  # noqa: SLF001 - keep the module alive with the engine
+    return ee
+
+
+class KernelModule:
+    """Several kernels JIT-compiled in one LLVM module (they share the GEMM driver etc.).
+
+    km = KernelModule(); k = km.add(emit, in_types, out_types, attrs); km.compile(); k(x, w)
+    """
+
+    def __init__(self):
+        import llvmlite.ir as ir
+
+        self.llmod = ir.Module(name="kernels")
+        self.llmod.triple = llvm.get_process_triple()
+        self.kernels: list[Compiled] = []
+        self.ee = None
+
+    def add(self, emit, in_types, out_types, attrs=None, epilogue=None, const_inputs=(), **kw):
+        name = f"kern{len(self.kernels)}"
+        if const_inputs:
+            kw["const_inputs"] = tuple(const_inputs)
+        info = emit(self.llmod, name, list(in_types), list(out_types), attrs, epilogue=epilogue, **kw)
+        k = Compiled(self, name, info, in_types, out_types)
+        self.kernels.append(k)
+        return k
+
+    def compile(self, opt: int = 3):
+        self.ir_text = str(self.llmod)
+        self.ee = compile_module(self.llmod, opt)
+        for k in self.kernels:
+            nargs = len(k.info.func.args)
+            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (nargs - 1)), ctypes.c_int32)
+            k.fn = proto(self.ee.get_function_address(k.name))
+        return self
+
+
+class Compiled:
+    """A compiled kernel callable with numpy arrays: k(*inputs, nthreads=1) -> outputs."""
+
+    def __init__(self, km, name, info: KernelInfo, in_types, out_types):
+        self.km, self.name, self.info = km, name, info
+        self.in_types = list(in_types)
+        self.out_types = list(out_types)
+        self.fn = None
+
+    @classmethod
+    def build(cls, emit, in_types, out_types, attrs=None, epilogue=None, const_inputs=(), opt=3,
+              **kw):
+        """One kernel in a module of its own."""
+        km = KernelModule()
+        k = km.add(emit, in_types, out_types, attrs, epilogue, const_inputs, **kw)
+        km.compile(opt)
+        return k
+
+    def prepare(self, idx: int, arr: np.ndarray) -> np.ndarray:
+        """An input as the kernel reads it (prepacked when the kernel asks for it)."""
+        if idx in self.info.prepack:
+            return np.ascontiguousarray(self.info.prepack[idx](arr))
+        return np.ascontiguousarray(arr)
+
+    def __call__(self, *inputs, nthreads: int = 1, extras=(), outs=None):
+        ins = [self.prepare(i, x) for i, x in enumerate(inputs)]
+        if outs is None:
+            outs = [np.empty(t.shape, _np_dtype(t.dtype)) for t in self.out_types]
+        keep = ins + list(outs) + [np.ascontiguousarray(e) for e in extras]
+        self.fn(*[a.ctypes.data for a in keep], nthreads)
+        return outs
+
+
+def _np_dtype(dtype: str):
+    from ...ir import dtype as dt
+
+    return dt.to_numpy(dtype)
+
+
+def tt(shape, dtype="float32") -> TensorType:
+    return TensorType(tuple(shape), dtype)
