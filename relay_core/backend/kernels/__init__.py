@@ -22,12 +22,16 @@ the element's final value is known, possibly from several threads at once.
 from __future__ import annotations
 
 from .common import Epilogue, KernelInfo
+from .conv import emit_conv1d, emit_conv2d, emit_conv3d
 from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
 
 KERNELS: dict = {
     "nn.dense": emit_dense,
     "nn.matmul": emit_matmul,
     "nn.batch_matmul": emit_batch_matmul,
+    "nn.conv1d": emit_conv1d,
+    "nn.conv2d": emit_conv2d,
+    "nn.conv3d": emit_conv3d,
 }
 
 __all__ = ["KERNELS", "KernelInfo", "Epilogue"]

@@ -375,6 +375,14 @@ def store_function(
     return fn
 
 
+def plain_store_fn(llmod: ir.Module) -> ir.Function:
+    """The shared store function without epilogue; its context is (float* C, i64 ldc)."""
+    fn = llmod.globals.get("relay.sgemm.store_plain")
+    if fn is not None:
+        return fn
+    return store_function(llmod, "relay.sgemm.store_plain", [F32P, I64], lambda b, f: (f[0], f[1]))
+
+
 def gemm_call(b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values,
               abuf=None, bbuf=None) -> None:
     """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose

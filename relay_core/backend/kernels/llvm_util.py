@@ -291,6 +291,18 @@ def floordiv(b: ir.IRBuilder, x, d: int):
     return b.select(b.icmp_signed("<", r, i64(0)), b.sub(q, i64(1)), q)
 
 
+def floordiv_rt(b: ir.IRBuilder, x, d):
+    """Floor division of i64 x by a positive i64 value d (correct for negative x)."""
+    x, d = as_i64(b, x), as_i64(b, d)
+    q = b.sdiv(x, d)
+    r = b.srem(x, d)
+    return b.select(b.icmp_signed("<", r, i64(0)), b.sub(q, i64(1)), q)
+
+
+def clamp(b: ir.IRBuilder, x, lo, hi):
+    return imin(b, imax(b, x, lo), hi)
+
+
 def ceildiv(b: ir.IRBuilder, x, d: int):
     """Ceiling division of a non-negative i64 by a positive constant."""
     return b.udiv(b.add(as_i64(b, x), i64(d - 1)), i64(d))

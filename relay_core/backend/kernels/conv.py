@@ -1,0 +1,306 @@
+"""nn.conv1d / nn.conv2d / nn.conv3d on the sgemm engine.
+
+Channel-first data (NCW, NCHW, NCDHW): per image, group and chunk of output positions, an
+im2col chunk col[Cg*KK, Pc] (kept in L2) is the GEMM's B operand, the weights (packed into
+6-row panels at compile time when constant) are A, and C rows are output channels: each tile
+lands directly in the NCHW output. 1x1 stride-1 convolutions read the input as B without a copy
+(when the plane is a multiple of 16 floats). The epilogue runs per output row after a chunk.
+Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
+weights packed into 16-column panels; the epilogue runs on tiles in registers.
+Depthwise convolutions go to conv_depthwise; other dtypes and layouts to conv_generic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
+from .gemm_core import (
+    MR,
+    NR,
+    PackedA,
+    PackedB,
+    RawA,
+    RawB,
+    StridedB,
+    free_buffers,
+    gemm_call,
+    pack_a_panels,
+    pack_b_panels,
+    plain_store_fn,
+    store_function,
+    thread_buffers,
+)
+from .geometry import SPATIAL, Window, data_view, layout_axes, ntuple, pad3, resolve_pads
+from .im2col import geom_args, im2col_cf_fn, im2col_cl_fn
+from .llvm_util import F32P, I64, for_range, free, gep, i64, imax, imin, malloc
+from .parallel import clamp_threads, parallel, split_range
+
+L2_BUDGET = 256 * 1024  # bytes of im2col chunk per thread
+DATA_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+KERNEL_LAYOUTS = {1: "OIW", 2: "OIHW", 3: "OIDHW"}
+
+
+def conv_window(in_types, out_types, attrs, nd: int, transpose: bool = False):
+    """(Window, groups, O, Cg, Og, kernel axes, channel_last) of a convolution call."""
+    layout = attr(attrs, "data_layout", DATA_LAYOUTS[nd])
+    default_k = ("IO" if transpose else "OI") + SPATIAL[nd]
+    klayout = attr(attrs, "kernel_layout", default_k) or default_k
+    xs, ws, ys = (shape_of(t) for t in (in_types[0], in_types[1], out_types[0]))
+    N, C, sp, cl = data_view(xs, layout, nd)
+    _, O, osp, _ = data_view(ys, attr(attrs, "out_layout", "") or layout, nd)
+    kax = layout_axes(klayout, nd, "I" if transpose else "O", "O" if transpose else "I")
+    ks = tuple(ws[a] for a in kax[2:])
+    G = int(attr(attrs, "groups", 1))
+    strides = ntuple(attr(attrs, "strides", 1), nd)
+    dil = ntuple(attr(attrs, "dilation", 1), nd)
+    in_sp = sp[3 - nd :]
+    if transpose:
+        pb, pe = resolve_pads({"padding": attr(attrs, "padding", 0)}, nd, in_sp, ks, strides, dil)
+    else:
+        pb, pe = resolve_pads(attrs, nd, in_sp, ks, strides, dil)
+    win = Window(nd, N, C, sp, osp, pad3(ks, 1), pad3(strides, 1), pad3(dil, 1), pad3(pb, 0),
+                 pad3(pe, 0))
+    Cg = C // G
+    Og = O // G
+    return win, G, O, Cg, Og, kax, cl
+
+
+def canonical_weight(w: np.ndarray, kax: tuple) -> np.ndarray:
+    """Weights as (O, I, KD, KH, KW) float32 (unit dims added for 1-D / 2-D kernels)."""
+    wc = np.asarray(w, np.float32).transpose(kax)
+    return wc.reshape(wc.shape[:2] + pad3(wc.shape[2:], 1))
+
+
+def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=(), nd=2):
+    """Convolution of rank `nd` (1, 2 or 3): `void name(x*, w*, y*, [extras...], i32 nthreads)`."""
+    layout = attr(attrs, "data_layout", DATA_LAYOUTS[nd])
+    out_layout = attr(attrs, "out_layout", "") or layout
+    dts = (in_types[0].dtype, in_types[1].dtype, out_types[0].dtype)
+    win, G, O, Cg, Og, kax, cl = conv_window(in_types, out_types, attrs, nd)
+    fast = dts == ("float32",) * 3 and out_layout == layout and win.N * O * win.P > 0
+    if not fast or Cg * win.KK == 0:
+        from .conv_generic import emit_generic_conv
+
+        return emit_generic_conv(llmod, name, in_types, out_types, attrs, epilogue, nd)
+    if G > 1 and Cg == 1:
+        from .conv_depthwise import emit_depthwise
+
+        return emit_depthwise(llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue,
+                              const_inputs)
+    packed = 1 in tuple(const_inputs)
+    kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    w = kf.ins[1]
+    wbuf = None
+    natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))
+    if not packed and tuple(kax) != natural:
+        wbuf = _runtime_permute(kf, w, shape_of(in_types[1]), kax, nd, cl)
+        w = wbuf
+    if cl:
+        prepack = _conv_cl(kf, w, win, G, O, Cg, Og, packed)
+    else:
+        prepack = _conv_cf(kf, w, win, G, O, Cg, Og, packed)
+    if wbuf is not None:
+        free(kf.b, wbuf)
+    kf.b.ret_void()
+    return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)} if packed else {})
+
+
+def _with_axes(prepack, kax):
+    return lambda w: prepack(canonical_weight(w, kax))
+
+
+def _runtime_permute(kf, w, wshape, kax, nd, cl):
+    """Copy non-constant weights into the layout the kernel reads: OI+spatial (channel-first)
+    or spatial+IO (channel-last)."""
+    b = kf.b
+    dst_axes = ([kax[0], kax[1]] + list(kax[2:])) if not cl else (list(kax[2:]) + [kax[1], kax[0]])
+    dims = [wshape[a] for a in dst_axes]
+    total = int(np.prod(dims))
+    buf = b.bitcast(malloc(b, i64(4 * max(total, 1))), F32P)
+    src_strides = [int(np.prod(wshape[a + 1 :])) for a in range(len(wshape))]
+    with for_range(b, 0, total, name="wp") as i:
+        rem, off = i, i64(0)
+        for d, a in reversed(list(zip(dims, dst_axes))):
+            off = b.add(off, b.mul(b.urem(rem, i64(d)), i64(src_strides[a])))
+            rem = b.udiv(rem, i64(d))
+        b.store(b.load(gep(b, w, off)), gep(b, buf, i))
+    return buf
+
+
+def _chunk(P: int, K: int) -> int:
+    """Output positions per im2col chunk: K x chunk floats within the L2 budget."""
+    c = max(4 * NR, (L2_BUDGET // (4 * max(K, 1))) // NR * NR)
+    return min(c, -(-P // NR) * NR)
+
+
+def _spatial_prefix(b, win: Window, r):
+    """The spatial indices before W of output row r (= od * OH + oh)."""
+    if win.nd == 1:
+        return []
+    if win.nd == 2:
+        return [r]
+    return [b.udiv(r, i64(win.osp[1])), b.urem(r, i64(win.osp[1]))]
+
+
+def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
+    """Channel-first convolution; returns the weight prepack (canonical -> A panels)."""
+    Kg = Cg * win.KK
+    P, IP = win.P, win.IP
+    direct = (win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
+              and P % NR == 0)
+    pc_max = _chunk(P, Kg)
+    nchunks = -(-P // pc_max)
+    ld = pc_max if (pc_max // NR) % 2 else pc_max + NR  # odd number of cache lines per row
+    base_units = win.N * G * nchunks
+    flops = 2.0 * win.N * O * P * Kg
+    nt = clamp_threads(kf.b, kf.nthreads, flops, base_units * max(1, -(-Og // MR)))
+    store_fn = plain_store_fn(kf.b.module)
+    OW = win.osp[2]
+
+    def body(b, vals, tid, ntv):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
+        abuf, _ = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), StridedB(x, 1))
+        bu_n = i64(base_units)
+        few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
+                     b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
+        parts = b.select(few, ntv, i64(1))
+        u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
+        with for_range(b, u0, u1, name="unit") as u:
+            bu = b.udiv(u, parts)
+            part = b.urem(u, parts)
+            n = b.udiv(bu, i64(G * nchunks))
+            g = b.urem(b.udiv(bu, i64(nchunks)), i64(G))
+            ch = b.urem(bu, i64(nchunks))
+            p0 = b.mul(ch, i64(pc_max))
+            pc = imin(b, i64(pc_max), b.sub(i64(P), p0))
+            m0, m1 = split_range(b, Og, part, parts, MR)
+            xg = gep(b, x, b.mul(b.add(b.mul(n, i64(win.C)), b.mul(g, i64(Cg))), i64(IP)))
+            if direct:
+                bsrc = StridedB(gep(b, xg, p0), P)
+            else:
+                b.call(im2col_cf_fn(b.module), [xg, col, i64(ld), p0, pc, *geom_args(win, Cg)])
+                bsrc = StridedB(col, ld)
+            wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
+            a = PackedA(wg) if packed else RawA(wg, Kg, 1)
+            ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(O)), b.mul(g, i64(Og))), i64(P)), p0))
+            gemm_call(b, a, bsrc, Kg, m0, m1, 0, pc, store_fn, [ybase, i64(P)], abuf)
+            if kf.ep:
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), m0, m1, p0, pc, OW)
+        free_buffers(b, col, abuf)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        wc = wc.reshape(G, Og, Kg)
+        return np.concatenate([pack_a_panels(wc[g]) for g in range(G)])
+
+    return prepack
+
+
+def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):
+    """Epilogue over y[n, c0 + m, p0:p0+pc] for m in [m0, m1), one output row at a time."""
+    p1 = b.add(p0, pc)
+    r0 = b.udiv(p0, i64(OW))
+    r1 = b.udiv(b.sub(p1, i64(1)), i64(OW))
+    with for_range(b, m0, m1, name="em") as m:
+        c = b.add(c0, m)
+        plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+        with for_range(b, r0, b.add(r1, i64(1)), name="er") as r:
+            rbase = b.mul(r, i64(OW))
+            a = imax(b, p0, rbase)
+            e = imin(b, p1, b.add(rbase, i64(OW)))
+            prefix = [n, c] + _spatial_prefix(b, win, r)
+            epilogue_row(b, ep, extras, gep(b, plane, a), b.sub(e, a), prefix, b.sub(a, rbase))
+
+
+def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
+    """Channel-last convolution; returns the weight prepack (canonical -> B panels)."""
+    Kg = Cg * win.KK
+    P, IP, C = win.P, win.IP, win.C
+    npan = -(-Og // NR)
+    direct = win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
+    pc_max = P if direct else max(MR, min(P, L2_BUDGET // (4 * max(Kg, 1)) // MR * MR))
+    nchunks = -(-P // pc_max)
+    base_units = win.N * G * nchunks
+    flops = 2.0 * win.N * O * P * Kg
+    nt = clamp_threads(kf.b, kf.nthreads, flops, base_units * max(1, -(-P // MR)))
+    OD, OH, OW = win.osp
+    extra_t = [e.type for e in kf.extras]
+
+    def index_fn(b, f, m, o):
+        p = b.add(f[2], m)
+        sp = [b.urem(p, i64(OW))]
+        if win.nd >= 2:
+            sp.insert(0, b.urem(b.udiv(p, i64(OW)), i64(OH)))
+        if win.nd == 3:
+            sp.insert(0, b.udiv(p, i64(OW * OH)))
+        return [f[1], *sp, b.add(f[3], o)]
+
+    store_fn = store_function(
+        kf.b.module, f"{kf.fn.name}.store", [F32P, I64, I64, I64, *extra_t],
+        c_of=lambda b, f: (f[0], O), ep=kf.ep, index_fn=index_fn, extras_of=lambda b, f: f[4:],
+        vector_ok=Og >= NR,
+    ) if kf.ep else plain_store_fn(kf.b.module)
+
+    def body(b, vals, tid, ntv):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * pc_max)), F32P)
+        bu_n = i64(base_units)
+        few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
+                     b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
+        parts = b.select(few, ntv, i64(1))
+        u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
+        bw = gep(b, wp, i64(0))
+        b0 = PackedB(bw) if packed else RawB(bw, O, 1)
+        a0 = RawA(x, 0, 1)
+        abuf, bbuf = thread_buffers(b, a0, b0)
+        with for_range(b, u0, u1, name="unit") as u:
+            bu = b.udiv(u, parts)
+            part = b.urem(u, parts)
+            n = b.udiv(bu, i64(G * nchunks))
+            g = b.urem(b.udiv(bu, i64(nchunks)), i64(G))
+            ch = b.urem(bu, i64(nchunks))
+            p0 = b.mul(ch, i64(pc_max))
+            pc = imin(b, i64(pc_max), b.sub(i64(P), p0))
+            o0, o1 = split_range(b, Og, part, parts, NR)
+            xg = gep(b, x, b.add(b.mul(n, i64(IP * C)), b.mul(g, i64(Cg))))
+            if direct:
+                a = RawA(gep(b, xg, b.mul(p0, i64(C))), C, 1)
+            else:
+                b.call(im2col_cl_fn(b.module), [xg, col, i64(C), p0, pc, *geom_args(win, Cg)])
+                a = RawA(col, Kg, 1)
+            if packed:
+                bsrc = PackedB(gep(b, wp, b.mul(g, i64(npan * Kg * NR))))
+            else:
+                bsrc = RawB(gep(b, wp, b.mul(g, i64(Og))), O, 1)
+            ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(P)), p0), i64(O)), b.mul(g, i64(Og))))
+            ctx = [ybase, i64(O)] if not kf.ep else [ybase, n, p0, b.mul(g, i64(Og)), *extras]
+            gemm_call(b, a, bsrc, Kg, 0, pc, o0, o1, store_fn, ctx, abuf, bbuf)
+        free_buffers(b, abuf, bbuf, col)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        kd, kh, kw = wc.shape[2:]
+        wg = wc.reshape(G, Og, Cg, kd, kh, kw).transpose(0, 3, 4, 5, 2, 1).reshape(G, Kg, Og)
+        return np.concatenate([pack_b_panels(wg[g]).ravel() for g in range(G)])
+
+    return prepack
+
+
+def emit_conv1d(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
+    return emit_conv(llmod, name, in_types, out_types, attrs, epilogue, const_inputs, nd=1)
+
+
+def emit_conv2d(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
+    return emit_conv(llmod, name, in_types, out_types, attrs, epilogue, const_inputs, nd=2)
+
+
+def emit_conv3d(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
+    return emit_conv(llmod, name, in_types, out_types, attrs, epilogue, const_inputs, nd=3)
+
+

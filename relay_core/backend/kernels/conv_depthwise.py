@@ -1,0 +1,164 @@
+"""Depthwise convolution (groups == input channels, one input channel per group), float32.
+
+Channel-first: per (image, channel) plane, the plane is copied into a zero-padded scratch plane,
+then each output row accumulates KD*KH*KW shifted input rows scaled by one weight each (LLVM
+vectorises the row loops; stride-1 rows are contiguous). Channel-last: per output position the
+taps accumulate whole channel vectors. Channel multipliers (Og > 1) are supported.
+"""
+
+from __future__ import annotations
+
+
+
+from .common import KernelInfo, epilogue_row, kernel_function, shape_of
+from .llvm_util import (
+    F32,
+    F32P,
+    const,
+    for_range,
+    free,
+    gep,
+    i64,
+    load,
+    malloc,
+    memset0,
+    store,
+)
+from .parallel import clamp_threads, parallel, split_range
+
+
+def emit_depthwise(llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue=None,
+                   const_inputs=()):
+    from .conv import _runtime_permute, canonical_weight
+
+    nd = win.nd
+    packed = 1 in tuple(const_inputs)
+    kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    w, wbuf = kf.ins[1], None
+    O = G * Og
+    if cl:
+        natural = (nd + 1, nd) + tuple(range(nd))
+    else:
+        natural = tuple(range(nd + 2))
+    if not packed and tuple(kax) != natural:
+        wbuf = _runtime_permute(kf, w, shape_of(in_types[1]), kax, nd, cl)
+        w = wbuf
+    (_cl if cl else _cf)(kf, w, win, G, Og, O)
+    if wbuf is not None:
+        free(kf.b, wbuf)
+    kf.b.ret_void()
+    if not packed:
+        return KernelInfo(kf.fn)
+    if cl:  # [tap][O]
+        pre = lambda wv: canonical_weight(wv, kax).reshape(O, -1).T.copy()  # noqa: E731
+    else:  # [O][tap]
+        pre = lambda wv: canonical_weight(wv, kax).reshape(O, -1).copy()  # noqa: E731
+    return KernelInfo(kf.fn, {1: pre})
+
+
+def _cf(kf, w, win, G, Og, O):
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    KD, KH, KW = win.k
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(win.osp, win.s, win.k, win.d)]
+    Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
+    KK = KD * KH * KW
+    units = win.N * G
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * Og * win.P * KK, units)
+    prefix_sp = {1: 0, 2: 1, 3: 2}[win.nd]
+
+    def body(b, vals, tid, ntv):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        pad = b.bitcast(malloc(b, i64(4 * Dp * Hp * Wp)), F32P)
+        memset0(b, pad, i64(4 * Dp * Hp * Wp))
+        u0, u1 = split_range(b, units, tid, ntv)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(G))
+            c = b.urem(u, i64(G))
+            src = gep(b, x, b.mul(u, i64(win.IP)))
+            # interior copy (the border stays zero: the interior is the same for every plane)
+            with for_range(b, 0, D * H, name="cr") as r:
+                dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
+                prow = b.add(b.mul(b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)),
+                                         b.add(hh, i64(win.pb[1]))), i64(Wp)), i64(win.pb[2]))
+                with for_range(b, 0, W, name="cw") as j:
+                    store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
+            with for_range(b, 0, Og, name="j") as j:
+                o = b.add(b.mul(c, i64(Og)), j)
+                wo = gep(b, wp, b.mul(o, i64(KK)))
+                plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), o), i64(win.P)))
+                with for_range(b, 0, OD * OH, name="orow") as r:
+                    od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+                    yrow = gep(b, plane, b.mul(r, i64(OW)))
+                    with for_range(b, 0, OW, name="zo") as q:
+                        store(b, const(F32, 0.0), yrow, q)
+                    with for_range(b, 0, KD * KH, name="t") as t:
+                        kd, kh = b.udiv(t, i64(KH)), b.urem(t, i64(KH))
+                        pd_ = b.add(b.mul(od, i64(win.s[0])), b.mul(kd, i64(win.d[0])))
+                        ph_ = b.add(b.mul(oh, i64(win.s[1])), b.mul(kh, i64(win.d[1])))
+                        prow = gep(b, pad, b.mul(b.add(b.mul(pd_, i64(Hp)), ph_), i64(Wp)))
+                        for kw in range(KW):
+                            wv = load(b, wo, b.add(b.mul(t, i64(KW)), i64(kw)))
+                            srow = gep(b, prow, i64(kw * win.d[2]))
+                            with for_range(b, 0, OW, name="q") as q:
+                                xv = load(b, srow, b.mul(q, i64(win.s[2])))
+                                acc = load(b, yrow, q)
+                                store(b, b.fadd(acc, b.fmul(wv, xv, flags=["contract"]),
+                                                flags=["contract"]), yrow, q)
+                    if kf.ep:
+                        sp = [od, oh][2 - prefix_sp :] if prefix_sp else []
+                        epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
+        free(b, pad)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+def _cl(kf, w, win, G, Og, O):
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    KD, KH, KW = win.k
+    C = G
+    units = win.N * OD * OH
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * win.P * O * win.KK, units)
+
+    def body(b, vals, tid, ntv):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        u0, u1 = split_range(b, units, tid, ntv)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(OD * OH))
+            r = b.urem(u, i64(OD * OH))
+            od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+            xn = gep(b, x, b.mul(n, i64(win.IP * C)))
+            with for_range(b, 0, OW, name="ow") as ow:
+                yrow = gep(b, y, b.mul(b.add(b.mul(u, i64(OW)), ow), i64(O)))
+                with for_range(b, 0, O, name="zo") as q:
+                    store(b, const(F32, 0.0), yrow, q)
+                with for_range(b, 0, win.KK, name="t") as t:
+                    kw = b.urem(t, i64(KW))
+                    kh = b.urem(b.udiv(t, i64(KW)), i64(KH))
+                    kd = b.udiv(t, i64(KW * KH))
+                    pos = [b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(p)) for q, k, s, d, p
+                           in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)]
+                    ok = None
+                    for v, lim in zip(pos, (D, H, W)):
+                        cnd = b.and_(b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim)))
+                        ok = cnd if ok is None else b.and_(ok, cnd)
+                    with b.if_then(ok):
+                        ip = b.add(b.mul(b.add(b.mul(pos[0], i64(H)), pos[1]), i64(W)), pos[2])
+                        xrow = gep(b, xn, b.mul(ip, i64(C)))
+                        wrow = gep(b, wp, b.mul(t, i64(O)))
+                        with for_range(b, 0, O, name="c") as q:
+                            xv = load(b, xrow, b.udiv(q, i64(Og)) if Og > 1 else q)
+                            acc = load(b, yrow, q)
+                            prod = b.fmul(xv, load(b, wrow, q), flags=["contract"])
+                            store(b, b.fadd(acc, prod, flags=["contract"]), yrow, q)
+                if kf.ep:
+                    sp = [od, oh, ow][3 - win.nd :]
+                    epilogue_row(b, kf.ep, extras, yrow, O, [n, *sp], 0)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+
