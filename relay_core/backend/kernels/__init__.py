@@ -24,6 +24,7 @@ from __future__ import annotations
 from .common import Epilogue, KernelInfo
 from .conv import emit_conv1d, emit_conv2d, emit_conv3d
 from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
+from .pool import pool_kernels
 
 KERNELS: dict = {
     "nn.dense": emit_dense,
@@ -32,6 +33,7 @@ KERNELS: dict = {
     "nn.conv1d": emit_conv1d,
     "nn.conv2d": emit_conv2d,
     "nn.conv3d": emit_conv3d,
+    **pool_kernels(),
 }
 
 __all__ = ["KERNELS", "KernelInfo", "Epilogue"]
