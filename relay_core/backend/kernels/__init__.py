@@ -25,6 +25,7 @@ from .common import Epilogue, KernelInfo
 from .conv import emit_conv1d, emit_conv2d, emit_conv3d
 from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
 from .pool import pool_kernels
+from .softmax import softmax_kernels
 
 KERNELS: dict = {
     "nn.dense": emit_dense,
@@ -34,6 +35,7 @@ KERNELS: dict = {
     "nn.conv2d": emit_conv2d,
     "nn.conv3d": emit_conv3d,
     **pool_kernels(),
+    **softmax_kernels(),
 }
 
 __all__ = ["KERNELS", "KernelInfo", "Epilogue"]

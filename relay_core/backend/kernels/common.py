@@ -186,3 +186,25 @@ def epilogue_run(b, ep: Epi, extras, p, length, first_index: Sequence, dtype: st
         store_from(b, v, p, 0, dtype)
         return
     epilogue_row(b, ep, extras, p, length, list(first_index[:-1]), first_index[-1], dtype)
+
+
+def epilogue_block(b, ep: Epi, extras, y, start, count: int, shape: Sequence[int], dtype="float32"):
+    """Apply `ep` to y[start : start + count] (flat, whole rows of the last axis of `shape`)."""
+    if not ep:
+        return
+    if not shape:
+        epilogue_run(b, ep, extras, y, 1, [], dtype)
+        return
+    last = int(shape[-1])
+    if last == 0:
+        return
+    from .llvm_util import gep as _gep
+    from .llvm_util import udiv_const, unravel
+
+    start = as_i64(b, start)
+    r0 = udiv_const(b, start, last)
+    with for_range(b, 0, count // last, name="eb") as r:
+        row = b.add(r0, r)
+        prefix = unravel(b, row, list(shape[:-1])) if len(shape) > 1 else []
+        p = _gep(b, y, b.mul(row, i64(last)))
+        epilogue_row(b, ep, extras, p, last, prefix, 0, dtype)

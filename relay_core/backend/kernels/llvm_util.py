@@ -308,6 +308,10 @@ def ceildiv(b: ir.IRBuilder, x, d: int):
     return b.udiv(b.add(as_i64(b, x), i64(d - 1)), i64(d))
 
 
+def udiv_const(b: ir.IRBuilder, x, d: int):
+    return b.udiv(as_i64(b, x), i64(d)) if d != 1 else as_i64(b, x)
+
+
 def unravel(b: ir.IRBuilder, flat, dims: Sequence[int]) -> list[ir.Value]:
     """Row-major multi-index of a flat i64 offset into static `dims`."""
     flat = as_i64(b, flat)
