@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .common import Epilogue, KernelInfo
 from .conv import emit_conv1d, emit_conv2d, emit_conv3d
+from .conv_transpose import conv_transpose_kernels
 from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
 from .pool import pool_kernels
 from .softmax import softmax_kernels
@@ -34,6 +35,7 @@ KERNELS: dict = {
     "nn.conv1d": emit_conv1d,
     "nn.conv2d": emit_conv2d,
     "nn.conv3d": emit_conv3d,
+    **conv_transpose_kernels(),
     **pool_kernels(),
     **softmax_kernels(),
 }
