@@ -3,8 +3,8 @@
 Channel-first data (NCW, NCHW, NCDHW): per image, group and chunk of output positions, an
 im2col chunk col[Cg*KK, Pc] (kept in L2) is the GEMM's B operand, the weights (packed into
 6-row panels at compile time when constant) are A, and C rows are output channels: each tile
-lands directly in the NCHW output. 1x1 stride-1 convolutions read the input as B without a copy
-(when the plane is a multiple of 16 floats). The epilogue runs per output row after a chunk.
+lands directly in the NCHW output. 1x1 stride-1 convolutions skip im2col (B is the input).
+The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
 weights packed into 16-column panels; the epilogue runs on tiles in registers.
 Depthwise convolutions go to conv_depthwise; other dtypes and layouts to conv_generic.
@@ -147,8 +147,9 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     """Channel-first convolution; returns the weight prepack (canonical -> A panels)."""
     Kg = Cg * win.KK
     P, IP = win.P, win.IP
-    direct = (win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
-              and P % NR == 0)
+    # 1x1 stride-1 unpadded: B is the input itself, packed by the driver (reading it strided
+    # in place would alias L1 sets whenever the plane is an even number of cache lines)
+    direct = win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
     pc_max = _chunk(P, Kg)
     nchunks = -(-P // pc_max)
     ld = pc_max if (pc_max // NR) % 2 else pc_max + NR  # odd number of cache lines per row
@@ -162,7 +163,8 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
-        abuf, _ = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), StridedB(x, 1))
+        b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
+        abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind)
         bu_n = i64(base_units)
         few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
                      b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
@@ -179,17 +181,17 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
             m0, m1 = split_range(b, Og, part, parts, MR)
             xg = gep(b, x, b.mul(b.add(b.mul(n, i64(win.C)), b.mul(g, i64(Cg))), i64(IP)))
             if direct:
-                bsrc = StridedB(gep(b, xg, p0), P)
+                bsrc = RawB(gep(b, xg, p0), P, 1)
             else:
                 b.call(im2col_cf_fn(b.module), [xg, col, i64(ld), p0, pc, *geom_args(win, Cg)])
                 bsrc = StridedB(col, ld)
             wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
             a = PackedA(wg) if packed else RawA(wg, Kg, 1)
             ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(O)), b.mul(g, i64(Og))), i64(P)), p0))
-            gemm_call(b, a, bsrc, Kg, m0, m1, 0, pc, store_fn, [ybase, i64(P)], abuf)
+            gemm_call(b, a, bsrc, Kg, m0, m1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
             if kf.ep:
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), m0, m1, p0, pc, OW)
-        free_buffers(b, col, abuf)
+        free_buffers(b, col, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 

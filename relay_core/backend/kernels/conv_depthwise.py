@@ -10,11 +10,16 @@ from __future__ import annotations
 
 
 
+import llvmlite.ir as ir
+
 from .common import KernelInfo, epilogue_row, kernel_function, shape_of
 from .llvm_util import (
     F32,
     F32P,
+    I32,
+    V8F,
     const,
+    fma,
     for_range,
     free,
     gep,
@@ -22,7 +27,10 @@ from .llvm_util import (
     load,
     malloc,
     memset0,
+    splat,
     store,
+    vload,
+    vstore,
 )
 from .parallel import clamp_threads, parallel, split_range
 
@@ -62,7 +70,9 @@ def _cf(kf, w, win, G, Og, O):
     KD, KH, KW = win.k
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(win.osp, win.s, win.k, win.d)]
     Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
+    Wp += 16  # slack: stride-2 vector rows read 16 floats per 8 outputs
     KK = KD * KH * KW
+    fast = win.s[2] in (1, 2) and KK <= 49
     units = win.N * G
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * Og * win.P * KK, units)
     prefix_sp = {1: 0, 2: 1, 3: 2}[win.nd]
@@ -88,30 +98,77 @@ def _cf(kf, w, win, G, Og, O):
                 o = b.add(b.mul(c, i64(Og)), j)
                 wo = gep(b, wp, b.mul(o, i64(KK)))
                 plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), o), i64(win.P)))
+                wts = [load(b, wo, i64(t)) for t in range(KK)] if fast else None
+                wvs = [splat(b, v) for v in wts] if fast else None
                 with for_range(b, 0, OD * OH, name="orow") as r:
                     od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
                     yrow = gep(b, plane, b.mul(r, i64(OW)))
-                    with for_range(b, 0, OW, name="zo") as q:
-                        store(b, const(F32, 0.0), yrow, q)
-                    with for_range(b, 0, KD * KH, name="t") as t:
-                        kd, kh = b.udiv(t, i64(KH)), b.urem(t, i64(KH))
-                        pd_ = b.add(b.mul(od, i64(win.s[0])), b.mul(kd, i64(win.d[0])))
-                        ph_ = b.add(b.mul(oh, i64(win.s[1])), b.mul(kh, i64(win.d[1])))
-                        prow = gep(b, pad, b.mul(b.add(b.mul(pd_, i64(Hp)), ph_), i64(Wp)))
-                        for kw in range(KW):
-                            wv = load(b, wo, b.add(b.mul(t, i64(KW)), i64(kw)))
-                            srow = gep(b, prow, i64(kw * win.d[2]))
-                            with for_range(b, 0, OW, name="q") as q:
-                                xv = load(b, srow, b.mul(q, i64(win.s[2])))
-                                acc = load(b, yrow, q)
-                                store(b, b.fadd(acc, b.fmul(wv, xv, flags=["contract"]),
-                                                flags=["contract"]), yrow, q)
+                    if fast:
+                        _row_registers(b, win, pad, Hp, Wp, od, oh, yrow, wts, wvs)
+                    else:
+                        _row_memory(b, win, pad, Hp, Wp, od, oh, yrow, wo)
                     if kf.ep:
                         sp = [od, oh][2 - prefix_sp :] if prefix_sp else []
                         epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
         free(b, pad)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+def _tap_rows(b, win, pad, Hp, Wp, od, oh):
+    """Pointers to the padded input row of each (kd, kh) window row for output row (od, oh)."""
+    rows = []
+    for kd in range(win.k[0]):
+        pd_ = b.add(b.mul(od, i64(win.s[0])), i64(kd * win.d[0]))
+        for kh in range(win.k[1]):
+            ph_ = b.add(b.mul(oh, i64(win.s[1])), i64(kh * win.d[1]))
+            rows.append(gep(b, pad, b.mul(b.add(b.mul(pd_, i64(Hp)), ph_), i64(Wp))))
+    return rows
+
+
+def _row_registers(b, win, pad, Hp, Wp, od, oh, yrow, wts, wvs):
+    """One output row, 8 columns at a time accumulated in a register over all taps."""
+    OW, KW = win.osp[2], win.k[2]
+    sw, dw = win.s[2], win.d[2]
+    rows = _tap_rows(b, win, pad, Hp, Wp, od, oh)
+    even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
+    nblk = OW // 8 * 8
+    with for_range(b, 0, nblk, 8, name="q8") as q:
+        acc = const(V8F, 0.0)
+        for t, (prow, kw) in enumerate((r_, kw) for r_ in rows for kw in range(KW)):
+            base = b.add(b.mul(q, i64(sw)), i64(kw * dw))
+            if sw == 1:
+                xv = vload(b, prow, base)
+            else:
+                lo, hi = vload(b, prow, base), vload(b, prow, b.add(base, i64(8)))
+                xv = b.shuffle_vector(lo, hi, even)
+            acc = fma(b, wvs[t], xv, acc)
+        vstore(b, acc, yrow, q)
+    with for_range(b, nblk, OW, name="q1") as q:
+        acc = const(F32, 0.0)
+        for t, (prow, kw) in enumerate((r_, kw) for r_ in rows for kw in range(KW)):
+            xv = load(b, prow, b.add(b.mul(q, i64(sw)), i64(kw * dw)))
+            acc = fma(b, wts[t], xv, acc)
+        store(b, acc, yrow, q)
+
+
+def _row_memory(b, win, pad, Hp, Wp, od, oh, yrow, wo):
+    """One output row accumulated in memory, one pass per tap (large windows, strides > 2)."""
+    OW, KW = win.osp[2], win.k[2]
+    with for_range(b, 0, OW, name="zo") as q:
+        store(b, const(F32, 0.0), yrow, q)
+    with for_range(b, 0, win.k[0] * win.k[1], name="t") as t:
+        kd, kh = b.udiv(t, i64(win.k[1])), b.urem(t, i64(win.k[1]))
+        pd_ = b.add(b.mul(od, i64(win.s[0])), b.mul(kd, i64(win.d[0])))
+        ph_ = b.add(b.mul(oh, i64(win.s[1])), b.mul(kh, i64(win.d[1])))
+        prow = gep(b, pad, b.mul(b.add(b.mul(pd_, i64(Hp)), ph_), i64(Wp)))
+        with for_range(b, 0, KW, name="kw") as kw:
+            wv = load(b, wo, b.add(b.mul(t, i64(KW)), kw))
+            srow = gep(b, prow, b.mul(kw, i64(win.d[2])))
+            with for_range(b, 0, OW, name="q") as q:
+                xv = load(b, srow, b.mul(q, i64(win.s[2])))
+                acc = load(b, yrow, q)
+                store(b, b.fadd(acc, b.fmul(wv, xv, flags=["contract"]), flags=["contract"]), yrow, q)
 
 
 def _cl(kf, w, win, G, Og, O):

@@ -18,6 +18,7 @@ from .llvm_util import (
     clamp,
     const,
     floordiv_rt,
+    for_carry,
     for_range,
     gep,
     i64,
@@ -46,67 +47,109 @@ def _zero(b, p, lo, hi):
         store(b, const(F32, 0.0), p, j)
 
 
-def im2col_cf_fn(llmod: ir.Module) -> ir.Function:
-    """void(float* x_group, float* col, i64 ld, i64 p0, i64 pc, GEOM...)."""
-    name = "relay.im2col.cf"
+def _range_for(b, n_out, off, s, n_in, unit):
+    """[lo, hi) of o in [0, n_out) with 0 <= o * s + off < n_in (s > 0; `unit`: s == 1)."""
+    lo1 = clamp(b, b.neg(off), i64(0), n_out)
+    hi1 = clamp(b, b.sub(n_in, off), lo1, n_out)
+    lo = clamp(b, floordiv_rt(b, b.add(b.neg(off), b.sub(s, i64(1))), s), i64(0), n_out)
+    hi = clamp(b, floordiv_rt(b, b.add(b.sub(n_in, off), b.sub(s, i64(1))), s), lo, n_out)
+    return b.select(unit, lo1, lo), b.select(unit, hi1, hi)
+
+
+def im2col_cf_fn(llmod: ir.Module, win=None, Cg: int = 0) -> ir.Function:
+    """void(float* x_group, float* col, i64 ld, i64 p0, i64 pc, GEOM...), or specialised to one
+    geometry (win, Cg): void(float* x_group, float* col, i64 ld, i64 p0, i64 pc)."""
+    key = "" if win is None else "." + "_".join(str(int(v.constant)) for v in geom_args(win, Cg))
+    name = "relay.im2col.cf" + key
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(llmod, ir.FunctionType(VOID, [F32P, F32P, I64, I64, I64] + [I64] * len(GEOM)),
-                     name=name)
+    extra = [I64] * len(GEOM) if win is None else []
+    fn = ir.Function(llmod, ir.FunctionType(VOID, [F32P, F32P, I64, I64, I64] + extra), name=name)
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     x, col, ld, p0, pc, *g = fn.args
-    G = dict(zip(GEOM, g))
-    OH, OW, W = G["OH"], G["OW"], G["W"]
+    G = dict(zip(GEOM, g if win is None else geom_args(win, Cg)))
+    OH, OW, W, H, D = G["OH"], G["OW"], G["W"], G["H"], G["D"]
     p1 = b.add(p0, pc)
     r0 = b.sdiv(p0, OW)
-    r1 = b.sdiv(b.add(p1, i64(-1)), OW)
+    nrows = b.sub(b.add(b.sdiv(b.add(p1, i64(-1)), OW), i64(1)), r0)
     tail_end = b.and_(b.add(pc, i64(15)), i64(~15))
     unit = b.icmp_signed("==", G["sw"], i64(1))
-    kk = b.mul(G["KD"], b.mul(G["KH"], G["KW"]))
-    with for_range(b, 0, b.mul(G["Cg"], kk), name="k") as k:
-        ci = b.sdiv(k, kk)
-        rest = b.srem(k, kk)
-        kd = b.sdiv(rest, b.mul(G["KH"], G["KW"]))
-        kh = b.srem(b.sdiv(rest, G["KW"]), G["KH"])
-        kw = b.srem(rest, G["KW"])
-        row = gep(b, col, b.mul(k, ld))
+    plane = b.mul(D, b.mul(H, W))
+    # per window column kw: the output columns [lo, hi) whose input column is inside [0, W)
+    kwr = b.alloca(I64, size=b.mul(G["KW"], i64(2)))
+    with for_range(b, 0, G["KW"], name="kwr") as kw:
         off_w = b.sub(b.mul(kw, G["dw"]), G["pw"])
-        # ow range whose input column lies inside [0, W)
-        ow_lo = clamp(b, floordiv_rt(b, b.add(b.neg(off_w), b.sub(G["sw"], i64(1))), G["sw"]), i64(0), OW)
-        ow_hi = clamp(b, floordiv_rt(b, b.add(b.sub(W, off_w), b.sub(G["sw"], i64(1))), G["sw"]), i64(0), OW)
-        with for_range(b, r0, b.add(r1, i64(1)), name="r") as r:
-            od = b.sdiv(r, OH)
-            oh = b.srem(r, OH)
-            idd = b.sub(b.add(b.mul(od, G["sd"]), b.mul(kd, G["dd"])), G["pd"])
-            ih = b.sub(b.add(b.mul(oh, G["sh"]), b.mul(kh, G["dh"])), G["ph"])
-            rbase = b.mul(r, OW)
-            a = b.sub(imax(b, p0, rbase), rbase)
-            e = b.sub(imin(b, p1, b.add(rbase, OW)), rbase)
-            dst = gep(b, row, b.sub(rbase, p0))  # dst[ow] is column p - p0
-            inside = b.and_(
-                b.and_(b.icmp_signed(">=", idd, i64(0)), b.icmp_signed("<", idd, G["D"])),
-                b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, G["H"])),
-            )
-            with b.if_else(inside) as (then, other):
-                with then:
-                    plane = b.add(b.mul(ci, G["D"]), idd)
-                    src = gep(b, x, b.add(b.mul(b.add(b.mul(plane, G["H"]), ih), W), off_w))
-                    lo = clamp(b, ow_lo, a, e)
-                    hi = clamp(b, ow_hi, lo, e)
-                    _zero(b, dst, a, lo)
-                    with b.if_else(unit) as (u1, u2):
-                        with u1:
-                            with for_range(b, lo, hi, name="c1") as ow:
-                                store(b, load(b, src, ow), dst, ow)
-                        with u2:
-                            with for_range(b, lo, hi, name="cs") as ow:
-                                store(b, load(b, src, b.mul(ow, G["sw"])), dst, ow)
-                    _zero(b, dst, hi, e)
-                with other:
-                    _zero(b, dst, a, e)
-        _zero(b, row, pc, tail_end)
+        with b.if_else(unit) as (u1, u2):
+            with u1:
+                lo = clamp(b, b.neg(off_w), i64(0), OW)
+                store(b, lo, kwr, b.mul(kw, i64(2)))
+                store(b, clamp(b, b.sub(W, off_w), lo, OW), kwr, b.add(b.mul(kw, i64(2)), i64(1)))
+            with u2:
+                sm1 = b.sub(G["sw"], i64(1))
+                lo = clamp(b, floordiv_rt(b, b.add(b.neg(off_w), sm1), G["sw"]), i64(0), OW)
+                hi = clamp(b, floordiv_rt(b, b.add(b.sub(W, off_w), sm1), G["sw"]), lo, OW)
+                store(b, lo, kwr, b.mul(kw, i64(2)))
+                store(b, hi, kwr, b.add(b.mul(kw, i64(2)), i64(1)))
+    # per output row of the chunk: od * sd, oh * sh and its column span [a, e) in the chunk
+    rows = b.alloca(I64, size=b.mul(nrows, i64(4)))
+
+    def fill(j, st):
+        od, oh = st
+        r = b.add(r0, j)
+        rbase = b.mul(r, OW)
+        q = b.mul(j, i64(4))
+        store(b, b.mul(od, G["sd"]), rows, q)
+        store(b, b.mul(oh, G["sh"]), rows, b.add(q, i64(1)))
+        store(b, b.sub(imax(b, p0, rbase), rbase), rows, b.add(q, i64(2)))
+        store(b, b.sub(imin(b, p1, b.add(rbase, OW)), rbase), rows, b.add(q, i64(3)))
+        oh1 = b.add(oh, i64(1))
+        wrap = b.icmp_signed("==", oh1, OH)
+        return [b.select(wrap, b.add(od, i64(1)), od), b.select(wrap, i64(0), oh1)]
+
+    for_carry(b, 0, nrows, [b.sdiv(r0, OH), b.srem(r0, OH)], fill, name="fr")
+    # k = ((ci * KD + kd) * KH + kh) * KW + kw, visited in order by nested loops
+    with for_range(b, 0, G["Cg"], name="ci") as ci:
+        xc = gep(b, x, b.mul(ci, plane))
+        with for_range(b, 0, G["KD"], name="kd") as kd:
+            dd_off = b.sub(b.mul(kd, G["dd"]), G["pd"])
+            with for_range(b, 0, G["KH"], name="kh") as kh:
+                dh_off = b.sub(b.mul(kh, G["dh"]), G["ph"])
+                kbase = b.mul(b.add(b.mul(b.add(b.mul(ci, G["KD"]), kd), G["KH"]), kh), G["KW"])
+                with for_range(b, 0, G["KW"], name="kw") as kw:
+                    row = gep(b, col, b.mul(b.add(kbase, kw), ld))
+                    off_w = b.sub(b.mul(kw, G["dw"]), G["pw"])
+                    ow_lo = load(b, kwr, b.mul(kw, i64(2)))
+                    ow_hi = load(b, kwr, b.add(b.mul(kw, i64(2)), i64(1)))
+                    with for_range(b, 0, nrows, name="r") as j:
+                        q = b.mul(j, i64(4))
+                        idd = b.add(load(b, rows, q), dd_off)
+                        ih = b.add(load(b, rows, b.add(q, i64(1))), dh_off)
+                        a = load(b, rows, b.add(q, i64(2)))
+                        e = load(b, rows, b.add(q, i64(3)))
+                        dst = gep(b, row, b.sub(b.mul(b.add(r0, j), OW), p0))  # dst[ow]: col p - p0
+                        inside = b.and_(
+                            b.and_(b.icmp_signed(">=", idd, i64(0)), b.icmp_signed("<", idd, D)),
+                            b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, H)),
+                        )
+                        with b.if_else(inside) as (then, other):
+                            with then:
+                                src = gep(b, xc, b.add(b.mul(b.add(b.mul(idd, H), ih), W), off_w))
+                                lo = clamp(b, ow_lo, a, e)
+                                hi = clamp(b, ow_hi, lo, e)
+                                _zero(b, dst, a, lo)
+                                with b.if_else(unit) as (u1, u2):
+                                    with u1:
+                                        with for_range(b, lo, hi, name="c1") as ow:
+                                            store(b, load(b, src, ow), dst, ow)
+                                    with u2:
+                                        with for_range(b, lo, hi, name="cs") as ow:
+                                            store(b, load(b, src, b.mul(ow, G["sw"])), dst, ow)
+                                _zero(b, dst, hi, e)
+                            with other:
+                                _zero(b, dst, a, e)
+                    _zero(b, row, pc, tail_end)
     b.ret_void()
     return fn
 

@@ -1,0 +1,248 @@
+"""Micro-benchmarks of the LLVM kernels against numpy (OpenBLAS), torch and onnxruntime.
+
+    python benchmarks/kernels.py [--threads 2] [--rounds 5] [--reps 10] [--only conv] [--md FILE]
+
+Each case runs every implementation in interleaved rounds (a few untimed calls first in each
+round, so that the previous runtime's spinning threads have gone to sleep); the figure is the
+median over all timed calls. Our kernels are called through ctypes with prepacked constant
+weights, as the compiled model calls them (ctypes adds ~1 us per call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from relay_core.backend.kernels import KERNELS  # noqa: E402
+from relay_core.backend.kernels.jit import KernelModule, tt  # noqa: E402
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases: (name, op, input arrays, constant input indices, attrs, out shape, flops, torch fn,
+#         onnx node builder).
+
+
+def _gemm(m, n, k):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, k), np.float32)
+    w = rng.standard_normal((n, k), np.float32)
+    wt = np.ascontiguousarray(w.T)
+    return dict(
+        name=f"dense {m}x{n}x{k}", group="gemm", op="nn.dense", inputs=[x, w], const=(1,),
+        attrs=None, out=(m, n), flops=2.0 * m * n * k,
+        numpy=lambda out: np.matmul(x, wt, out=out),
+        torch=lambda t: (lambda xt=t.from_numpy(x), wt_=t.from_numpy(wt): lambda: t.matmul(xt, wt_))(),
+        onnx=("Gemm", dict(transB=1), [x], [w]),
+    )
+
+
+def _bmm(b, m, n, k):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((b, m, k), np.float32)
+    c = rng.standard_normal((b, n, k), np.float32)
+    ct = np.ascontiguousarray(np.swapaxes(c, 1, 2))
+    return dict(
+        name=f"batch_matmul {b}x{m}x{n}x{k}", group="gemm", op="nn.batch_matmul", inputs=[a, c],
+        const=(), attrs=None, out=(b, m, n), flops=2.0 * b * m * n * k,
+        numpy=lambda out: np.matmul(a, np.swapaxes(c, 1, 2), out=out),
+        torch=lambda t: (lambda at=t.from_numpy(a), ct_=t.from_numpy(c):
+                         lambda: t.matmul(at, ct_.transpose(1, 2)))(),
+        onnx=("MatMul", {}, [a, ct], []),
+    )
+
+
+def _conv(n, c, h, o, k, s, p, g=1, w_=None):
+    rng = np.random.default_rng(0)
+    w_ = w_ or h
+    x = rng.standard_normal((n, c, h, w_), np.float32)
+    w = rng.standard_normal((o, c // g, k, k), np.float32) * 0.1
+    oh, ow = (h + 2 * p - k) // s + 1, (w_ + 2 * p - k) // s + 1
+    kind = "depthwise" if g > 1 and g == c else "conv"
+    return dict(
+        name=f"{kind} {n}x{c}x{h}x{w_} -> {o} k{k} s{s}", group="conv", op="nn.conv2d",
+        inputs=[x, w], const=(1,),
+        attrs=dict(strides=(s, s), padding=(p, p), groups=g), out=(n, o, oh, ow),
+        flops=2.0 * n * o * oh * ow * (c // g) * k * k, numpy=None,
+        torch=lambda t: (lambda xt=t.from_numpy(x), wt=t.from_numpy(w):
+                         lambda: t.nn.functional.conv2d(xt, wt, stride=s, padding=p, groups=g))(),
+        onnx=("Conv", dict(strides=[s, s], pads=[p] * 4, group=g), [x], [w]),
+    )
+
+
+def _maxpool(n, c, h, k, s, p):
+    x = np.random.default_rng(0).standard_normal((n, c, h, h), np.float32)
+    oh = (h + 2 * p - k) // s + 1
+    return dict(
+        name=f"max_pool {n}x{c}x{h}x{h} k{k} s{s}", group="pool", op="nn.max_pool2d", inputs=[x],
+        const=(), attrs=dict(pool_size=(k, k), strides=(s, s), padding=(p, p)),
+        out=(n, c, oh, oh), flops=float(n * c * oh * oh * k * k), numpy=None,
+        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.nn.functional.max_pool2d(xt, k, s, p))(),
+        onnx=("MaxPool", dict(kernel_shape=[k, k], strides=[s, s], pads=[p] * 4), [x], []),
+    )
+
+
+def _gap(n, c, h):
+    x = np.random.default_rng(0).standard_normal((n, c, h, h), np.float32)
+    return dict(
+        name=f"global_avg_pool {n}x{c}x{h}x{h}", group="pool", op="nn.global_avg_pool2d",
+        inputs=[x], const=(), attrs=None, out=(n, c, 1, 1), flops=float(x.size), numpy=None,
+        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.nn.functional.adaptive_avg_pool2d(xt, 1))(),
+        onnx=("GlobalAveragePool", {}, [x], []),
+    )
+
+
+def _softmax(shape):
+    x = np.random.default_rng(0).standard_normal(shape, np.float32)
+    return dict(
+        name=f"softmax {'x'.join(map(str, shape))}", group="softmax", op="nn.softmax", inputs=[x],
+        const=(), attrs={"axis": -1}, out=shape, flops=5.0 * x.size, numpy=None,
+        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.softmax(xt, -1))(),
+        onnx=("Softmax", {"axis": -1}, [x], []),
+    )
+
+
+def cases():
+    return [
+        _gemm(1024, 1024, 1024), _gemm(256, 256, 256), _gemm(1, 4096, 1024), _gemm(128, 768, 768),
+        _gemm(128, 3072, 768), _bmm(12, 128, 128, 64),
+        _conv(1, 64, 56, 64, 3, 1, 1), _conv(1, 128, 28, 128, 3, 1, 1), _conv(1, 256, 14, 256, 3, 1, 1),
+        _conv(1, 512, 7, 512, 3, 1, 1), _conv(1, 64, 56, 256, 1, 1, 0), _conv(1, 256, 56, 64, 1, 1, 0),
+        _conv(1, 3, 224, 64, 7, 2, 3), _conv(1, 128, 56, 128, 3, 2, 1),
+        _conv(1, 32, 112, 32, 3, 1, 1, g=32), _conv(1, 144, 56, 144, 3, 2, 1, g=144),
+        _maxpool(1, 64, 112, 3, 2, 1), _gap(1, 2048, 7), _softmax((12, 128, 128)),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _onnx_session(spec, threads):
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    op, attrs, feeds, inits = spec["onnx"]
+    names = [f"x{i}" for i in range(len(feeds))]
+    inames = [f"w{i}" for i in range(len(inits))]
+    inputs = [helper.make_tensor_value_info(nm, TensorProto.FLOAT, a.shape) for nm, a in zip(names, feeds)]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node(op, names + inames, ["y"], **attrs)
+    graph = helper.make_graph([node], "bench", inputs, [out],
+                              [numpy_helper.from_array(a, nm) for nm, a in zip(inames, inits)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feed = dict(zip(names, feeds))
+    return lambda: sess.run(None, feed)
+
+
+def _time(fn, reps, warm=2):
+    for _ in range(warm):
+        fn()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def run(threads=2, rounds=5, reps=10, only=None, check=True):
+    import torch
+
+    torch.set_num_threads(threads)
+    sel = [c for c in cases() if not only or only in c["group"] or only in c["name"]]
+    km = KernelModule()
+    built = []
+    for c in sel:
+        in_types = [tt(a.shape) for a in c["inputs"]]
+        k = km.add(KERNELS[c["op"]], in_types, [tt(c["out"])], c["attrs"], None, c["const"])
+        built.append(k)
+    t0 = time.perf_counter()
+    km.compile()
+    compile_s = time.perf_counter() - t0
+    rows = []
+    for c, k in zip(sel, built):
+        ins = [k.prepare(i, a) for i, a in enumerate(c["inputs"])]
+        out = np.empty(c["out"], np.float32)
+        ptrs = [a.ctypes.data for a in ins] + [out.ctypes.data]
+        fn = k.fn
+
+        def ours(fn=fn, ptrs=ptrs):
+            fn(*ptrs, threads)
+
+        impls = {"ours": ours}
+        if c["numpy"] is not None:
+            nout = np.empty(c["out"], np.float32)
+            impls["numpy"] = lambda f=c["numpy"], o=nout: f(o)
+        impls["torch"] = c["torch"](torch)
+        sess = _onnx_session(c, threads)
+        if sess is not None:
+            impls["onnxruntime"] = sess
+        if check:
+            ours()
+            with torch.no_grad():
+                want = impls["torch"]().numpy()
+            err = float(np.abs(out - want).max() / max(1.0, np.abs(want).max()))
+            assert err < 1e-3, (c["name"], err)
+        times = {name: [] for name in impls}
+        with torch.no_grad():
+            for _ in range(rounds):
+                for name, f in impls.items():
+                    times[name] += _time(f, reps)
+        med = {name: statistics.median(v) * 1e3 for name, v in times.items()}
+        rows.append((c, med))
+        line = "  ".join(f"{n} {m:.3f} ms ({c['flops'] / m / 1e6:.1f} GF)" for n, m in med.items())
+        print(f"{c['name']:<40} {line}", flush=True)
+    return rows, compile_s
+
+
+def markdown(rows, threads, compile_s) -> str:
+    names = ["ours", "numpy", "torch", "onnxruntime"]
+    lines = [f"Kernels vs references, {threads} threads, median ms (GFLOP/s for GEMM/conv); "
+             f"compile of all kernels in one module: {compile_s:.2f} s", "",
+             "| case | " + " | ".join(names) + " | ours / best other |",
+             "|---|" + "---|" * (len(names) + 1)]
+    for c, med in rows:
+        cells = []
+        for n in names:
+            if n not in med:
+                cells.append("")
+                continue
+            gf = f" ({c['flops'] / med[n] / 1e6:.0f})" if c["group"] in ("gemm", "conv") else ""
+            cells.append(f"{med[n]:.3f}{gf}")
+        best = min(v for k, v in med.items() if k != "ours")
+        lines.append(f"| {c['name']} | " + " | ".join(cells) + f" | {med['ours'] / best:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--only", default=None, help="substring of a case group or name")
+    ap.add_argument("--md", default=None, help="write a markdown table to this file")
+    a = ap.parse_args(argv)
+    rows, compile_s = run(a.threads, a.rounds, a.reps, a.only)
+    md = markdown(rows, a.threads, compile_s)
+    print()
+    print(md)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(md + "\n")
+
+
+if __name__ == "__main__":
+    main()
