@@ -29,6 +29,7 @@ from .gemm_core import (
     pack_b_panels,
     plain_store_fn,
     store_function,
+    transposed_store_fn,
     thread_buffers,
 )
 from .geometry import SPATIAL, Window, data_view, layout_axes, ntuple, pad3, resolve_pads
@@ -156,15 +157,22 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     base_units = win.N * G * nchunks
     flops = 2.0 * win.N * O * P * Kg
     nt = clamp_threads(kf.b, kf.nthreads, flops, base_units * max(1, -(-Og // MR)))
-    store_fn = plain_store_fn(kf.b.module)
+    # few output positions: C^T = col^T @ W^T wastes less of the 16-wide tiles (positions become
+    # 6-row tiles, output channels 16-column ones); the tiles are stored transposed
+    tr = P < 128 and (-(-P // NR) * NR) / P > (-(-P // MR) * MR) / P + 0.1 and Og >= NR
+    store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
+    npan = -(-Og // NR)
     OW = win.osp[2]
 
     def body(b, vals, tid, ntv):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
-        b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
-        abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind)
+        if tr:
+            abuf, bbuf = thread_buffers(b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1))
+        else:
+            b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
+            abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind)
         bu_n = i64(base_units)
         few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
                      b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
@@ -178,25 +186,35 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
             ch = b.urem(bu, i64(nchunks))
             p0 = b.mul(ch, i64(pc_max))
             pc = imin(b, i64(pc_max), b.sub(i64(P), p0))
-            m0, m1 = split_range(b, Og, part, parts, MR)
             xg = gep(b, x, b.mul(b.add(b.mul(n, i64(win.C)), b.mul(g, i64(Cg))), i64(IP)))
-            if direct:
-                bsrc = RawB(gep(b, xg, p0), P, 1)
-            else:
-                b.call(im2col_cf_fn(b.module), [xg, col, i64(ld), p0, pc, *geom_args(win, Cg)])
-                bsrc = StridedB(col, ld)
-            wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
-            a = PackedA(wg) if packed else RawA(wg, Kg, 1)
             ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(O)), b.mul(g, i64(Og))), i64(P)), p0))
-            gemm_call(b, a, bsrc, Kg, m0, m1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
+            if not direct:
+                b.call(im2col_cf_fn(b.module), [xg, col, i64(ld), p0, pc, *geom_args(win, Cg)])
+            if tr:  # A = positions x K (the im2col chunk read transposed), B = weight panels
+                c0, c1 = split_range(b, Og, part, parts, NR)
+                a = RawA(gep(b, xg, p0), 1, P) if direct else RawA(col, 1, ld)
+                if packed:
+                    bsrc = PackedB(gep(b, wp, b.mul(g, i64(npan * Kg * NR))))
+                else:
+                    bsrc = RawB(gep(b, wp, b.mul(g, i64(Og * Kg))), 1, Kg)
+                gemm_call(b, a, bsrc, Kg, 0, pc, c0, c1, store_fn, [ybase, i64(P)], abuf, bbuf)
+            else:  # A = weight panels, B = the im2col chunk (or the input for 1x1)
+                c0, c1 = split_range(b, Og, part, parts, MR)
+                bsrc = RawB(gep(b, xg, p0), P, 1) if direct else StridedB(col, ld)
+                wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
+                a = PackedA(wg) if packed else RawA(wg, Kg, 1)
+                gemm_call(b, a, bsrc, Kg, c0, c1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
             if kf.ep:
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), m0, m1, p0, pc, OW)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), c0, c1, p0, pc,
+                                OW)
         free_buffers(b, col, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
     def prepack(wc):
         wc = wc.reshape(G, Og, Kg)
+        if tr:
+            return np.concatenate([pack_b_panels(wc[g].T).ravel() for g in range(G)])
         return np.concatenate([pack_a_panels(wc[g]) for g in range(G)])
 
     return prepack

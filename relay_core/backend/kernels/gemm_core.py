@@ -316,9 +316,10 @@ def store_function(
     index_fn: Callable | None = None,
     extras_of: Callable | None = None,
     vector_ok: bool = True,
+    col_major: bool = False,
 ) -> ir.Function:
     """A store function for gemm_call: C[m:m+mr, n:n+nv] = (first ? 0 : C) + tile, then the
-    epilogue when `last`.
+    epilogue when `last`. col_major: C[m, n] is at C + n * ldc + m (a transposed output).
 
     ctx_types: the fields of the context struct gemm_call passes; c_of(b, fields) -> (C, ldc);
     index_fn(b, fields, m, n) -> the output's indices of C[m, n]; extras_of(b, fields) -> the
@@ -350,6 +351,7 @@ def store_function(
             with lf:
                 (vstore if isinstance(val.type, ir.VectorType) else store)(b, val, cptr, off)
 
+    vector_ok = vector_ok and not col_major
     full = b.icmp_signed("==", nv, i64(NR)) if vector_ok else ir.Constant(I1, 0)
     with b.if_else(full) as (then, other):
         with then:
@@ -367,7 +369,10 @@ def store_function(
                 mi = b.add(m, i)
                 row = b.mul(mi, ldc)
                 with for_range(b, 0, nv, name="tj") as j:
-                    off = b.add(row, b.add(n, j))
+                    if col_major:
+                        off = b.add(b.mul(b.add(n, j), ldc), mi)
+                    else:
+                        off = b.add(row, b.add(n, j))
                     val = load(b, tile, b.add(b.mul(i, i64(NR)), j))
                     val = b.select(first, val, b.fadd(val, load(b, cptr, off)))
                     put(val, off, mi, b.add(n, j))
@@ -381,6 +386,15 @@ def plain_store_fn(llmod: ir.Module) -> ir.Function:
     if fn is not None:
         return fn
     return store_function(llmod, "relay.sgemm.store_plain", [F32P, I64], lambda b, f: (f[0], f[1]))
+
+
+def transposed_store_fn(llmod: ir.Module) -> ir.Function:
+    """Shared store without epilogue writing C[m, n] at C + n * ldc + m; context (C, ldc)."""
+    fn = llmod.globals.get("relay.sgemm.store_t")
+    if fn is not None:
+        return fn
+    return store_function(llmod, "relay.sgemm.store_t", [F32P, I64], lambda b, f: (f[0], f[1]),
+                          col_major=True)
 
 
 def gemm_call(b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values,
