@@ -3,6 +3,8 @@
 Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module.
 """
 
+from .cse import EliminateCommonSubexpr
+from .dead_code import DeadCodeElimination
 from .infer_type import InferType
 from .manager import (
     FunctionPass,
@@ -14,13 +16,18 @@ from .manager import (
     pipeline,
     register_pass,
 )
+from .normal_form import ToANormalForm, ToGraphNormalForm
 
 __all__ = [
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
     "FunctionPass",
     "InferType",
     "Pass",
     "PassContext",
     "Sequential",
+    "ToANormalForm",
+    "ToGraphNormalForm",
     "all_passes",
     "get_pass",
     "pipeline",
