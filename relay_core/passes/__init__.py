@@ -17,6 +17,7 @@ from .manager import (
     register_pass,
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
+from .simplify_expr import SimplifyExpr
 
 __all__ = [
     "DeadCodeElimination",
@@ -26,6 +27,7 @@ __all__ = [
     "Pass",
     "PassContext",
     "Sequential",
+    "SimplifyExpr",
     "ToANormalForm",
     "ToGraphNormalForm",
     "all_passes",
