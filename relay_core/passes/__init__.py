@@ -5,6 +5,7 @@ Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module
 
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
+from .fold_constant import FoldConstant
 from .infer_type import InferType
 from .manager import (
     FunctionPass,
@@ -22,6 +23,7 @@ from .simplify_expr import SimplifyExpr
 __all__ = [
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
+    "FoldConstant",
     "FunctionPass",
     "InferType",
     "Pass",
