@@ -7,6 +7,8 @@ from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .infer_type import InferType
+from .inline import Inline
+from .lambda_lift import LambdaLift
 from .manager import (
     FunctionPass,
     Pass,
@@ -26,6 +28,8 @@ __all__ = [
     "FoldConstant",
     "FunctionPass",
     "InferType",
+    "Inline",
+    "LambdaLift",
     "Pass",
     "PassContext",
     "Sequential",
