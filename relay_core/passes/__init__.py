@@ -6,6 +6,7 @@ Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .fold_constant import FoldConstant
+from .gradient import Gradient, GradientError, gradient
 from .infer_type import InferType
 from .inline import Inline
 from .lambda_lift import LambdaLift
@@ -26,6 +27,8 @@ __all__ = [
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "Gradient",
+    "GradientError",
     "FunctionPass",
     "InferType",
     "Inline",
@@ -38,6 +41,7 @@ __all__ = [
     "ToGraphNormalForm",
     "all_passes",
     "get_pass",
+    "gradient",
     "pipeline",
     "register_pass",
 ]
