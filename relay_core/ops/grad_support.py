@@ -21,7 +21,7 @@ def collapse_sum_array(x: np.ndarray, shape: tuple) -> np.ndarray:
         if d == 1 and x.shape[lead + i] != 1:
             axes.append(lead + i)
     out = x.sum(axis=tuple(axes), keepdims=True) if axes else x
-    return np.ascontiguousarray(out.reshape(shape)).astype(x.dtype, copy=False)
+    return np.array(out.reshape(shape), dtype=x.dtype)
 
 
 def _collapse_rel(args, attrs):
