@@ -36,7 +36,7 @@ def _shape_attr(shape, op):
     return tuple(shape)
 
 
-# -- arange -------------------------------------------------------------------------------------
+# -- arange ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ArangeAttrs:
     dtype: str | None = None  # None: the dtype of start
@@ -98,7 +98,7 @@ register(
 )
 
 
-# -- full / zeros / ones ------------------------------------------------------------------------
+# -- full / zeros / ones --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FullAttrs:
     shape: tuple[int, ...] = ()
@@ -147,7 +147,12 @@ def _const_op(name, value):
         return TensorType(_shape_attr(attrs.shape, name), R.dtype_attr(attrs.dtype, name))
 
     def samples(rng):
-        for shape, dtype in [((), "float32"), ((3,), "int64"), ((2, 0), "bool"), ((2, 3), "float16")]:
+        for shape, dtype in [
+            ((), "float32"),
+            ((3,), "int64"),
+            ((2, 0), "bool"),
+            ((2, 3), "float16"),
+        ]:
             yield Sample([], {"shape": shape, "dtype": dtype})
 
     register(
@@ -188,9 +193,12 @@ def _full_like_rel(args, attrs):
 
 
 def _full_like_samples(rng):
-    for shape, dtype, fill in [((3,), "float32", np.array(2.5, np.float32)),
-                               ((2, 2), "int32", np.array(-3.9, np.float32)),
-                               ((0,), "float16", np.array(1, np.int64)), ((), "bool", np.array(0.0))]:
+    for shape, dtype, fill in [
+        ((3,), "float32", np.array(2.5, np.float32)),
+        ((2, 2), "int32", np.array(-3.9, np.float32)),
+        ((0,), "float16", np.array(1, np.int64)),
+        ((), "bool", np.array(0.0)),
+    ]:
         yield Sample([random_array(rng, shape, dtype), fill])
 
 
@@ -205,7 +213,7 @@ register(
 )
 
 
-# -- one_hot ------------------------------------------------------------------------------------
+# -- one_hot --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OneHotAttrs:
     depth: int = 1
@@ -251,8 +259,10 @@ def one_hot_array(idx, on, off, depth: int, axis: int, dtype: str) -> np.ndarray
 def _one_hot_samples(rng):
     on, off = np.array(5.0, np.float32), np.array(-1.0, np.float32)
     for idx, kw in [
-        (np.array([0, 2, 1, 3]), {"depth": 3}), (np.array([[1, -1], [0, 4]]), {"depth": 4, "axis": 0}),
-        (np.array(2), {"depth": 3}), (np.zeros((0, 2), np.int32), {"depth": 2, "axis": 1}),
+        (np.array([0, 2, 1, 3]), {"depth": 3}),
+        (np.array([[1, -1], [0, 4]]), {"depth": 4, "axis": 0}),
+        (np.array(2), {"depth": 3}),
+        (np.zeros((0, 2), np.int32), {"depth": 2, "axis": 1}),
         (np.array([1, 0]), {"depth": 2, "axis": -2, "dtype": "int32"}),
         (np.array([[0, 1, 2]]), {"depth": 0}),
     ]:

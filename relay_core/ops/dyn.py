@@ -22,13 +22,8 @@ from .factories import random_array
 from .misc import trilu_array
 from .registry import OpDef, OpPattern, Sample, lookup, register
 from .sort import topk_arrays, topk_type
-from .transform import (
-    broadcast_array,
-    reshape_shape,
-    slice_plan,
-    strided_slice_array,
-    tile_shape,
-)
+from .transform import broadcast_array, reshape_shape, tile_shape
+from .transform_slice import slice_plan, strided_slice_array
 
 
 def _param(t, op, what, scalar=False):
@@ -117,7 +112,9 @@ def _reshape_samples(rng):
     x = random_array(rng, (2, 3, 4), "float32")
     for ns in [(6, 4), (0, -1), (-1,), (4, 0, -1), (1, 24, 1)]:
         yield Sample([x, np.array(ns, np.int64)])
-    yield Sample([random_array(rng, (0, 3), "int32"), np.array([3, 0], np.int32)], {"allowzero": True})
+    yield Sample(
+        [random_array(rng, (0, 3), "int32"), np.array([3, 0], np.int32)], {"allowzero": True}
+    )
 
 
 _dyn("dyn.reshape", _reshape_rel, _reshape_ref, DynReshapeAttrs, (2, 2),
@@ -125,7 +122,7 @@ _dyn("dyn.reshape", _reshape_rel, _reshape_ref, DynReshapeAttrs, (2, 2),
      _reshape_samples, _reshape_static)
 
 
-# -- dyn.broadcast_to -------------------------------------------------------------------------------
+# -- dyn.broadcast_to -----------------------------------------------------------------------------
 def _bcast_rel(args, attrs):
     t = R.tensor(args[0])
     n = _length(args[1], "dyn.broadcast_to", "shape")
@@ -158,7 +155,7 @@ _dyn("dyn.broadcast_to", _bcast_rel, lambda xs, a: broadcast_array(xs[0], _ints(
      _bcast_samples, _bcast_static)
 
 
-# -- dyn.tile -----------------------------------------------------------------------------------
+# -- dyn.tile -------------------------------------------------------------------------------------
 def _tile_rel(args, attrs):
     t = R.tensor(args[0])
     n = _length(args[1], "dyn.tile", "reps")
@@ -238,8 +235,12 @@ def _slice_samples(rng):
     x = random_array(rng, (5, 6, 7), "float32")
     big = 2**63 - 1
     for vals in [
-        ((1,), (3,)), ((0, 1), (5, -1), (2, 1)), ((-1,), (-big,), (-1,)), ((0,), (big,), (1,), (2,)),
-        ((2, 0), (2, 3), (1, 1), (-1, 0)), ((4, -3), (0, -1), (-2, 1)),
+        ((1,), (3,)),
+        ((0, 1), (5, -1), (2, 1)),
+        ((-1,), (-big,), (-1,)),
+        ((0,), (big,), (1,), (2,)),
+        ((2, 0), (2, 3), (1, 1), (-1, 0)),
+        ((4, -3), (0, -1), (-2, 1)),
     ]:
         yield Sample([x] + [np.array(v, np.int64) for v in vals])
     yield Sample([x, np.array([1, 2]), np.array([2, -1])], {"slice_mode": "size"})
@@ -311,7 +312,11 @@ def _init_op(name, value):
 
     def to_static(call):
         shape = _const_ints(call.args[0])
-        return None if shape is None else _static_call(call, static, (), shape=shape, dtype=call.attrs.dtype)
+        return (
+            None
+            if shape is None
+            else _static_call(call, static, (), shape=shape, dtype=call.attrs.dtype)
+        )
 
     def samples(rng):
         for shape, dtype in [((2, 3), "float32"), ((0,), "int64"), ((), "bool")]:
@@ -409,7 +414,9 @@ def _one_hot_static(call):
 def _one_hot_samples(rng):
     on, off = np.array(1.0, np.float32), np.array(0.0, np.float32)
     yield Sample([np.array([0, 3, 1]), on, off, np.array(4, np.int64)])
-    yield Sample([np.array([[2, -1]]), on, off, np.array([3], np.int32)], {"axis": 0, "dtype": "int32"})
+    yield Sample(
+        [np.array([[2, -1]]), on, off, np.array([3], np.int32)], {"axis": 0, "dtype": "int32"}
+    )
 
 
 _dyn("dyn.one_hot", _one_hot_rel, _one_hot_ref, DynOneHotAttrs, (4, 4),

@@ -14,7 +14,7 @@ from . import relations as R
 from .factories import check_kind, random_array
 from .registry import OpDef, OpPattern, Sample, register
 
-# -- cast ---------------------------------------------------------------------------------------
+# -- cast -----------------------------------------------------------------------------------------
 # Float8 types with a saturating cast (ONNX Cast `saturate`): out-of-range and +-inf go to +-max.
 SATURATING_FLOAT8 = frozenset(
     ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
@@ -152,7 +152,9 @@ def _where_samples(rng):
         ]:
             c = random_array(rng, cs, "bool")
             yield Sample([c, random_array(rng, xs, dtype), random_array(rng, ys, dtype)])
-    yield Sample([random_array(rng, (4,), "int32"), np.ones(4, np.float32), np.zeros(1, np.float32)])
+    yield Sample(
+        [random_array(rng, (4,), "int32"), np.ones(4, np.float32), np.zeros(1, np.float32)]
+    )
 
 
 register(
@@ -224,7 +226,7 @@ register(
 )
 
 
-# -- cumsum / cumprod -------------------------------------------------------------------------
+# -- cumsum / cumprod -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScanAttrs:
     axis: int | None = None  # None: over the flattened tensor
@@ -294,7 +296,7 @@ for _name, _fn, _id in [("cumsum", np.cumsum, 0), ("cumprod", np.cumprod, 1)]:
     )
 
 
-# -- einsum -----------------------------------------------------------------------------------
+# -- einsum ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EinsumAttrs:
     equation: str = ""
@@ -309,7 +311,9 @@ def parse_einsum(equation: str, ranks: list[int]) -> tuple[list[str], str, int]:
     lhs, arrow, out = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ranks):
-        raise OpTypeError(f"einsum equation {equation!r} names {len(terms)} inputs, got {len(ranks)}")
+        raise OpTypeError(
+            f"einsum equation {equation!r} names {len(terms)} inputs, got {len(ranks)}"
+        )
     labels, ell = [], 0
     for term, rank in zip(terms, ranks):
         t = term.replace("...", "*")
@@ -397,7 +401,7 @@ register(
 )
 
 
-# -- trilu ------------------------------------------------------------------------------------
+# -- trilu ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TriluAttrs:
     k: int = 0  # diagonal offset: > 0 above the main diagonal
@@ -437,7 +441,7 @@ register(
 )
 
 
-# -- shape_of / ndarray_size ------------------------------------------------------------------
+# -- shape_of / ndarray_size ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class ShapeAttrs:
     dtype: str = "int64"

@@ -45,7 +45,9 @@ def _check_scale(x: TensorType, s: TensorType, zp: TensorType | None, attrs, op:
     """Shape rules of scale / zero point against the input (static dims only)."""
     if zp is not None:
         if zp.ndim != s.ndim:
-            raise OpTypeError(f"{op}: zero point shape {zp.shape} differs from scale shape {s.shape}")
+            raise OpTypeError(
+                f"{op}: zero point shape {zp.shape} differs from scale shape {s.shape}"
+            )
         for a, b in zip(s.shape, zp.shape):
             R.dim_unify(a, b, f"{op}: scale and zero point dims")
     if attrs.block_size < 0:
@@ -55,17 +57,22 @@ def _check_scale(x: TensorType, s: TensorType, zp: TensorType | None, attrs, op:
     ax = R.normalize_axis(attrs.axis, x.ndim, f"{op} axis")
     if not attrs.block_size:
         if s.ndim != 1:
-            raise OpTypeError(f"{op}: a per-axis scale must be 1-D (or give block_size), got {s.shape}")
+            raise OpTypeError(
+                f"{op}: a per-axis scale must be 1-D (or give block_size), got {s.shape}"
+            )
         R.dim_unify(s.shape[0], x.shape[ax], f"{op}: scale length and input axis {ax}")
         return
     if s.ndim != x.ndim:
-        raise OpTypeError(f"{op}: a blocked scale must have the input's rank {x.ndim}, got {s.shape}")
+        raise OpTypeError(
+            f"{op}: a blocked scale must have the input's rank {x.ndim}, got {s.shape}"
+        )
     for i, (a, b) in enumerate(zip(s.shape, x.shape)):
         if i != ax:
             R.dim_unify(a, b, f"{op}: scale dim {i} and input dim")
         elif isinstance(a, int) and isinstance(b, int) and a != math.ceil(b / attrs.block_size):
             raise OpTypeError(
-                f"{op}: blocked scale dim {a} does not match ceil({b} / block_size {attrs.block_size})"
+                f"{op}: blocked scale dim {a} does not match "
+                f"ceil({b} / block_size {attrs.block_size})"
             )
 
 
@@ -94,10 +101,14 @@ def _quant_out_dtype(zp_dtype, attrs, op="qnn.quantize"):
     if out is not None:
         R.dtype_attr(out, op, "out_dtype")
         if zp_dtype is not None and zp_dtype != out:
-            raise OpTypeError(f"{op}: out_dtype {out} differs from the zero point's dtype {zp_dtype}")
+            raise OpTypeError(
+                f"{op}: out_dtype {out} differs from the zero point's dtype {zp_dtype}"
+            )
     out = out or zp_dtype or "uint8"
     if out not in QUANT_DTYPES:
-        raise OpTypeError(f"{op}: cannot quantize to {out}; use one of {', '.join(sorted(QUANT_DTYPES))}")
+        raise OpTypeError(
+            f"{op}: cannot quantize to {out}; use one of {', '.join(sorted(QUANT_DTYPES))}"
+        )
     return out
 
 
@@ -116,7 +127,11 @@ def quantize_array(x, scale, zp, attrs) -> np.ndarray:
     out = attrs.out_dtype or (dt.from_numpy(zp.dtype) if zp is not None else "uint8")
     xf, sf = _float(np.asarray(x)), _float(np.asarray(scale))
     s = expand_param(sf, xf.shape, attrs.axis, attrs.block_size)
-    z = 0 if zp is None else expand_param(_float(np.asarray(zp)), xf.shape, attrs.axis, attrs.block_size)
+    z = (
+        0
+        if zp is None
+        else expand_param(_float(np.asarray(zp)), xf.shape, attrs.axis, attrs.block_size)
+    )
     with np.errstate(all="ignore"):
         q = xf / s  # numpy promotion of the two dtypes sets the precision
         if dt.is_int(out):
@@ -147,13 +162,17 @@ def _quantize_samples(rng):
     yield Sample([x, np.array([0.5], np.float32)], {"out_dtype": "int8"})
     blocked = rng.uniform(0.1, 1.0, size=(2, 3, 2)).astype(np.float32)
     yield Sample([x, blocked, np.zeros((2, 3, 2), np.int8)], {"axis": -1, "block_size": 2})
-    yield Sample([x, rng.uniform(0.1, 1, (1, 3, 4)).astype(np.float32)], {"axis": 0, "block_size": 3})
+    yield Sample(
+        [x, rng.uniform(0.1, 1, (1, 3, 4)).astype(np.float32)], {"axis": 0, "block_size": 3}
+    )
     special = np.array([0.0, 2.5, 3.5, -2.5, 1e9, -1e9, np.inf, np.nan], np.float32)
     for out in sorted(SATURATING_FLOAT8) + ["float4_e2m1fn", "int8", "uint8"]:
         zp = np.zeros((), dt.to_numpy(out))
         yield Sample([special, np.array(1.0, np.float32), zp], {})
         yield Sample([special, np.array(1.0, np.float32), zp], {"saturate": False})
-    yield Sample([random_array(rng, (5,), "float16"), np.array(0.01, np.float16)], {"out_dtype": "int8"})
+    yield Sample(
+        [random_array(rng, (5,), "float16"), np.array(0.01, np.float16)], {"out_dtype": "int8"}
+    )
     yield Sample([random_array(rng, (0, 3), "float64"), np.array([1.0, 2.0, 4.0])], {})
 
 
@@ -176,7 +195,9 @@ def _dequantize_rel(args, attrs):
     if x.dtype not in QUANT_DTYPES:
         raise OpTypeError(f"qnn.dequantize: cannot dequantize {x.dtype}")
     if zp is not None and zp.dtype != x.dtype:
-        raise OpTypeError(f"qnn.dequantize: zero point dtype {zp.dtype} differs from data {x.dtype}")
+        raise OpTypeError(
+            f"qnn.dequantize: zero point dtype {zp.dtype} differs from data {x.dtype}"
+        )
     _check_scale(x, s, zp, attrs, "qnn.dequantize")
     out = R.dtype_attr(attrs.out_dtype, "qnn.dequantize") if attrs.out_dtype else s.dtype
     if not dt.is_float(out):
@@ -197,7 +218,11 @@ def dequantize_array(x, scale, zp, attrs) -> np.ndarray:
                                               attrs.axis, attrs.block_size)
         d = (xi - z).astype(mul)
     else:
-        z = 0 if zp is None else expand_param(_float(np.asarray(zp)), x.shape, attrs.axis, attrs.block_size)
+        z = (
+            0
+            if zp is None
+            else expand_param(_float(np.asarray(zp)), x.shape, attrs.axis, attrs.block_size)
+        )
         d = (_float(x).astype(np.float32) - np.asarray(z, np.float32)).astype(mul)
     with np.errstate(all="ignore"):
         return np.asarray(d * s).astype(dt.to_numpy(out))

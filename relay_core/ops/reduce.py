@@ -141,7 +141,12 @@ reduce(
 )
 reduce("logsumexp", _logsumexp, samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]))
 reduce("l1_norm", _l1, doc="sum |x|", samples=reduce_samples("numeric", dtypes=_NUMS))
-reduce("l2_norm", _l2, doc="sqrt(sum x^2)", samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]))
+reduce(
+    "l2_norm",
+    _l2,
+    doc="sqrt(sum x^2)",
+    samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]),
+)
 reduce("sum_square", _sum_square, doc="sum x^2", samples=reduce_samples("numeric", dtypes=_NUMS))
 reduce(
     "log_sum", _log_sum, doc="log(sum x)",
@@ -151,7 +156,7 @@ reduce("all", np.all, kind="bool", samples=reduce_samples("bool", dtypes=["bool"
 reduce("any", np.any, kind="bool", samples=reduce_samples("bool", dtypes=["bool"]))
 
 
-# -- argmax / argmin ----------------------------------------------------------------------------
+# -- argmax / argmin ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ArgReduceAttrs:
     axis: tuple[int, ...] | None = None  # None: over the flattened tensor
@@ -226,7 +231,7 @@ for _name, _fn in [("argmax", np.argmax), ("argmin", np.argmin)]:
     )
 
 
-# -- variance / std -----------------------------------------------------------------------------
+# -- variance / std -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VarianceAttrs:
     axis: tuple[int, ...] | None = None

@@ -121,7 +121,9 @@ def topk_type(t: TensorType, k, attrs, op="topk"):
     shape[ax] = k
     values = TensorType(tuple(shape), t.dtype)
     indices = TensorType(tuple(shape), R.dtype_attr(attrs.dtype, op))
-    return {"both": TupleType((values, indices)), "values": values, "indices": indices}[attrs.ret_type]
+    return {"both": TupleType((values, indices)), "values": values, "indices": indices}[
+        attrs.ret_type
+    ]
 
 
 def _topk_rel(args, attrs):

@@ -1,5 +1,5 @@
 """Shape transforms: reshape, transpose, squeeze / expand_dims, concatenate / split / stack,
-broadcast_to, tile, repeat, reverse, strided_slice, meshgrid.
+broadcast_to, tile, repeat, reverse, meshgrid (strided_slice: transform_slice.py).
 
 The shape rules live in plain functions (`reshape_shape`, `slice_axis`, `tile_shape`, ...) that
 work on dims that may be `Any`; the static ops here and their dyn.* twins share them.
@@ -17,17 +17,14 @@ from . import relations as R
 from .factories import random_array
 from .registry import OpDef, OpPattern, Sample, register
 
-# Ends at least this large mean "to the end of the axis" whatever its size (ONNX uses INT_MAX).
-BIG = 2**31 - 1
 
-
-def _arr(x) -> np.ndarray:
+def as_contiguous(x) -> np.ndarray:
     """A C-contiguous array (views of the input are fine; broadcast views are copied)."""
     x = np.asarray(x)
     return x if x.flags.c_contiguous else x.copy()
 
 
-# -- reshape ------------------------------------------------------------------------------------
+# -- reshape --------------------------------------------------------------------------------------
 def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape") -> tuple:
     """The result shape of reshaping `shape` (dims may be Any) to `newshape`.
 
@@ -52,7 +49,9 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
             i += 1
         elif v == 0:
             if i >= ndim:
-                raise OpTypeError(f"{op}: newshape {tuple(ns)} copies dim {i} of a rank-{ndim} input")
+                raise OpTypeError(
+                    f"{op}: newshape {tuple(ns)} copies dim {i} of a rank-{ndim} input"
+                )
             out.append(shape[i])
             consumed.add(i)
             i += 1
@@ -74,7 +73,9 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
             i += 2
         elif v == -4:
             if j + 2 >= len(ns) or i >= ndim:
-                raise OpTypeError(f"{op}: -4 in newshape needs two values after it and an input dim")
+                raise OpTypeError(
+                    f"{op}: -4 in newshape needs two values after it and an input dim"
+                )
             a, b, d = ns[j + 1], ns[j + 2], shape[i]
             if a == -1 and b == -1 or a < -1 or b < -1:
                 raise OpTypeError(f"{op}: -4 split values {a}, {b} are invalid")
@@ -123,7 +124,7 @@ def _reshape_rel(args, attrs):
 
 def _reshape_ref(xs, attrs):
     x = xs[0]
-    return _arr(np.reshape(x, reshape_shape(x.shape, attrs.newshape, attrs.allowzero)))
+    return as_contiguous(np.reshape(x, reshape_shape(x.shape, attrs.newshape, attrs.allowzero)))
 
 
 def _reshape_samples(rng):
@@ -183,17 +184,25 @@ def _reshape_like_rel(args, attrs):
 
 def _reshape_like_samples(rng):
     for ds, ls, kw in [
-        ((3, 4), (12,), {}), ((2, 6), (4, 3), {}), ((2, 3, 4), (12, 9), {"lhs_begin": 1, "rhs_end": 1}),
-        ((0, 2), (2, 0), {}), ((5,), (1, 5, 1), {}),
+        ((3, 4), (12,), {}),
+        ((2, 6), (4, 3), {}),
+        ((2, 3, 4), (12, 9), {"lhs_begin": 1, "rhs_end": 1}),
+        ((0, 2), (2, 0), {}),
+        ((5,), (1, 5, 1), {}),
     ]:
         yield Sample([random_array(rng, ds, "float32"), random_array(rng, ls, "int32")], kw)
 
 
 register(
     OpDef(
-        "reshape_like", _reshape_like_rel,
-        lambda xs, a: _arr(np.reshape(xs[0], _reshape_like_shape(xs[0].shape, xs[1].shape, a))),
-        OpPattern.INJECTIVE, ReshapeLikeAttrs, (2, 2),
+        "reshape_like",
+        _reshape_like_rel,
+        lambda xs, a: as_contiguous(
+            np.reshape(xs[0], _reshape_like_shape(xs[0].shape, xs[1].shape, a))
+        ),
+        OpPattern.INJECTIVE,
+        ReshapeLikeAttrs,
+        (2, 2),
         "reshape dims [lhs_begin, lhs_end) of data to dims [rhs_begin, rhs_end) of shape_like",
         samples=_reshape_like_samples,
     )
@@ -230,7 +239,7 @@ def _transpose_samples(rng):
 register(
     OpDef(
         "transpose", _transpose_rel,
-        lambda xs, a: _arr(np.transpose(xs[0], _perm(xs[0].ndim, a.axes))),
+        lambda xs, a: as_contiguous(np.transpose(xs[0], _perm(xs[0].ndim, a.axes))),
         OpPattern.INJECTIVE, TransposeAttrs, (1, 1), "permute axes (None: reverse them)",
         samples=_transpose_samples,
     )
@@ -260,7 +269,7 @@ def _squeeze_rel(args, attrs):
 
 def _squeeze_ref(xs, attrs):
     x = xs[0]
-    return _arr(np.reshape(x, squeeze_shape(x.shape, attrs.axis)))
+    return as_contiguous(np.reshape(x, squeeze_shape(x.shape, attrs.axis)))
 
 
 def _squeeze_samples(rng):
@@ -309,10 +318,16 @@ def _expand_samples(rng):
 
 register(
     OpDef(
-        "expand_dims", _expand_rel,
-        lambda xs, a: _arr(np.reshape(xs[0], expand_dims_shape(xs[0].shape, a.axis, a.num_newaxis))),
-        OpPattern.BROADCAST, ExpandDimsAttrs, (1, 1),
-        "insert `num_newaxis` size-1 axes at `axis`", samples=_expand_samples,
+        "expand_dims",
+        _expand_rel,
+        lambda xs, a: as_contiguous(
+            np.reshape(xs[0], expand_dims_shape(xs[0].shape, a.axis, a.num_newaxis))
+        ),
+        OpPattern.BROADCAST,
+        ExpandDimsAttrs,
+        (1, 1),
+        "insert `num_newaxis` size-1 axes at `axis`",
+        samples=_expand_samples,
     )
 )
 
@@ -439,7 +454,7 @@ def _split_ref(xs, attrs):
     sizes = split_sizes(x.shape[ax], attrs.indices_or_sections)
     if isinstance(attrs.indices_or_sections, tuple) and sum(sizes) != x.shape[ax]:
         raise EvalError(f"split indices {attrs.indices_or_sections} exceed axis size {x.shape[ax]}")
-    return tuple(_arr(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=ax))
+    return tuple(as_contiguous(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=ax))
 
 
 def _split_samples(rng):
@@ -475,7 +490,7 @@ def _bcast_rel(args, attrs):
 
 def broadcast_array(x: np.ndarray, shape) -> np.ndarray:
     """Bidirectional broadcast (ONNX Expand): the result has shape broadcast(x.shape, shape)."""
-    return _arr(np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape))))
+    return as_contiguous(np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape))))
 
 
 def _bcast_samples(rng):
@@ -539,9 +554,14 @@ def _tile_samples(rng):
 
 register(
     OpDef(
-        "tile", lambda args, a: TensorType(tile_shape(R.tensor(args[0]).shape, a.reps), args[0].dtype),
-        lambda xs, a: _arr(np.tile(xs[0], a.reps)), OpPattern.INJECTIVE, TileAttrs, (1, 1),
-        "repeat the whole tensor `reps` times per axis (numpy.tile)", samples=_tile_samples,
+        "tile",
+        lambda args, a: TensorType(tile_shape(R.tensor(args[0]).shape, a.reps), args[0].dtype),
+        lambda xs, a: as_contiguous(np.tile(xs[0], a.reps)),
+        OpPattern.INJECTIVE,
+        TileAttrs,
+        (1, 1),
+        "repeat the whole tensor `reps` times per axis (numpy.tile)",
+        samples=_tile_samples,
     )
 )
 
@@ -594,143 +614,14 @@ def _reverse_samples(rng):
 
 register(
     OpDef(
-        "reverse", _reverse_rel, lambda xs, a: _arr(np.flip(xs[0], a.axis)),
+        "reverse", _reverse_rel, lambda xs, a: as_contiguous(np.flip(xs[0], a.axis)),
         OpPattern.INJECTIVE, AxisAttrs, (1, 1), "reverse the order along `axis`",
         samples=_reverse_samples,
     )
 )
 
 
-# -- strided_slice ------------------------------------------------------------------------------
-def slice_axis(dim: int, b: int, e: int, s: int) -> tuple[slice, int]:
-    """ONNX Slice on one axis of static size: (python slice, result length).
-
-    Negative b / e count from the end; then, for s > 0, b and e clamp to [0, dim]; for s < 0, b
-    clamps to [0, dim - 1] and e to [-1, dim - 1] (-1: before the first element).
-    """
-    if s == 0:
-        raise OpTypeError("strided_slice: a stride cannot be 0")
-    b = b + dim if b < 0 else b
-    e = e + dim if e < 0 else e
-    if s > 0:
-        b, e = min(max(b, 0), dim), min(max(e, 0), dim)
-        return slice(b, e, s), max(0, -(-(e - b) // s))
-    if dim == 0:
-        return slice(0, 0, 1), 0
-    b, e = min(max(b, 0), dim - 1), min(max(e, -1), dim - 1)
-    return slice(b, e if e >= 0 else None, s), max(0, -(-(b - e) // -s))
-
-
-def _slice_len(dim, b, e, s):
-    if isinstance(dim, int):
-        return slice_axis(dim, b, e, s)[1]
-    # Unknown size: only "the whole axis" (forwards or backwards) is known.
-    if s == 1 and (b == 0 or b <= -BIG) and e >= BIG:
-        return dim
-    if s == -1 and (b == -1 or b >= BIG) and e <= -BIG:
-        return dim
-    return Any
-
-
-@dataclass(frozen=True)
-class StridedSliceAttrs:
-    begin: tuple[int, ...] = ()
-    end: tuple[int, ...] = ()
-    strides: tuple[int, ...] = ()  # missing strides are 1
-    axes: tuple[int, ...] | None = None  # None: begin/end/strides apply to axes 0, 1, ...
-    slice_mode: str = "end"  # "size": end holds sizes (-1: to the end); strides are ignored
-
-
-def slice_plan(shape, begin, end, strides, axes, mode="end", op="strided_slice"):
-    """Per sliced axis: (axis, begin, end, stride), ONNX-style, with defaults filled in."""
-    nd = len(shape)
-    if mode not in ("end", "size"):
-        raise OpTypeError(f"{op}: slice_mode must be 'end' or 'size', got {mode!r}")
-    n = len(axes) if axes is not None else max(len(begin), len(end))
-    if axes is not None:
-        axes = R.normalize_axes(axes, nd)
-    elif n > nd:
-        raise OpTypeError(f"{op}: {n} begin / end values for a tensor of rank {nd}")
-    plan = []
-    for k in range(n):
-        ax = axes[k] if axes is not None else k
-        s = 1 if mode == "size" else (strides[k] if k < len(strides) else 1)
-        if s == 0:
-            raise OpTypeError(f"{op}: a stride cannot be 0")
-        b = begin[k] if k < len(begin) else (0 if s > 0 else BIG)
-        e = end[k] if k < len(end) else (BIG if s > 0 else -BIG - 1)
-        if mode == "size":
-            d = shape[ax]
-            if b < 0 and isinstance(d, int):
-                b = max(b + d, 0)
-            if e < 0:
-                e = BIG
-            elif b >= 0:
-                e = b + e
-            elif isinstance(d, int):
-                e = b + e + d
-            else:
-                e = Any  # negative begin on an unknown size: unknown end
-        plan.append((ax, b, e, s))
-    return plan
-
-
-def strided_slice_shape(shape, plan) -> tuple:
-    out = list(shape)
-    for ax, b, e, s in plan:
-        out[ax] = Any if e is Any else _slice_len(shape[ax], b, e, s)
-    return tuple(out)
-
-
-def strided_slice_array(x: np.ndarray, plan) -> np.ndarray:
-    idx = [slice(None)] * x.ndim
-    for ax, b, e, s in plan:
-        idx[ax] = slice_axis(x.shape[ax], b, e, s)[0]
-    return _arr(x[tuple(idx)])
-
-
-def _ss_plan(shape, a):
-    return slice_plan(shape, a.begin, a.end, a.strides, a.axes, a.slice_mode)
-
-
-def _ss_rel(args, attrs):
-    t = R.tensor(args[0])
-    return TensorType(strided_slice_shape(t.shape, _ss_plan(t.shape, attrs)), t.dtype)
-
-
-def _ss_samples(rng):
-    x = random_array(rng, (5, 6, 7), "float32")
-    cases = [
-        {"begin": (1,), "end": (3,)}, {"begin": (0, 1), "end": (5, -1), "strides": (2, 1)},
-        {"begin": (-1,), "end": (-BIG - 1,), "strides": (-1,)},
-        {"begin": (4,), "end": (0,), "strides": (-2,)}, {"begin": (-100,), "end": (100,)},
-        {"begin": (0,), "end": (BIG,), "axes": (2,)}, {"begin": (10,), "end": (20,)},
-        {"begin": (2, 0), "end": (2, 3), "axes": (-1, 0)}, {"begin": (3,), "end": (1,)},
-        {"begin": (0, 0, 0), "end": (1, 2, 3), "strides": (1, 2, 3)},
-        {"begin": (1, -3), "end": (2, -1), "slice_mode": "size"},
-        {"begin": (-2,), "end": (1,), "axes": (1,), "slice_mode": "size"},
-        {"begin": (BIG,), "end": (-BIG - 1,), "strides": (-3,), "axes": (1,)},
-        {"begin": (-1,), "end": (-9,), "strides": (-1,), "axes": (2,)},
-    ]
-    for kw in cases:
-        yield Sample([x], kw)
-    yield Sample([random_array(rng, (0, 3), "int32")], {"begin": (0, 1), "end": (1, 3)})
-    yield Sample([random_array(rng, (0, 3), "int32")], {"begin": (-1,), "end": (-5,), "strides": (-1,)})
-    yield Sample([random_array(rng, (1,), "bool")], {"begin": (0,), "end": (1,)})
-
-
-register(
-    OpDef(
-        "strided_slice", _ss_rel, lambda xs, a: strided_slice_array(xs[0], _ss_plan(xs[0].shape, a)),
-        OpPattern.INJECTIVE, StridedSliceAttrs, (1, 1),
-        "ONNX Slice: negative begin / end count from the end, then clamp; negative strides walk "
-        "backwards; ends >= 2**31 - 1 mean the end of the axis",
-        samples=_ss_samples,
-    )
-)
-
-
-# -- meshgrid -----------------------------------------------------------------------------------
+# -- meshgrid -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MeshgridAttrs:
     indexing: str = "ij"  # "ij": matrix indexing; "xy": the first two output axes swap
@@ -758,13 +649,13 @@ def _meshgrid_samples(rng):
 register(
     OpDef(
         "meshgrid", _meshgrid_rel,
-        lambda xs, a: tuple(_arr(g) for g in np.meshgrid(*xs, indexing=a.indexing)),
+        lambda xs, a: tuple(as_contiguous(g) for g in np.meshgrid(*xs, indexing=a.indexing)),
         OpPattern.INJECTIVE, MeshgridAttrs, (1, None),
         "coordinate grids from 1-D inputs; returns a tuple", samples=_meshgrid_samples,
     )
 )
 
 __all__ = [
-    "BIG", "reshape_shape", "squeeze_shape", "expand_dims_shape", "split_sizes", "tile_shape",
-    "broadcast_array", "slice_axis", "slice_plan", "strided_slice_shape", "strided_slice_array",
+    "reshape_shape", "squeeze_shape", "expand_dims_shape", "split_sizes", "tile_shape",
+    "broadcast_array",
 ]

@@ -37,7 +37,7 @@ def _index_tensor(t, op, what="indices"):
     return t
 
 
-# -- take ---------------------------------------------------------------------------------------
+# -- take -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TakeAttrs:
     axis: int | None = None  # None: index the flattened tensor
@@ -58,7 +58,9 @@ def _take_rel(args, attrs):
     ax = R.normalize_axis(attrs.axis, d.ndim)
     bd = attrs.batch_dims + i.ndim if attrs.batch_dims < 0 else attrs.batch_dims
     if not 0 <= bd <= min(ax, i.ndim):
-        raise OpTypeError(f"take: batch_dims {attrs.batch_dims} must be in [0, min(axis, rank of indices)]")
+        raise OpTypeError(
+            f"take: batch_dims {attrs.batch_dims} must be in [0, min(axis, rank of indices)]"
+        )
     batch = [R.dim_unify(a, b, "take: batch dims") for a, b in zip(d.shape[:bd], i.shape[:bd])]
     shape = tuple(batch) + tuple(d.shape[bd:ax]) + tuple(i.shape[bd:]) + tuple(d.shape[ax + 1 :])
     return TensorType(shape, d.dtype)
@@ -137,7 +139,9 @@ class GatherAttrs:
 def _gather_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "gather")
     if d.ndim == 0 or d.ndim != i.ndim:
-        raise OpTypeError(f"gather needs data and indices of one rank >= 1, got {d.ndim} and {i.ndim}")
+        raise OpTypeError(
+            f"gather needs data and indices of one rank >= 1, got {d.ndim} and {i.ndim}"
+        )
     ax = R.normalize_axis(attrs.axis, d.ndim)
     for k, (a, b) in enumerate(zip(d.shape, i.shape)):
         if k != ax and isinstance(a, int) and isinstance(b, int) and b > a:
@@ -160,7 +164,13 @@ def _gather(xs, attrs):
 
 def _gather_samples(rng):
     x = random_array(rng, (3, 4, 2), "float32")
-    for shape, axis in [((3, 4, 2), 0), ((2, 4, 1), 1), ((3, 1, 2), -1), ((3, 0, 2), 1), ((1, 6, 2), 1)]:
+    for shape, axis in [
+        ((3, 4, 2), 0),
+        ((2, 4, 1), 1),
+        ((3, 1, 2), -1),
+        ((3, 0, 2), 1),
+        ((1, 6, 2), 1),
+    ]:
         n = x.shape[axis]
         idx = rng.integers(-n, n, size=shape)
         yield Sample([x, idx], {"axis": axis})
@@ -201,8 +211,12 @@ def _gather_nd_rel(args, attrs):
         raise OpTypeError("gather_nd needs indices of rank >= 1")
     m, b = _index_depth(i, attrs.index_rank, "gather_nd"), attrs.batch_dims
     if m < 1 or b < 0 or b + m > d.ndim or b >= i.ndim:
-        raise OpTypeError(f"gather_nd: index depth {m} with {b} batch dims does not fit data of rank {d.ndim}")
-    batch = [R.dim_unify(x, y, "gather_nd: batch dims") for x, y in zip(d.shape[:b], i.shape[1 : 1 + b])]
+        raise OpTypeError(
+            f"gather_nd: index depth {m} with {b} batch dims does not fit data of rank {d.ndim}"
+        )
+    batch = [
+        R.dim_unify(x, y, "gather_nd: batch dims") for x, y in zip(d.shape[:b], i.shape[1 : 1 + b])
+    ]
     return TensorType(tuple(batch) + tuple(i.shape[1 + b :]) + tuple(d.shape[b + m :]), d.dtype)
 
 
@@ -229,9 +243,14 @@ def _gather_nd(xs, attrs):
 def _gather_nd_samples(rng):
     x = random_array(rng, (3, 4, 5), "float32")
     for idx, b in [
-        (np.array([[0, 2, -1], [1, 3, 0]]), 0), (np.array([[2], [-4]]), 0), (np.array([[[1, 0]]]), 0),
-        (np.array([0, 2, 1]), 0), (np.array([[1, 0, 3]]), 1), (np.array([[[1, 2], [0, 0], [3, 3]]]), 1),
-        (np.array([[[1], [2], [0]], [[4], [0], [2]]]), 1), (np.zeros((2, 0), np.int64), 0),
+        (np.array([[0, 2, -1], [1, 3, 0]]), 0),
+        (np.array([[2], [-4]]), 0),
+        (np.array([[[1, 0]]]), 0),
+        (np.array([0, 2, 1]), 0),
+        (np.array([[1, 0, 3]]), 1),
+        (np.array([[[1, 2], [0, 0], [3, 3]]]), 1),
+        (np.array([[[1], [2], [0]], [[4], [0], [2]]]), 1),
+        (np.zeros((2, 0), np.int64), 0),
     ]:
         yield Sample([x, idx], {"batch_dims": b, "index_rank": idx.shape[0]})
 
@@ -246,7 +265,7 @@ register(
 )
 
 
-# -- scatter_elements / scatter_nd -----------------------------------------------------------------
+# -- scatter_elements / scatter_nd ----------------------------------------------------------------
 _REDUCERS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
@@ -297,7 +316,9 @@ def _scatter_el_samples(rng):
         for ishape, axis in [((3, 4), 0), ((2, 3), 1), ((1, 2), -1), ((0, 4), 0)]:
             n = x.shape[axis]
             idx = rng.integers(-n, n, size=ishape)
-            yield Sample([x, idx, random_array(rng, ishape, "float32")], {"axis": axis, "reduction": red})
+            yield Sample(
+                [x, idx, random_array(rng, ishape, "float32")], {"axis": axis, "reduction": red}
+            )
     yield Sample([np.zeros(5, np.int32), np.array([1, 1, -1]), np.array([2, 3, 4], np.int32)],
                  {"reduction": "add"})
 
@@ -350,8 +371,12 @@ def _scatter_nd(xs, attrs):
 def _scatter_nd_samples(rng):
     x = random_array(rng, (4, 3, 2), "float32")
     for mode in ("update", "add", "mul", "min", "max"):
-        for idx in [np.array([[0, 3, -1]]), np.array([[1, 2], [0, 2]]), np.array([[[0]], [[1]], [[1]]]),
-                    np.zeros((2, 0), np.int64)]:
+        for idx in [
+            np.array([[0, 3, -1]]),
+            np.array([[1, 2], [0, 2]]),
+            np.array([[[0]], [[1]], [[1]]]),
+            np.zeros((2, 0), np.int64),
+        ]:
             ushape = idx.shape[1:] + x.shape[idx.shape[0] :]
             yield Sample([x, idx, random_array(rng, ushape, "float32")], {"mode": mode})
 
@@ -416,7 +441,7 @@ register(
 )
 
 
-# -- nonzero / argwhere -----------------------------------------------------------------------------
+# -- nonzero / argwhere ---------------------------------------------------------------------------
 def _nonzero_rel(args, attrs):
     t = R.tensor(args[0])
     check_kind(t, "any", "nonzero")
