@@ -175,13 +175,15 @@ def _like_samples(rng):
             yield Sample([random_array(rng, shape, dtype)])
 
 
+def _filled_like(value):
+    return lambda xs, attrs: np.full(xs[0].shape, value, dtype=xs[0].dtype)
+
+
 for _name, _value in [("zeros_like", 0), ("ones_like", 1)]:
     register(
         OpDef(
-            _name, R.rel_identity,
-            (lambda v: lambda xs, a: np.full(xs[0].shape, v, dtype=xs[0].dtype))(_value),
-            OpPattern.ELEMWISE, None, (1, 1), f"a tensor like the input filled with {_value}",
-            samples=_like_samples,
+            _name, R.rel_identity, _filled_like(_value), OpPattern.ELEMWISE, None, (1, 1),
+            f"a tensor like the input filled with {_value}", samples=_like_samples,
         )
     )
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import OpTypeError
+from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
@@ -29,15 +29,19 @@ class CastAttrs:
 
 def _parse_number(s) -> float:
     # Python's float() reads "1e-5", "INF", "+inf", "NaN" case-insensitively, as ONNX asks.
-    return float(str(s).strip())
+    try:
+        return float(str(s).strip())
+    except ValueError:
+        raise EvalError(f"cast: {s!r} is not a number") from None
 
 
 def _parse_int(s) -> int:
-    s = str(s).strip()
+    t = str(s).strip()
     try:
-        return int(s)
+        v = int(t)
     except ValueError:
-        return math.trunc(float(s))
+        v = math.trunc(_parse_number(t))
+    return v % 2**64  # wraps like an integer cast once viewed as uint64
 
 
 def cast_array(x: np.ndarray, dtype: str, saturate: bool = True) -> np.ndarray:
@@ -55,7 +59,8 @@ def cast_array(x: np.ndarray, dtype: str, saturate: bool = True) -> np.ndarray:
         return x.astype(np.str_).astype(object)
     if src == "string":
         if dt.is_int(dtype):
-            return np.vectorize(_parse_int, otypes=[object])(x).astype(target)
+            wrapped = np.vectorize(_parse_int, otypes=[object])(x).astype(np.uint64)
+            return wrapped.astype(target)
         if dtype == "bool":
             return np.vectorize(_parse_number, otypes=[np.float64])(x).astype(bool)
         x = np.vectorize(_parse_number, otypes=[np.float64])(x)

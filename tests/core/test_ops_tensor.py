@@ -591,5 +591,25 @@ def test_dyn_to_static(name, data, params, attrs):
     st = sop.type_rel([_type_of(s) for s in sargs], static.attrs)
     _agree(got, st)
     # A parameter that is not a constant: no static form.
-    dyn_args = [const(d) for d in data] + [var("p", p.shape, dt.from_numpy(p.dtype)) for p in params]
+    dyn_args = [const(d) for d in data] + [
+        var("p", p.shape, dt.from_numpy(p.dtype)) for p in params
+    ]
     assert op.to_static(Call(Op.get(name), tuple(dyn_args), a)) is None
+
+
+# -- random ---------------------------------------------------------------------------------------
+def test_random_ops_are_deterministic_per_seed_and_in_range():
+    u1 = run("random.uniform", shape=(2000,), low=-2.0, high=3.0, seed=5)
+    u2 = run("random.uniform", shape=(2000,), low=-2.0, high=3.0, seed=5)
+    u3 = run("random.uniform", shape=(2000,), low=-2.0, high=3.0, seed=6)
+    np.testing.assert_array_equal(u1, u2)
+    assert not np.array_equal(u1, u3)
+    assert u1.min() >= -2.0 and u1.max() < 3.0
+    n = run("random.normal_like", np.zeros((100, 200), np.float64), mean=1.0, scale=2.0, seed=1)
+    assert abs(n.mean() - 1.0) < 0.05 and abs(n.std() - 2.0) < 0.05
+    p = np.array([0.0, 1.0, 0.0, 1.0], np.float32)
+    np.testing.assert_array_equal(run("random.bernoulli", p, seed=3), p)
+    logits = np.array([[0.0, -np.inf, -np.inf], [-np.inf, -np.inf, 0.0]], np.float32)
+    m = run("random.multinomial", logits, sample_size=6, seed=4)
+    np.testing.assert_array_equal(m, np.argmax(logits, axis=1)[:, None].repeat(6, 1))
+    assert all(lookup(n).stateful for n in ["random.uniform", "random.normal", "random.bernoulli"])
