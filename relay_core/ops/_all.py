@@ -15,5 +15,6 @@ from . import grad_support  # noqa: F401
 
 # Gradient rules last: they are installed on the OpDefs every family above registered.
 from . import grads  # noqa: F401, E402
+from . import grads_tensor  # noqa: F401, E402
 
 grads.install()
