@@ -5,6 +5,7 @@ Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module
 
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
+from .dynamic_to_static import DynamicToStatic
 from .fold_constant import FoldConstant
 from .gradient import Gradient, GradientError, gradient
 from .infer_type import InferType
@@ -25,6 +26,7 @@ from .simplify_expr import SimplifyExpr
 
 __all__ = [
     "DeadCodeElimination",
+    "DynamicToStatic",
     "EliminateCommonSubexpr",
     "FoldConstant",
     "Gradient",
