@@ -17,4 +17,7 @@ from . import grad_support  # noqa: F401
 from . import grads  # noqa: F401, E402
 from . import grads_tensor  # noqa: F401, E402
 
+from . import decompose  # noqa: F401, E402
+
 grads.install()
+decompose.install()

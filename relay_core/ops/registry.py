@@ -51,6 +51,10 @@ class OpDef:
     data_dependent_shape: bool = False
     # Has effects or randomness: never folded, never deduplicated.
     stateful: bool = False
+    # (call, arg_types) -> an equivalent expression of simpler ops (batch_norm as multiply-add,
+    # dropout as identity): SimplifyInference applies it, and an op without a gradient rule is
+    # differentiated through it. Filled by relay_core/ops/decompose.py.
+    decompose: Callable | None = None
     # The result depends only on the argument *types* (shape_of, ndarray_size): FoldConstant
     # evaluates it whenever the argument shapes are static.
     shape_only: bool = False

@@ -23,6 +23,7 @@ from .manager import (
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
 from .simplify_expr import SimplifyExpr
+from .simplify_inference import SimplifyInference
 
 __all__ = [
     "DeadCodeElimination",
@@ -39,6 +40,7 @@ __all__ = [
     "PassContext",
     "Sequential",
     "SimplifyExpr",
+    "SimplifyInference",
     "ToANormalForm",
     "ToGraphNormalForm",
     "all_passes",

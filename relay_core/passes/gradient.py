@@ -68,6 +68,7 @@ def gradient(mod: IRModule, mode: str = "higher_order") -> IRModule:
         raise GradientError("gradient needs a module with a @main function")
     infer_type(mod)
     _check_main(mod["main"])
+    mod = _expand_for_ad(mod)
     if mode == "first_order":
         out = first_order(mod)
     else:
@@ -75,6 +76,21 @@ def gradient(mod: IRModule, mode: str = "higher_order") -> IRModule:
 
         out = higher_order(mod)
     return infer_type(out)
+
+
+def _expand_for_ad(mod: IRModule) -> IRModule:
+    """Ops without a gradient rule but with a decomposition are differentiated through it."""
+    from ._util import map_functions
+    from .simplify_inference import expand_decompositions
+
+    for _ in range(4):
+        out = map_functions(
+            mod, lambda gv, f: expand_decompositions(f, only=lambda d: d.grad is None)
+        )
+        if out is mod:
+            return mod
+        mod = infer_type(out)
+    return mod
 
 
 def _check_main(main: Function) -> None:
