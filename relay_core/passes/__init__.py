@@ -7,6 +7,7 @@ from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .dynamic_to_static import DynamicToStatic
 from .fold_constant import FoldConstant
+from .fold_scale_axis import FoldScaleAxis
 from .gradient import Gradient, GradientError, gradient
 from .infer_type import InferType
 from .inline import Inline
@@ -22,6 +23,7 @@ from .manager import (
     register_pass,
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
+from .pipeline import default_pipeline, optimize
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 
@@ -30,6 +32,7 @@ __all__ = [
     "DynamicToStatic",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FoldScaleAxis",
     "Gradient",
     "GradientError",
     "FunctionPass",
@@ -44,8 +47,10 @@ __all__ = [
     "ToANormalForm",
     "ToGraphNormalForm",
     "all_passes",
+    "default_pipeline",
     "get_pass",
     "gradient",
+    "optimize",
     "pipeline",
     "register_pass",
 ]
