@@ -101,6 +101,7 @@ def to_anf(func: Function) -> Function:
     # 2. Emit bindings in evaluation order.
     binds: list[list[tuple[Var, Expr]]] = [[] for _ in parent]
     atom: dict[int, Expr] = {}
+    fresh: set[int] = set()  # variables this pass made
     VISIT, FINISH, BIND_LET = 0, 1, 2
     tasks: list[tuple[int, Expr]] = [(VISIT, func.body)]
     while tasks:
@@ -125,13 +126,15 @@ def to_anf(func: Function) -> Function:
             if (
                 lst
                 and lst[-1][0] is val
+                and id(val) in fresh
                 and uses.get(id(node.value)) == 1
                 and where.get(id(node.value)) == s
             ):
-                lst[-1] = (node.var, lst[-1][1])  # bind the value to the let's own variable
+                # The value was just bound to a variable of ours: bind it to the let's own.
+                lst[-1] = (node.var, lst[-1][1])
+                atom[id(node.value)] = node.var
             else:
                 lst.append((node.var, val))
-            atom[id(node.value)] = node.var
         else:  # FINISH
             if id(node) in atom:
                 continue
@@ -147,6 +150,7 @@ def to_anf(func: Function) -> Function:
                 new_kids.append(a if cs is None else make_lets(binds[cs], a))
             new = rebuild(node, new_kids)
             v = Var("x", span=node.span)
+            fresh.add(id(v))
             binds[where.get(id(node), 0)].append((v, new))
             atom[id(node)] = v
     body = make_lets(binds[0], atom[id(func.body)])
