@@ -1,3 +1,6 @@
 """Imports every op family module so that each registers its OpDefs."""
 
 from . import elemwise  # noqa: F401
+from . import nn_conv  # noqa: F401
+from . import nn_linear  # noqa: F401
+from . import nn_pool  # noqa: F401

@@ -1,0 +1,338 @@
+"""Numpy references of the nn / image / vision ops against independent oracles: PyTorch's
+functional ops and the ONNX reference evaluator (and onnxruntime where ONNX has no reference)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from relay_core.errors import OpTypeError
+from relay_core.ir import Any, TensorType
+from relay_core.ops import lookup
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def run(name, *inputs, **attrs):
+    op = lookup(name)
+    return op.ref(list(inputs), op.make_attrs(**attrs))
+
+
+def rel(name, *types, **attrs):
+    op = lookup(name)
+    return op.type_rel(list(types), op.make_attrs(**attrs))
+
+
+def onnx_run(op_type, inputs, n_out=1, **attrs):
+    """Run one ONNX node with onnx.reference; `None` inputs are omitted optional inputs."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    names = [f"i{k}" if x is not None else "" for k, x in enumerate(inputs)]
+    node = helper.make_node(op_type, names, [f"o{k}" for k in range(n_out)], **attrs)
+    feeds = {n: x for n, x in zip(names, inputs) if n}
+    return ReferenceEvaluator(node).run(None, feeds)
+
+
+def ort_run(op_type, inputs, n_out=1, opset=22, **attrs):
+    """Run one ONNX node with onnxruntime (for ops the ONNX reference lacks)."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    names = [f"i{k}" for k in range(len(inputs))]
+    outs = [f"o{k}" for k in range(n_out)]
+    node = helper.make_node(op_type, names, outs, **attrs)
+    vi = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+        for n, x in zip(names, inputs)
+    ]
+    vo = [helper.make_empty_tensor_value_info(n) for n in outs]
+    graph = helper.make_graph([node], "g", vi, vo)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, dict(zip(names, inputs)))
+
+
+def T(x):
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+RNG = np.random.default_rng(1234)
+
+
+def randn(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution.
+
+CONV_CASES = [
+    # (nd, n, c, o, spatial, kernel, stride, pad(begin..., end...), dilation, groups)
+    (1, 2, 3, 4, (11,), (3,), (1,), (1, 1), (1,), 1),
+    (1, 1, 4, 6, (8,), (2,), (3,), (0, 2), (2,), 2),
+    (2, 2, 3, 5, (9, 8), (3, 3), (2, 1), (1, 0, 2, 1), (1, 2), 1),
+    (2, 1, 6, 6, (7, 7), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6),
+    (2, 1, 4, 8, (5, 6), (3, 2), (2, 2), (0, 1, 1, 0), (1, 1), 4),
+    (2, 1, 8, 4, (6, 6), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 2),
+    (2, 1, 1, 1, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    (3, 1, 2, 3, (5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1, 1, 1, 0), (1, 1, 2), 1),
+]
+
+
+def _torch_conv(x, w, stride, pad, dilation, groups):
+    nd = x.ndim - 2
+    tpad = []
+    for a in reversed(range(nd)):
+        tpad += [pad[a], pad[nd + a]]
+    xt = F.pad(T(x), tpad)
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    return fn(xt, T(w), stride=stride, dilation=dilation, groups=groups).numpy()
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_matches_torch(case):
+    nd, n, c, o, sp, k, s, p, d, g = case
+    x = randn(n, c, *sp)
+    w = randn(o, c // g, *k)
+    y = run(f"nn.conv{nd}d", x, w, strides=s, padding=p, dilation=d, groups=g)
+    np.testing.assert_allclose(y, _torch_conv(x, w, s, p, d, g), rtol=1e-5, atol=1e-5)
+    assert y.dtype == np.float32
+    # Channel-last data with an HWIO kernel gives the same numbers, transposed.
+    sp_letters = "DHW"[3 - nd :]
+    dl, kl = "N" + sp_letters + "C", sp_letters + "IO"
+    perm_x = [0, *range(2, nd + 2), 1]
+    perm_w = [*range(2, nd + 2), 1, 0]
+    y2 = run(
+        f"nn.conv{nd}d", x.transpose(perm_x), w.transpose(perm_w), strides=s, padding=p,
+        dilation=d, groups=g, data_layout=dl, kernel_layout=kl,
+    )
+    np.testing.assert_allclose(y2, y.transpose(perm_x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize("stride,dilation,k", [(1, 1, 3), (2, 1, 2), (2, 2, 3), (3, 1, 4)])
+def test_conv_auto_pad_matches_onnx(auto_pad, stride, dilation, k):
+    x = randn(1, 2, 7, 8)
+    w = randn(3, 2, k, k)
+    y = run("nn.conv2d", x, w, auto_pad=auto_pad, strides=(stride,), dilation=(dilation,))
+    (want,) = onnx_run(
+        "Conv", [x, w], auto_pad=auto_pad, strides=[stride] * 2, dilations=[dilation] * 2
+    )
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    t = rel("nn.conv2d", TensorType((1, 2, 7, 8)), TensorType((3, 2, k, k)), auto_pad=auto_pad,
+            strides=(stride,), dilation=(dilation,))
+    assert t.shape == y.shape
+
+
+def test_conv_integer_matches_onnx():
+    x = RNG.integers(0, 256, (2, 3, 6, 5)).astype(np.uint8)
+    w = RNG.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
+    y = run("nn.conv2d", x, w, padding=(1,), out_dtype="int32")
+    (want,) = onnx_run("ConvInteger", [x, w], pads=[1, 1, 1, 1])
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, want)
+
+
+CONV_T_CASES = [
+    # (nd, n, c, og, spatial, kernel, stride, pad, output_padding, dilation, groups)
+    (1, 2, 3, 2, (5,), (3,), (2,), (1,), (1,), (1,), 1),
+    (2, 1, 4, 3, (4, 5), (3, 2), (2, 3), (1, 0), (1, 2), (1, 1), 2),
+    (2, 2, 2, 2, (3, 3), (3, 3), (1, 1), (0, 0), (0, 0), (2, 2), 1),
+    (2, 1, 3, 1, (4, 4), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 3),
+    (3, 1, 2, 2, (3, 2, 3), (2, 3, 2), (2, 1, 2), (0, 1, 1), (1, 0, 0), (1, 1, 2), 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_T_CASES)
+def test_conv_transpose_matches_torch(case):
+    nd, n, c, og, sp, k, s, p, op, d, g = case
+    x = randn(n, c, *sp)
+    w = randn(c, og, *k)
+    y = run(f"nn.conv{nd}d_transpose", x, w, strides=s, padding=p, output_padding=op,
+            dilation=d, groups=g)
+    fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+    want = fn(T(x), T(w), stride=s, padding=p, output_padding=op, groups=g, dilation=d).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_asymmetric_pads_match_onnx():
+    x = randn(1, 2, 4, 3)
+    w = randn(2, 3, 3, 3)
+    y = run("nn.conv2d_transpose", x, w, strides=(2, 2), padding=(0, 1, 2, 1))
+    (want,) = onnx_run("ConvTranspose", [x, w], strides=[2, 2], pads=[0, 1, 2, 1])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_type_errors_and_unknown_dims():
+    with pytest.raises(OpTypeError, match="weight has 3 input channels but data has 4"):
+        rel("nn.conv2d", TensorType((1, 4, 8, 8)), TensorType((5, 3, 3, 3)))
+    with pytest.raises(OpTypeError, match="groups=2 needs 6"):
+        rel("nn.conv2d", TensorType((1, 4, 8, 8)), TensorType((4, 3, 3, 3)), groups=2)
+    with pytest.raises(OpTypeError, match="does not fit"):
+        rel("nn.conv2d", TensorType((1, 4, 2, 8)), TensorType((5, 4, 3, 3)))
+    with pytest.raises(OpTypeError, match="float"):
+        rel("nn.conv2d", TensorType((1, 4, 8, 8)), TensorType((5, 4, 3, 3), "float16"))
+    t = rel("nn.conv2d", TensorType(("n", 4, Any, 9)), TensorType((5, 4, 3, 3)),
+            strides=(2, 2), padding=(1,))
+    assert t.shape == (TensorType(("n",)).shape[0], 5, Any, 5)
+    t = rel("nn.conv2d", TensorType((1, Any, Any, Any)), TensorType((Any,) * 4), channels=7,
+            auto_pad="SAME_UPPER")
+    assert t.shape == (1, 7, Any, Any)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling.
+
+POOL_CASES = [
+    # (nd, spatial, kernel, stride, pad, dilation, ceil_mode)
+    (1, (11,), (3,), (2,), (1,), (1,), False),
+    (1, (10,), (2,), (3,), (1,), (2,), True),
+    (2, (9, 8), (3, 3), (2, 2), (1, 1), (1, 1), True),
+    (2, (7, 10), (2, 3), (2, 1), (0, 1), (1, 1), False),
+    (2, (8, 8), (3, 2), (3, 2), (1, 0), (2, 1), True),
+    (2, (1, 1), (1, 1), (1, 1), (0, 0), (1, 1), False),
+    (3, (5, 6, 7), (2, 3, 2), (2, 2, 1), (1, 1, 0), (1, 1, 1), True),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool_matches_torch(case):
+    nd, sp, k, s, p, d, ceil = case
+    x = randn(2, 3, *sp)
+    fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
+    want, wind = fn(T(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    y = run(f"nn.max_pool{nd}d", x, pool_size=k, strides=s, padding=p, dilation=d, ceil_mode=ceil)
+    np.testing.assert_array_equal(y, want.numpy())
+    vals, ind = run(f"nn.max_pool{nd}d_with_argmax", x, pool_size=k, strides=s, padding=p,
+                    dilation=d, ceil_mode=ceil)
+    np.testing.assert_array_equal(vals, want.numpy())
+    plane = int(np.prod(sp))
+    np.testing.assert_array_equal(ind % plane, wind.numpy())  # torch: index within the plane
+    np.testing.assert_array_equal(x.ravel()[ind], vals)
+
+
+@pytest.mark.parametrize("case", [c for c in POOL_CASES if c[5] == (1,) * c[0]])
+@pytest.mark.parametrize("count_include_pad", [False, True])
+def test_avg_pool_matches_torch(case, count_include_pad):
+    nd, sp, k, s, p, d, ceil = case
+    x = randn(2, 3, *sp)
+    fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[nd]
+    want = fn(T(x), k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad).numpy()
+    y = run(f"nn.avg_pool{nd}d", x, pool_size=k, strides=s, padding=p, ceil_mode=ceil,
+            count_include_pad=count_include_pad)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("pads", [(0, 1, 2, 1), (1, 0, 0, 2)])
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+def test_avg_pool_asymmetric_pads_match_onnx(pads, count_include_pad):
+    x = randn(1, 2, 7, 6)
+    (want,) = onnx_run("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 1], pads=list(pads),
+                       count_include_pad=count_include_pad)
+    y = run("nn.avg_pool2d", x, pool_size=(3, 3), strides=(2, 1), padding=pads,
+            count_include_pad=bool(count_include_pad))
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("nd,storage_order", [(1, 0), (2, 0), (2, 1), (3, 0)])
+def test_max_pool_indices_match_onnx(nd, storage_order):
+    x = randn(2, 3, *(7, 6, 5)[:nd])
+    pads = [1, 0, 1][:nd] + [1, 1, 0][:nd]
+    outs = onnx_run("MaxPool", [x], n_out=2, kernel_shape=[3] * nd, strides=[2] * nd, pads=pads,
+                    storage_order=storage_order)
+    vals, ind = run(f"nn.max_pool{nd}d_with_argmax", x, pool_size=(3,), strides=(2,),
+                    padding=pads, storage_order=storage_order)
+    np.testing.assert_array_equal(vals, outs[0])
+    np.testing.assert_array_equal(ind, outs[1])
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool", "LpPool"])
+def test_pool_auto_pad_matches_onnxruntime(auto_pad, op_type):
+    x = randn(1, 2, 7, 8)
+    (want,) = ort_run(op_type, [x], kernel_shape=[3, 2], strides=[2, 3], auto_pad=auto_pad)
+    name = {"MaxPool": "nn.max_pool2d", "AveragePool": "nn.avg_pool2d", "LpPool": "nn.lp_pool2d"}
+    y = run(name[op_type], x, pool_size=(3, 2), strides=(2, 3), auto_pad=auto_pad)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_pool_channel_last_layout():
+    x = randn(2, 9, 8, 3)
+    y = run("nn.max_pool2d", x, pool_size=(3, 3), strides=(2, 2), padding=(1,), layout="NHWC")
+    want = F.max_pool2d(T(x.transpose(0, 3, 1, 2)), 3, 2, 1).numpy().transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(y, want)
+    y = run("nn.avg_pool2d", x, pool_size=(2, 2), strides=(2, 2), layout="NHWC", out_layout="NCHW")
+    np.testing.assert_allclose(y, F.avg_pool2d(T(x.transpose(0, 3, 1, 2)), 2).numpy(), rtol=1e-6)
+    # TF's MaxPoolWithArgmax convention: flat index into the NHWC tensor.
+    vals, ind = run("nn.max_pool2d_with_argmax", x, pool_size=(2, 2), strides=(2, 2), layout="NHWC")
+    np.testing.assert_array_equal(x.ravel()[ind], vals)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pool(p):
+    x = randn(2, 3, 7, 8)
+    (want,) = onnx_run("LpPool", [x], kernel_shape=[3, 2], strides=[2, 2], p=p)
+    y = run("nn.lp_pool2d", x, pool_size=(3, 2), strides=(2, 2), p=p)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    ax = np.abs(x)  # torch's lp_pool uses x**p without abs
+    want = F.lp_pool2d(T(ax), p, (3, 2), (2, 2)).numpy()
+    np.testing.assert_allclose(run("nn.lp_pool2d", ax, pool_size=(3, 2), strides=(2, 2), p=p),
+                               want, rtol=1e-5, atol=1e-6)
+    want = torch.linalg.vector_norm(T(x), ord=p, dim=(2, 3), keepdim=True).numpy()
+    np.testing.assert_allclose(run("nn.global_lp_pool2d", x, p=p), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_global_pools(nd):
+    x = randn(2, 3, *(5, 4, 3)[:nd])
+    (want,) = onnx_run("GlobalAveragePool", [x])
+    np.testing.assert_allclose(run(f"nn.global_avg_pool{nd}d", x), want, rtol=1e-6)
+    want = T(x).amax(dim=tuple(range(2, nd + 2)), keepdim=True).numpy()
+    np.testing.assert_array_equal(run(f"nn.global_max_pool{nd}d", x), want)
+
+
+@pytest.mark.parametrize("size", [(1, 1), (3, 4), (5, 2), (7, 9), (2, None)])
+def test_adaptive_pools_match_torch(size):
+    x = randn(2, 3, 7, 5)
+    y = run("nn.adaptive_avg_pool2d", x, output_size=size)
+    np.testing.assert_allclose(y, F.adaptive_avg_pool2d(T(x), size).numpy(), rtol=1e-5, atol=1e-6)
+    y = run("nn.adaptive_max_pool2d", x, output_size=size)
+    np.testing.assert_array_equal(y, F.adaptive_max_pool2d(T(x), size).numpy())
+    x3 = randn(1, 2, 5, 3, 4)
+    y = run("nn.adaptive_avg_pool3d", x3, output_size=(2, 3, 3))
+    np.testing.assert_allclose(y, F.adaptive_avg_pool3d(T(x3), (2, 3, 3)).numpy(), rtol=1e-5)
+    x1 = randn(2, 3, 10)
+    y = run("nn.adaptive_max_pool1d", x1, output_size=(4,))
+    np.testing.assert_array_equal(y, F.adaptive_max_pool1d(T(x1), 4).numpy())
+
+
+def test_max_unpool_matches_torch_and_onnxruntime():
+    x = randn(2, 3, 7, 6)
+    vals, ind = run("nn.max_pool2d_with_argmax", x, pool_size=(2, 2), strides=(2, 2))
+    y = run("nn.max_unpool2d", vals, ind, pool_size=(2, 2), strides=(2, 2), output_size=(7, 6))
+    tv, ti = F.max_pool2d(T(x), 2, 2, return_indices=True)
+    want = F.max_unpool2d(tv, ti, 2, 2, output_size=(7, 6)).numpy()
+    np.testing.assert_array_equal(y, want)
+    (want,) = ort_run("MaxUnpool", [vals, ind, np.array([2, 3, 7, 6], np.int64)],
+                      kernel_shape=[2, 2], strides=[2, 2])
+    np.testing.assert_array_equal(y, want)
+
+
+def test_pool_type_relations():
+    t = rel("nn.max_pool2d", TensorType((1, 3, Any, 9)), pool_size=(3, 3), strides=(2, 2),
+            padding=(1,), ceil_mode=True)
+    assert t.shape == (1, 3, Any, 5)
+    t = rel("nn.max_pool2d_with_argmax", TensorType((1, 3, 8, 9)), pool_size=(2, 2), strides=(2, 2))
+    assert t.fields[1] == TensorType((1, 3, 4, 4), "int64")
+    with pytest.raises(OpTypeError, match="does not fit"):
+        rel("nn.avg_pool2d", TensorType((1, 3, 2, 9)), pool_size=(3, 3))
+    with pytest.raises(OpTypeError, match="float"):
+        rel("nn.avg_pool2d", TensorType((1, 3, 4, 9), "int32"), pool_size=(3, 3))
+    with pytest.raises(OpTypeError, match="layout"):
+        rel("nn.max_pool2d", TensorType((1, 3, 4, 9)), layout="NCWX")
