@@ -4,3 +4,5 @@ from . import elemwise  # noqa: F401
 from . import nn_conv  # noqa: F401
 from . import nn_linear  # noqa: F401
 from . import nn_pool  # noqa: F401
+from . import nn_activation  # noqa: F401
+from . import nn_norm  # noqa: F401

@@ -26,36 +26,41 @@ def rel(name, *types, **attrs):
     return op.type_rel(list(types), op.make_attrs(**attrs))
 
 
-def onnx_run(op_type, inputs, n_out=1, **attrs):
-    """Run one ONNX node with onnx.reference; `None` inputs are omitted optional inputs."""
+def _node_model(op_type, inputs, n_out, opset, attrs):
+    """A one-node ONNX model; `None` inputs are omitted optional inputs."""
     from onnx import helper
-    from onnx.reference import ReferenceEvaluator
 
     names = [f"i{k}" if x is not None else "" for k, x in enumerate(inputs)]
-    node = helper.make_node(op_type, names, [f"o{k}" for k in range(n_out)], **attrs)
-    feeds = {n: x for n, x in zip(names, inputs) if n}
-    return ReferenceEvaluator(node).run(None, feeds)
-
-
-def ort_run(op_type, inputs, n_out=1, opset=22, **attrs):
-    """Run one ONNX node with onnxruntime (for ops the ONNX reference lacks)."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import helper
-
-    names = [f"i{k}" for k in range(len(inputs))]
     outs = [f"o{k}" for k in range(n_out)]
     node = helper.make_node(op_type, names, outs, **attrs)
     vi = [
         helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
         for n, x in zip(names, inputs)
+        if n
     ]
     vo = [helper.make_empty_tensor_value_info(n) for n in outs]
     graph = helper.make_graph([node], "g", vi, vo)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
+    feeds = {n: x for n, x in zip(names, inputs) if n}
+    return model, feeds
+
+
+def onnx_run(op_type, inputs, n_out=1, opset=23, **attrs):
+    """Run one ONNX node with onnx.reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    model, feeds = _node_model(op_type, inputs, n_out, opset, attrs)
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def ort_run(op_type, inputs, n_out=1, opset=22, **attrs):
+    """Run one ONNX node with onnxruntime (for ops the ONNX reference lacks)."""
+    import onnxruntime as ort
+
+    model, feeds = _node_model(op_type, inputs, n_out, opset, attrs)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(zip(names, inputs)))
+    return sess.run(None, feeds)
 
 
 def T(x):
@@ -336,3 +341,187 @@ def test_pool_type_relations():
         rel("nn.avg_pool2d", TensorType((1, 3, 4, 9), "int32"), pool_size=(3, 3))
     with pytest.raises(OpTypeError, match="layout"):
         rel("nn.max_pool2d", TensorType((1, 3, 4, 9)), layout="NCWX")
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations.
+
+ACT_TORCH = [
+    ("nn.relu", {}, lambda t: F.relu(t)),
+    ("nn.leaky_relu", {"alpha": 0.2}, lambda t: F.leaky_relu(t, 0.2)),
+    ("nn.elu", {"alpha": 0.7}, lambda t: F.elu(t, 0.7)),
+    ("nn.selu", {}, lambda t: F.selu(t)),
+    ("nn.celu", {"alpha": 1.5}, lambda t: F.celu(t, 1.5)),
+    ("nn.gelu", {}, lambda t: F.gelu(t)),
+    ("nn.gelu", {"approximate": "tanh"}, lambda t: F.gelu(t, approximate="tanh")),
+    ("nn.silu", {}, lambda t: F.silu(t)),
+    ("nn.mish", {}, lambda t: F.mish(t)),
+    ("nn.hard_sigmoid", {"alpha": 1 / 6, "beta": 0.5}, lambda t: F.hardsigmoid(t)),
+    ("nn.hard_swish", {}, lambda t: F.hardswish(t)),
+    ("nn.softplus", {"beta": 2.0, "threshold": 3.0}, lambda t: F.softplus(t, 2.0, 3.0)),
+    ("nn.softsign", {}, lambda t: F.softsign(t)),
+    ("nn.thresholded_relu", {"alpha": 0.5}, lambda t: F.threshold(t, 0.5, 0.0)),
+    ("nn.shrink", {"lambd": 0.7}, lambda t: F.hardshrink(t, 0.7)),
+    ("nn.shrink", {"lambd": 0.7, "bias": 0.7}, lambda t: F.softshrink(t, 0.7)),
+]
+
+
+@pytest.mark.parametrize("name,attrs,fn", ACT_TORCH, ids=[f"{a[0]}{a[1]}" for a in ACT_TORCH])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_activations_match_torch(name, attrs, fn, dtype):
+    x = (randn(4, 5, 6) * 4).astype(dtype)
+    x.flat[:3] = [0.0, -0.0, 1e-8]
+    y = run(name, x, **attrs)
+    assert y.dtype == dtype
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, fn(T(x)).numpy(), rtol=tol, atol=tol)
+
+
+ACT_ONNX = [
+    ("nn.leaky_relu", "LeakyRelu", {"alpha": 0.1}),
+    ("nn.elu", "Elu", {"alpha": 0.5}),
+    ("nn.selu", "Selu", {"alpha": 1.5, "gamma": 2.0}),
+    ("nn.celu", "Celu", {"alpha": 2.0}),
+    ("nn.hard_sigmoid", "HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
+    ("nn.hard_swish", "HardSwish", {}),
+    ("nn.mish", "Mish", {}),
+    ("nn.thresholded_relu", "ThresholdedRelu", {"alpha": 0.4}),
+    ("nn.shrink", "Shrink", {"bias": 0.2, "lambd": 0.6}),
+    ("nn.softsign", "Softsign", {}),
+]
+
+
+@pytest.mark.parametrize("name,op_type,attrs", ACT_ONNX)
+def test_activations_match_onnx(name, op_type, attrs):
+    x = randn(3, 4, 5) * 3
+    (want,) = onnx_run(op_type, [x], **attrs)
+    np.testing.assert_allclose(run(name, x, **attrs), want, rtol=1e-6, atol=1e-6)
+
+
+def test_gelu_and_softplus_match_onnx():
+    x = randn(3, 40) * 4
+    for approx in ("none", "tanh"):
+        (want,) = onnx_run("Gelu", [x], approximate=approx)
+        np.testing.assert_allclose(run("nn.gelu", x, approximate=approx), want, rtol=1e-6, atol=1e-7)
+    x = x * 10  # values beyond the default PyTorch threshold
+    (want,) = onnx_run("Softplus", [x])
+    np.testing.assert_allclose(run("nn.softplus", x, threshold=np.inf), want, rtol=1e-6)
+
+
+def test_activation_float16_and_int():
+    x = randn(50).astype(np.float16)
+    y = run("nn.gelu", x)
+    assert y.dtype == np.float16
+    np.testing.assert_allclose(y, F.gelu(T(x.astype(np.float32))).numpy().astype(np.float16))
+    xi = RNG.integers(-5, 5, 20).astype(np.int8)
+    np.testing.assert_array_equal(run("nn.relu", xi), np.maximum(xi, 0))
+    with pytest.raises(OpTypeError, match="float"):
+        rel("nn.gelu", TensorType((3,), "int32"))
+
+
+def test_prelu():
+    x = randn(2, 4, 3, 3)
+    w = RNG.random(4).astype(np.float32)
+    np.testing.assert_allclose(run("nn.prelu", x, w), F.prelu(T(x), T(w)).numpy(), rtol=1e-6)
+    w1 = RNG.random(1).astype(np.float32)
+    np.testing.assert_allclose(run("nn.prelu", x, w1), F.prelu(T(x), T(w1)).numpy(), rtol=1e-6)
+    slope = RNG.random((4, 1, 3)).astype(np.float32)  # ONNX: numpy broadcasting
+    (want,) = onnx_run("PRelu", [x, slope])
+    np.testing.assert_allclose(run("nn.prelu", x, slope, axis=None), want, rtol=1e-6)
+    with pytest.raises(OpTypeError, match="does not broadcast"):
+        rel("nn.prelu", TensorType((2, 4, 3)), TensorType((4,)), axis=None)
+    with pytest.raises(OpTypeError, match="1 or 4 elements"):
+        rel("nn.prelu", TensorType((2, 4, 3)), TensorType((3,)))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax_family(axis):
+    x = randn(3, 4, 5) * 5
+    np.testing.assert_allclose(run("nn.softmax", x, axis=axis), F.softmax(T(x), axis).numpy(),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(run("nn.log_softmax", x, axis=axis),
+                               F.log_softmax(T(x), axis).numpy(), rtol=1e-6, atol=1e-6)
+    x[0, 0, :2] = 7.0  # a tie: the first maximum wins
+    (want,) = onnx_run("Hardmax", [x], axis=axis)
+    np.testing.assert_array_equal(run("nn.hardmax", x, axis=axis), want)
+    big = np.array([[1000.0, 0.0, -1000.0]], np.float32)
+    assert np.isfinite(run("nn.log_softmax", big)).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalisation.
+
+
+def test_batch_norm_matches_torch():
+    x = randn(2, 5, 4, 3)
+    g, b, m = randn(5), randn(5), randn(5)
+    v = RNG.random(5).astype(np.float32) + 0.1
+    want = F.batch_norm(T(x), T(m), T(v), T(g), T(b), training=False, eps=1e-3).numpy()
+    np.testing.assert_allclose(run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want,
+                               rtol=1e-5, atol=1e-6)
+    xl = x.transpose(0, 2, 3, 1)
+    y = run("nn.batch_norm", xl, g, b, m, v, axis=-1, epsilon=1e-3)
+    np.testing.assert_allclose(y, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
+    (want,) = onnx_run("BatchNormalization", [x, g, b, m, v], epsilon=1e-3)
+    np.testing.assert_allclose(run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(OpTypeError, match="moving_var"):
+        rel("nn.batch_norm", *(TensorType(s) for s in [(2, 5, 3), (5,), (5,), (5,), (4,)]))
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+def test_layer_norm(axis):
+    x = randn(2, 3, 4, 5) * 3 + 1
+    norm = x.shape[axis:]
+    g, b = randn(*norm), randn(*norm)
+    want = F.layer_norm(T(x), norm, T(g), T(b), eps=1e-5).numpy()
+    np.testing.assert_allclose(run("nn.layer_norm", x, g, b, axis=axis), want, rtol=1e-5, atol=1e-5)
+    (want,) = onnx_run("LayerNormalization", [x, g, b], axis=axis, epsilon=1e-5)
+    np.testing.assert_allclose(run("nn.layer_norm", x, g, b, axis=axis), want, rtol=1e-5, atol=1e-5)
+    want = F.rms_norm(T(x), norm, T(g), eps=1e-5).numpy()
+    np.testing.assert_allclose(run("nn.rms_norm", x, g, axis=axis), want, rtol=1e-5, atol=1e-5)
+    (want,) = onnx_run("RMSNormalization", [x, g], axis=axis, epsilon=1e-5)
+    np.testing.assert_allclose(run("nn.rms_norm", x, g, axis=axis), want, rtol=1e-5, atol=1e-5)
+
+
+def test_instance_and_group_norm():
+    x = randn(2, 6, 5, 4) * 2 + 1
+    g, b = randn(6), randn(6)
+    want = F.instance_norm(T(x), weight=T(g), bias=T(b), eps=1e-5).numpy()
+    np.testing.assert_allclose(run("nn.instance_norm", x, g, b), want, rtol=1e-5, atol=1e-5)
+    (want,) = onnx_run("InstanceNormalization", [x, g, b], epsilon=1e-5)
+    np.testing.assert_allclose(run("nn.instance_norm", x, g, b), want, rtol=1e-5, atol=1e-5)
+    for groups in (1, 2, 3, 6):
+        want = F.group_norm(T(x), groups, T(g), T(b), eps=1e-5).numpy()
+        y = run("nn.group_norm", x, g, b, num_groups=groups)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    (want,) = onnx_run("GroupNormalization", [x, g, b], num_groups=3, epsilon=1e-5)
+    np.testing.assert_allclose(run("nn.group_norm", x, g, b, num_groups=3), want, rtol=1e-5, atol=1e-5)
+    y = run("nn.group_norm", x.transpose(0, 2, 3, 1), g, b, num_groups=2, axis=-1)
+    want = F.group_norm(T(x), 2, T(g), T(b)).numpy().transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(OpTypeError, match="num_groups=4"):
+        rel("nn.group_norm", TensorType((2, 6, 3)), TensorType((6,)), TensorType((6,)), num_groups=4)
+
+
+def test_l2_normalize_lrn_mvn():
+    x = randn(2, 7, 4, 3)
+    want = F.normalize(T(x), dim=1, eps=1e-6).numpy()
+    np.testing.assert_allclose(run("nn.l2_normalize", x, axis=(1,), eps=1e-12), want, rtol=1e-6)
+    for size in (1, 2, 3, 4, 5, 9):
+        y = run("nn.lrn", x, size=size, alpha=0.02, beta=0.6, bias=1.5)
+        if size % 2:  # onnxruntime and PyTorch take odd sizes only (onnx.reference loops over N)
+            (want,) = ort_run("LRN", [x], size=size, alpha=0.02, beta=0.6, bias=1.5)
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+            want = F.local_response_norm(T(x), size, 0.02, 0.6, 1.5).numpy()
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+        else:  # the ONNX spec's window: [c - floor((size-1)/2), c + ceil((size-1)/2)]
+            lo, hi = (size - 1) // 2, size // 2
+            sq = np.stack([(x[:, max(0, c - lo) : c + hi + 1] ** 2).sum(1) for c in range(7)], 1)
+            want = x / (1.5 + 0.02 / size * sq) ** 0.6
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    (want,) = onnx_run("MeanVarianceNormalization", [x])
+    np.testing.assert_allclose(run("nn.mean_variance_normalization", x), want, rtol=1e-5, atol=1e-6)
+    (want,) = onnx_run("MeanVarianceNormalization", [x], axes=[1, 3])
+    np.testing.assert_allclose(run("nn.mean_variance_normalization", x, axes=(1, 3)), want,
+                               rtol=1e-5, atol=1e-6)
