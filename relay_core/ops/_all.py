@@ -6,3 +6,5 @@ from . import nn_linear  # noqa: F401
 from . import nn_pool  # noqa: F401
 from . import nn_activation  # noqa: F401
 from . import nn_norm  # noqa: F401
+from . import nn_misc  # noqa: F401
+from . import image  # noqa: F401

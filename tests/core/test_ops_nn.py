@@ -525,3 +525,207 @@ def test_l2_normalize_lrn_mvn():
     (want,) = onnx_run("MeanVarianceNormalization", [x], axes=[1, 3])
     np.testing.assert_allclose(run("nn.mean_variance_normalization", x, axes=(1, 3)), want,
                                rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# pad, depth_to_space, space_to_depth.
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad_matches_onnx(mode):
+    x = randn(3, 4, 5)
+    pads = [1, 0, 2, 2, 3, 1]  # ONNX: all begins, then all ends
+    value = np.array(1.5, np.float32) if mode == "constant" else None
+    (want,) = onnx_run("Pad", [x, np.array(pads, np.int64), value], mode=mode)
+    width = tuple(zip(pads[:3], pads[3:]))
+    np.testing.assert_array_equal(run("nn.pad", x, pad_width=width, pad_mode=mode, pad_value=1.5),
+                                  want)
+    if value is not None:
+        np.testing.assert_array_equal(run("nn.pad", x, value, pad_width=width), want)
+
+
+def test_pad_negative_and_torch():
+    x = randn(2, 3, 6, 5)
+    y = run("nn.pad", x, pad_width=((0, 0), (0, 0), (-1, 2), (3, -2)), pad_value=-1.0)
+    np.testing.assert_array_equal(y, F.pad(T(x), (3, -2, -1, 2), value=-1.0).numpy())
+    y = run("nn.pad", x, pad_width=((0, 0), (0, 0), (2, 1), (1, 3)), pad_mode="reflect")
+    np.testing.assert_array_equal(y, F.pad(T(x), (1, 3, 2, 1), mode="reflect").numpy())
+    y = run("nn.pad", x, pad_width=((0, 0), (0, 0), (2, 1), (1, 3)), pad_mode="edge")
+    np.testing.assert_array_equal(y, F.pad(T(x), (1, 3, 2, 1), mode="replicate").numpy())
+    y = run("nn.pad", x, pad_width=((0, 0), (0, 0), (2, 1), (1, 3)), pad_mode="wrap")
+    np.testing.assert_array_equal(y, F.pad(T(x), (1, 3, 2, 1), mode="circular").numpy())
+    t = rel("nn.pad", TensorType((Any, 4)), pad_width=((1, 1), (-1, 2)))
+    assert t.shape == (Any, 5)
+    with pytest.raises(OpTypeError, match="rank 2"):
+        rel("nn.pad", TensorType((3, 4)), pad_width=((1, 1),))
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_space_match_onnx_and_torch(mode):
+    x = randn(2, 12, 3, 4)
+    (want,) = onnx_run("DepthToSpace", [x], blocksize=2, mode=mode)
+    y = run("nn.depth_to_space", x, block_size=2, mode=mode)
+    np.testing.assert_array_equal(y, want)
+    if mode == "CRD":
+        np.testing.assert_array_equal(y, F.pixel_shuffle(T(x), 2).numpy())
+    z = randn(2, 3, 6, 4)
+    (want,) = onnx_run("SpaceToDepth", [z], blocksize=2)
+    if mode == "DCR":
+        np.testing.assert_array_equal(run("nn.space_to_depth", z, block_size=2), want)
+    else:
+        np.testing.assert_array_equal(run("nn.space_to_depth", z, block_size=2, mode="CRD"),
+                                      F.pixel_unshuffle(T(z), 2).numpy())
+    # Round trip and channel-last layout.
+    back = run("nn.space_to_depth", y, block_size=2, mode=mode)
+    np.testing.assert_array_equal(back, x)
+    yl = run("nn.depth_to_space", x.transpose(0, 2, 3, 1), block_size=2, mode=mode, layout="NHWC")
+    np.testing.assert_array_equal(yl, y.transpose(0, 2, 3, 1))
+    with pytest.raises(OpTypeError, match="not divisible"):
+        rel("nn.depth_to_space", TensorType((1, 6, 2, 2)), block_size=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resize.
+
+ONNX_MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+              "tf_crop_and_resize", "half_pixel_symmetric"]
+
+
+def _onnx_resize(x, sizes=None, scales=None, roi=None, **attrs):
+    r = np.array(roi, np.float32) if roi is not None else None
+    s = np.array(scales, np.float32) if scales is not None else None
+    z = np.array(sizes, np.int64) if sizes is not None else None
+    return onnx_run("Resize", [x, r, s, z], **attrs)[0]
+
+
+def _resize_both(x, out=None, scales=None, mode="half_pixel", method="linear", **kw):
+    """(ours, onnx) for a 2-D NCHW resize."""
+    roi = None
+    attrs = {}
+    if mode == "tf_crop_and_resize":
+        roi = [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.7]
+        attrs["roi"] = (0.2, 0.1, 0.9, 0.7)
+        kw.setdefault("extrapolation_value", -2.0)
+    onnx_kw = {
+        "mode": {"nearest_neighbor": "nearest"}.get(method, method),
+        "coordinate_transformation_mode": mode,
+        "cubic_coeff_a": kw.get("cubic_alpha", -0.75),
+        "exclude_outside": kw.get("cubic_exclude", 0),
+        "antialias": int(kw.get("antialias", False)),
+        "extrapolation_value": kw.get("extrapolation_value", 0.0),
+    }
+    if "rounding_method" in kw:
+        onnx_kw["nearest_mode"] = kw["rounding_method"]
+    if scales is not None:
+        want = _onnx_resize(x, scales=[1, 1, *scales], roi=roi, **onnx_kw)
+        attrs["scale"] = tuple(float(np.float32(s)) for s in scales)
+    else:
+        want = _onnx_resize(x, sizes=[*x.shape[:2], *out], roi=roi, **onnx_kw)
+        attrs["size"] = out
+    ours = run("image.resize2d", x, method=method, coordinate_transformation_mode=mode, **attrs, **kw)
+    return ours, want
+
+
+RESIZE_TARGETS = [dict(out=(9, 11)), dict(out=(3, 2)), dict(out=(1, 8)), dict(scales=(1.7, 0.6)),
+                  dict(scales=(2.0, 3.0))]
+
+
+@pytest.mark.parametrize("mode", ONNX_MODES)
+@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
+@pytest.mark.parametrize("method", ["linear", "cubic"])
+def test_resize_matches_onnx(mode, target, method):
+    x = randn(2, 3, 4, 5)
+    ours, want = _resize_both(x, mode=mode, method=method, **target)
+    np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ONNX_MODES)
+@pytest.mark.parametrize("rounding", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
+def test_resize_nearest_matches_onnx(mode, rounding, target):
+    x = randn(2, 3, 4, 5)
+    ours, want = _resize_both(x, mode=mode, method="nearest_neighbor", rounding_method=rounding,
+                              **target)
+    np.testing.assert_array_equal(ours, want)
+
+
+@pytest.mark.parametrize("method", ["linear", "cubic"])
+@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
+@pytest.mark.parametrize("variant", [dict(antialias=True), dict(cubic_exclude=1),
+                                     dict(antialias=True, cubic_exclude=1, cubic_alpha=-0.5)], ids=str)
+def test_resize_antialias_exclude_match_onnx(method, target, variant):
+    x = randn(1, 2, 9, 7)
+    ours, want = _resize_both(x, mode="half_pixel", method=method, **target, **variant)
+    np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)
+
+
+def test_resize_int_layouts_and_dims():
+    x = RNG.integers(0, 256, (1, 2, 4, 5)).astype(np.uint8)
+    ours, want = _resize_both(x, out=(7, 3), method="cubic")
+    assert ours.dtype == np.uint8
+    np.testing.assert_array_equal(ours, want)
+    xf = randn(1, 2, 4, 5)
+    y = run("image.resize2d", xf, size=(6, 7), method="cubic")
+    yl = run("image.resize2d", xf.transpose(0, 2, 3, 1), size=(6, 7), method="cubic", layout="NHWC")
+    np.testing.assert_allclose(yl, y.transpose(0, 2, 3, 1), rtol=1e-6)
+    x1 = randn(2, 3, 6)
+    (want,) = onnx_run("Resize", [x1, None, None, np.array([2, 3, 10], np.int64)], mode="linear")
+    np.testing.assert_allclose(run("image.resize1d", x1, size=(10,)), want, rtol=1e-6, atol=1e-6)
+    x3 = randn(1, 2, 3, 4, 2)
+    (want,) = onnx_run("Resize", [x3, None, np.array([1, 1, 1.5, 0.5, 2], np.float32)], mode="cubic")
+    y3 = run("image.resize3d", x3, scale=(1.5, 0.5, 2.0), method="cubic")
+    np.testing.assert_allclose(y3, want, rtol=1e-6, atol=1e-6)
+    t = rel("image.resize2d", TensorType((1, 3, Any, 8)), scale=(2.0, 0.5))
+    assert t.shape == (1, 3, Any, 4)
+    with pytest.raises(OpTypeError, match="antialias"):
+        rel("image.resize2d", TensorType((1, 3, 4, 8)), size=(2, 2), method="nearest_neighbor",
+            antialias=True)
+
+
+TORCH_RESIZE = [
+    # (torch mode, align_corners, our attrs)
+    ("nearest", None, dict(method="nearest_neighbor", coordinate_transformation_mode="asymmetric",
+                           rounding_method="floor")),
+    ("nearest-exact", None, dict(method="nearest_neighbor", coordinate_transformation_mode="half_pixel",
+                                 rounding_method="round_prefer_ceil")),
+    ("bilinear", False, dict(method="linear", coordinate_transformation_mode="half_pixel")),
+    ("bilinear", True, dict(method="linear", coordinate_transformation_mode="align_corners")),
+    ("bicubic", False, dict(method="cubic", coordinate_transformation_mode="half_pixel")),
+    ("bicubic", True, dict(method="cubic", coordinate_transformation_mode="align_corners")),
+]
+
+
+@pytest.mark.parametrize("tmode,align,attrs", TORCH_RESIZE, ids=[f"{m}-{a}" for m, a, _ in TORCH_RESIZE])
+@pytest.mark.parametrize("target", [dict(size=(9, 11)), dict(size=(3, 2)), dict(size=(1, 1)),
+                                    dict(scale_factor=(1.7, 0.6))], ids=str)
+def test_resize_matches_torch(tmode, align, attrs, target):
+    x = randn(2, 3, 5, 6, dtype=np.float64)
+    want = F.interpolate(T(x), mode=tmode, align_corners=align, **target).numpy()
+    if "size" in target or align:  # align_corners ignores the scale (uses the integer size)
+        size = target.get("size") or tuple(int(d * s) for d, s in zip(x.shape[2:], target["scale_factor"]))
+        ours = run("image.resize2d", x, size=size, **attrs)
+    else:
+        ours = run("image.resize2d", x, scale=target["scale_factor"], **attrs)
+    np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("tmode,method", [("bilinear", "linear"), ("bicubic", "cubic")])
+@pytest.mark.parametrize("size", [(3, 2), (5, 4), (9, 3)])
+def test_resize_antialias_matches_torch(tmode, method, size):
+    x = randn(1, 2, 10, 7, dtype=np.float64)
+    want = F.interpolate(T(x), size=size, mode=tmode, antialias=True, align_corners=False).numpy()
+    # PyTorch drops taps outside the image and uses a = -0.5 for antialiased bicubic.
+    ours = run("image.resize2d", x, size=size, method=method, antialias=True, cubic_exclude=1,
+               cubic_alpha=-0.5)
+    np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-10)
+
+
+def test_resize_1d_3d_match_torch():
+    x = randn(2, 3, 7, dtype=np.float64)
+    want = F.interpolate(T(x), size=12, mode="linear").numpy()
+    ours = run("image.resize1d", x, size=(12,))
+    np.testing.assert_allclose(ours, want, rtol=1e-10)
+    x = randn(1, 2, 3, 4, 5, dtype=np.float64)
+    want = F.interpolate(T(x), size=(5, 3, 8), mode="trilinear", align_corners=True).numpy()
+    ours = run("image.resize3d", x, size=(5, 3, 8), coordinate_transformation_mode="align_corners")
+    np.testing.assert_allclose(ours, want, rtol=1e-10)
