@@ -8,3 +8,4 @@ from . import nn_activation  # noqa: F401
 from . import nn_norm  # noqa: F401
 from . import nn_misc  # noqa: F401
 from . import image  # noqa: F401
+from . import vision  # noqa: F401

@@ -445,8 +445,8 @@ def _affine_grid_ref(xs, attrs):
     nd = len(sp)
     axes = []
     for d in sp:
-        lin = np.linspace(-1.0, 1.0, d) if d > 1 else np.array([-1.0 if attrs.align_corners else 0.0])
-        if not attrs.align_corners and d > 1:
+        lin = np.linspace(-1.0, 1.0, d) if d > 1 else np.zeros(1)  # a unit axis samples 0
+        if not attrs.align_corners:
             lin = lin * (d - 1) / d
         axes.append(lin)
     mesh = np.meshgrid(*axes, indexing="ij")  # D, H, W order

@@ -4,6 +4,7 @@ functional ops and the ONNX reference evaluator (and onnxruntime where ONNX has 
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -729,3 +730,159 @@ def test_resize_1d_3d_match_torch():
     want = F.interpolate(T(x), size=(5, 3, 8), mode="trilinear", align_corners=True).numpy()
     ours = run("image.resize3d", x, size=(5, 3, 8), coordinate_transformation_mode="align_corners")
     np.testing.assert_allclose(ours, want, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# grid_sample, affine_grid.
+
+GRID_METHODS = [("bilinear", "linear"), ("nearest", "nearest"), ("bicubic", "cubic")]
+
+
+@pytest.mark.parametrize("method,onnx_mode", GRID_METHODS)
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_2d_matches_onnx(method, onnx_mode, padding_mode, align):
+    x = randn(2, 3, 5, 6)
+    grid = (RNG.random((2, 4, 7, 2)) * 2.8 - 1.4).astype(np.float32)
+    (want,) = onnx_run("GridSample", [x, grid], mode=onnx_mode, padding_mode=padding_mode,
+                       align_corners=int(align))
+    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
+            align_corners=align)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method,onnx_mode", GRID_METHODS[:2])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_3d_matches_onnx(method, onnx_mode, padding_mode):
+    x = randn(1, 2, 3, 4, 5)
+    grid = (RNG.random((1, 2, 3, 4, 3)) * 2.6 - 1.3).astype(np.float32)
+    (want,) = onnx_run("GridSample", [x, grid], mode=onnx_mode, padding_mode=padding_mode)
+    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
+            layout="NCDHW")
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method,padding_mode", [
+    *itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"]),
+    ("bicubic", "zeros"),
+])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_matches_torch(method, padding_mode, align):
+    x = randn(2, 3, 5, 6, dtype=np.float64)
+    grid = RNG.random((2, 4, 7, 2)) * 2.8 - 1.4
+    want = F.grid_sample(T(x), T(grid), mode=method, padding_mode=padding_mode,
+                         align_corners=align).numpy()
+    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
+            align_corners=align)
+    np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
+    if method != "bicubic":
+        x3 = randn(1, 2, 3, 4, 5, dtype=np.float64)
+        g3 = RNG.random((1, 2, 3, 4, 3)) * 2.8 - 1.4
+        want = F.grid_sample(T(x3), T(g3), mode=method, padding_mode=padding_mode,
+                             align_corners=align).numpy()
+        y = run("image.grid_sample", x3, g3, method=method, padding_mode=padding_mode,
+                align_corners=align, layout="NCDHW")
+        np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 1, 1, 3), (2, 1, 3, 4, 2)])
+def test_affine_grid(align, size):
+    nd = len(size) - 2
+    theta = randn(size[0], nd, nd + 1)
+    y = run("image.affine_grid", theta, size=size, align_corners=align)
+    with warnings.catch_warnings():  # torch warns about unit-size grids with align_corners
+        warnings.simplefilter("ignore")
+        want = F.affine_grid(T(theta), list(size), align_corners=align).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    if min(size[2:]) > 1:  # onnx.reference divides by zero for size-1 axes
+        (want,) = onnx_run("AffineGrid", [theta, np.array(size, np.int64)], align_corners=int(align))
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    assert rel("image.affine_grid", TensorType(theta.shape), size=size).shape == y.shape
+
+
+# ---------------------------------------------------------------------------------------------
+# Vision.
+
+
+def _random_rois(k, h, w, spread=3.0):
+    xy = RNG.uniform(-spread, max(h, w) + spread, size=(k, 2, 2))
+    boxes = np.concatenate([xy.min(1), xy.max(1)], axis=1).astype(np.float32)
+    boxes[0] = [1.0, 1.0, 1.0, 1.0]  # degenerate roi
+    return boxes
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("sampling_ratio", [0, 1, 2])
+def test_roi_align_matches_onnx(mode, ctm, sampling_ratio):
+    x = randn(2, 3, 10, 12)
+    rois = _random_rois(6, 10, 12)
+    batch = RNG.integers(0, 2, 6).astype(np.int64)
+    attrs = dict(output_height=3, output_width=4, sampling_ratio=sampling_ratio,
+                 spatial_scale=0.7, mode=mode, coordinate_transformation_mode=ctm)
+    (want,) = onnx_run("RoiAlign", [x, rois, batch], **attrs)
+    y = run("vision.roi_align", x, rois, batch, pooled_size=(3, 4), spatial_scale=0.7,
+            sample_ratio=sampling_ratio, mode=mode, coordinate_transformation_mode=ctm)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    if mode == "avg":
+        (want,) = ort_run("RoiAlign", [x, rois, batch], opset=16, **attrs)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    # The (K, 5) form with the batch index in column 0, and channel-last data.
+    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], 1)
+    y5 = run("vision.roi_align", x.transpose(0, 2, 3, 1), rois5, pooled_size=(3, 4),
+             spatial_scale=0.7, sample_ratio=sampling_ratio, mode=mode,
+             coordinate_transformation_mode=ctm, layout="NHWC")
+    np.testing.assert_allclose(y5, y.transpose(0, 2, 3, 1), rtol=1e-6)
+
+
+def test_roi_pool_matches_onnxruntime():
+    x = randn(2, 3, 10, 12)
+    rois = _random_rois(7, 10, 12, spread=4.0)
+    batch = RNG.integers(0, 2, (7, 1)).astype(np.float32)
+    rois5 = np.concatenate([batch, rois], 1)
+    (want,) = ort_run("MaxRoiPool", [x, rois5], opset=16, pooled_shape=[3, 2], spatial_scale=0.6)
+    y = run("vision.roi_pool", x, rois5, pooled_size=(3, 2), spatial_scale=0.6)
+    np.testing.assert_array_equal(y, want)
+    t = rel("vision.roi_pool", TensorType((2, 3, 10, 12)), TensorType((Any, 5)), pooled_size=(3, 2))
+    assert t.shape == (Any, 3, 3, 2)
+
+
+def _nms_inputs(center, b=2, c=3, n=30):
+    if center:
+        boxes = np.concatenate([RNG.uniform(0, 10, (b, n, 2)), RNG.uniform(0.5, 5, (b, n, 2))], -1)
+    else:
+        boxes = RNG.uniform(0, 10, (b, n, 4))  # corners in any order
+    scores = RNG.random((b, c, n))
+    scores[0, 0, :5] = 0.5  # ties break by box index
+    return boxes.astype(np.float32), scores.astype(np.float32)
+
+
+@pytest.mark.parametrize("center", [0, 1])
+@pytest.mark.parametrize("max_out,iou,score", [(5, 0.3, None), (100, 0.5, 0.4), (2, 0.0, 0.9),
+                                               (0, 0.5, None), (30, 1.0, 0.1)])
+def test_nms_matches_onnx(center, max_out, iou, score):
+    boxes, scores = _nms_inputs(center)
+    extra = [np.array([max_out], np.int64), np.array([iou], np.float32)]
+    if score is not None:
+        extra.append(np.array([score], np.float32))
+    (want,) = onnx_run("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center)
+    y = run("vision.non_max_suppression", boxes, scores, *extra, center_point_box=center)
+    np.testing.assert_array_equal(y, want)
+    (want_rt,) = ort_run("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center)
+    np.testing.assert_array_equal(y, want_rt)
+    # The same thresholds as attributes.
+    y2 = run("vision.non_max_suppression", boxes, scores, max_output_boxes_per_class=max_out,
+             iou_threshold=float(np.float32(iou)),
+             score_threshold=None if score is None else float(np.float32(score)),
+             center_point_box=center)
+    np.testing.assert_array_equal(y2, want)
+
+
+def test_nms_type_relation():
+    op = lookup("vision.non_max_suppression")
+    assert op.data_dependent_shape
+    t = rel("vision.non_max_suppression", TensorType((1, Any, 4)), TensorType((1, 3, Any)))
+    assert t == TensorType((Any, 3), "int64")
+    with pytest.raises(OpTypeError, match="box counts differ"):
+        rel("vision.non_max_suppression", TensorType((1, 5, 4)), TensorType((1, 3, 6)))
