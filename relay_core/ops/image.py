@@ -8,11 +8,15 @@ nearest (rounding_method), linear, or cubic (Keys, `cubic_alpha`), widened by 1/
 `antialias` and downsampling. Integer results round half to even and saturate.
 
 `size` is the output spatial size; `scale` (ONNX scales, PyTorch scale_factor) is the factor the
-coordinate transform uses; with only `scale`, the output is floor(in * scale). Framework mappings:
-PyTorch nearest = asymmetric + floor; nearest-exact = half_pixel + round_prefer_ceil;
-(bi/tri)linear and bicubic = pytorch_half_pixel or align_corners, cubic_alpha -0.75.
-TF2 bilinear = half_pixel; bicubic = half_pixel with cubic_alpha -0.5; nearest =
-tf_half_pixel_for_nn + floor; TF1 align_corners=True = align_corners (nearest: round_prefer_ceil).
+coordinate transform uses; with only `scale`, the output is floor(in * scale). Framework mappings
+(checked against each framework):
+- PyTorch: nearest = asymmetric + floor; nearest-exact = half_pixel + round_prefer_ceil;
+  (bi/tri)linear and bicubic = half_pixel (align_corners=True: align_corners, give `size` only),
+  cubic_alpha -0.75; antialias=True adds cubic_exclude=1 and, for bicubic, cubic_alpha -0.5.
+- TF2 tf.image.resize: bilinear = half_pixel; nearest = tf_half_pixel_for_nn + floor; bicubic =
+  half_pixel, cubic_alpha -0.5, cubic_exclude=1 (TF tabulates the kernel: ~1e-3 apart);
+  antialias = antialias + cubic_exclude=1. TF1 (half_pixel_centers=False): asymmetric (nearest:
+  floor); align_corners=True: align_corners (nearest: round_prefer_ceil).
 """
 
 from __future__ import annotations
@@ -352,9 +356,11 @@ def _grid_sample_ref(xs, attrs):
         if method == "nearest":
             c = np.rint(c)
         out = (c < lo) | (c > hi)
-        if mode == "border":
+        # Bicubic pads each tap instead (PyTorch, onnxruntime; onnx.reference clamps the
+        # coordinate first, which differs near the border).
+        if mode == "border" and method != "cubic":
             c = np.where(out, np.clip(c, 0, d - 1), c)
-        elif mode == "reflection":
+        elif mode == "reflection" and method != "cubic":
             c = np.where(out, _reflect(c, lo, hi), c)
         coords.append(c)
         los.append(lo)
@@ -466,3 +472,74 @@ def _affine_grid_samples(rng):
 register(OpDef("image.affine_grid", _affine_grid_rel, _affine_grid_ref, OpPattern.INJECTIVE,
                AffineGridAttrs, (1, 1), "sampling grid (N, *size, nd) of affine maps theta",
                samples=_affine_grid_samples))
+
+
+# ---------------------------------------------------------------------------------------------
+# crop_and_resize (TF CropAndResize): one tf_crop_and_resize per box.
+
+
+@attrs
+class CropAndResizeAttrs:
+    crop_size: tuple[int, ...] = (1, 1)
+    layout: str = "NCHW"
+    method: str = "bilinear"  # bilinear | nearest_neighbor (rounds halves up, as TF)
+    extrapolation_value: float = 0.0
+    out_dtype: str = ""
+
+
+def _crop_rel(args, attrs):
+    op = "image.crop_and_resize"
+    x, boxes, ind = (R.tensor(a, w) for a, w in zip(args, ("data", "boxes", "box_indices")))
+    check_kind(x, "numeric", op)
+    check_kind(boxes, "float", op, "boxes")
+    U.check_choice(attrs.method, ("bilinear", "nearest_neighbor"), "method", op)
+    ax = U.data_axes(attrs.layout, 2, op)
+    if x.ndim != 4:
+        raise OpTypeError(f"{op}: data must have rank 4 ({attrs.layout}), got {tuple(x.shape)}")
+    if boxes.ndim != 2 or R.dim_eq(boxes.shape[1], 4) is False:
+        raise OpTypeError(f"{op}: boxes must have shape (K, 4), got {tuple(boxes.shape)}")
+    if not dt.is_int(ind.dtype) or ind.ndim != 1 or R.dim_eq(ind.shape[0], boxes.shape[0]) is False:
+        raise OpTypeError(f"{op}: box_indices must be integers of shape (K,), got {ind.dtype}{list(ind.shape)}")
+    ch, cw = U.ntuple(attrs.crop_size, 2, "crop_size", op)
+    k = boxes.shape[0] if R.is_int(boxes.shape[0]) else ind.shape[0]
+    return TensorType(U.place((k, x.shape[ax[1]], ch, cw), ax), U.result_dtype(x.dtype, attrs.out_dtype, op))
+
+
+def _crop_ref(xs, attrs):
+    x, boxes, ind = xs
+    ax = U.data_axes(attrs.layout, 2, "image.crop_and_resize")
+    xc = U.to_canonical(x, ax).astype(np.float64)
+    ch, cw = U.ntuple(attrs.crop_size, 2, "crop_size", "image.crop_and_resize")
+    rattrs = Resize2DAttrs(
+        method="linear" if attrs.method == "bilinear" else "nearest_neighbor",
+        coordinate_transformation_mode="tf_crop_and_resize", rounding_method="round_prefer_ceil",
+        extrapolation_value=attrs.extrapolation_value,
+    )
+    out = np.zeros((len(boxes), xc.shape[1], ch, cw))
+    for k, (y1, x1, y2, x2) in enumerate(boxes):
+        img = xc[ind[k]]  # (C, H, W)
+        img = resize_axis(img, 1, ch, ch / img.shape[1], (y1, y2), rattrs)
+        out[k] = resize_axis(img, 2, cw, cw / img.shape[2], (x1, x2), rattrs)
+    odt = U.result_dtype(dt.from_numpy(x.dtype), attrs.out_dtype, "image.crop_and_resize")
+    return U.from_canonical(out, ax).astype(dt.to_numpy(odt))
+
+
+def _crop_samples(rng):
+    for layout in ("NCHW", "NHWC"):
+        for method in ("bilinear", "nearest_neighbor"):
+            x = random_array(rng, (2, 3, 7, 6), "float32")
+            if layout == "NHWC":
+                x = x.transpose(0, 2, 3, 1)
+            boxes = rng.uniform(-0.2, 1.2, (4, 4)).astype(np.float32)
+            ind = rng.integers(0, 2, 4).astype(np.int32)
+            for size in ((3, 4), (1, 1)):
+                yield Sample([x, boxes, ind], {"crop_size": size, "layout": layout, "method": method,
+                                               "extrapolation_value": -1.0})
+    yield Sample([random_array(rng, (1, 2, 3, 3), "float32"), np.zeros((0, 4), np.float32),
+                  np.zeros((0,), np.int64)], {"crop_size": (2, 2)})
+
+
+register(OpDef("image.crop_and_resize", _crop_rel, _crop_ref, OpPattern.INJECTIVE,
+               CropAndResizeAttrs, (3, 3),
+               "crop normalised boxes [y1, x1, y2, x2] and resize each to crop_size (TF "
+               "CropAndResize); outside the image: extrapolation_value", samples=_crop_samples))

@@ -178,13 +178,17 @@ def conv_forward(x, w, strides, dilation, pads, groups: int) -> np.ndarray:
     """Canonical convolution: x (N, C, *sp), w (O, C/groups, *k) -> (N, O, *out)."""
     nd = x.ndim - 2
     kernel = w.shape[2:]
+    n, c = x.shape[:2]
+    o = w.shape[0]
+    plain = all(v == 1 for v in (*kernel, *strides)) and all(p == (0, 0) for p in pads)
+    if plain and groups == 1:  # 1x1 convolution: one matrix product
+        y = np.matmul(w.reshape(o, c), x.reshape(n, c, -1))
+        return y.reshape(n, o, *x.shape[2:])
     xp = U.pad_spatial(x, pads)
     out = [
         (xp.shape[2 + a] - dilation[a] * (kernel[a] - 1) - 1) // strides[a] + 1 for a in range(nd)
     ]
     win = U.windows(xp, kernel, strides, dilation, out)  # (N, C, *out, *k)
-    n, c = x.shape[:2]
-    o = w.shape[0]
     g = groups
     cg, og = c // g, o // g
     if cg == 1 and og <= 4 and g > 1:  # depthwise: a sum over kernel taps beats tiny matmuls

@@ -1,79 +1,15 @@
-"""Numpy references of the nn / image / vision ops against independent oracles: PyTorch's
-functional ops and the ONNX reference evaluator (and onnxruntime where ONNX has no reference)."""
+"""Numpy references of the nn ops against independent oracles: PyTorch's functional ops, the
+ONNX reference evaluator, and onnxruntime where ONNX's reference lacks an op or is wrong."""
 
 from __future__ import annotations
-
-import itertools
-import warnings
 
 import numpy as np
 import pytest
 
 from relay_core.errors import OpTypeError
 from relay_core.ir import Any, TensorType
-from relay_core.ops import lookup
 
-torch = pytest.importorskip("torch")
-F = torch.nn.functional
-
-
-def run(name, *inputs, **attrs):
-    op = lookup(name)
-    return op.ref(list(inputs), op.make_attrs(**attrs))
-
-
-def rel(name, *types, **attrs):
-    op = lookup(name)
-    return op.type_rel(list(types), op.make_attrs(**attrs))
-
-
-def _node_model(op_type, inputs, n_out, opset, attrs):
-    """A one-node ONNX model; `None` inputs are omitted optional inputs."""
-    from onnx import helper
-
-    names = [f"i{k}" if x is not None else "" for k, x in enumerate(inputs)]
-    outs = [f"o{k}" for k in range(n_out)]
-    node = helper.make_node(op_type, names, outs, **attrs)
-    vi = [
-        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-        for n, x in zip(names, inputs)
-        if n
-    ]
-    vo = [helper.make_empty_tensor_value_info(n) for n in outs]
-    graph = helper.make_graph([node], "g", vi, vo)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    feeds = {n: x for n, x in zip(names, inputs) if n}
-    return model, feeds
-
-
-def onnx_run(op_type, inputs, n_out=1, opset=23, **attrs):
-    """Run one ONNX node with onnx.reference."""
-    from onnx.reference import ReferenceEvaluator
-
-    model, feeds = _node_model(op_type, inputs, n_out, opset, attrs)
-    return ReferenceEvaluator(model).run(None, feeds)
-
-
-def ort_run(op_type, inputs, n_out=1, opset=22, **attrs):
-    """Run one ONNX node with onnxruntime (for ops the ONNX reference lacks)."""
-    import onnxruntime as ort
-
-    model, feeds = _node_model(op_type, inputs, n_out, opset, attrs)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
-
-
-def T(x):
-    return torch.from_numpy(np.ascontiguousarray(x))
-
-
-RNG = np.random.default_rng(1234)
-
-
-def randn(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
-
+from .nn_oracles import RNG, F, T, onnx_run, ort_run, randn, rel, run, torch
 
 # ---------------------------------------------------------------------------------------------
 # Convolution.
@@ -190,6 +126,67 @@ def test_conv_type_errors_and_unknown_dims():
     t = rel("nn.conv2d", TensorType((1, Any, Any, Any)), TensorType((Any,) * 4), channels=7,
             auto_pad="SAME_UPPER")
     assert t.shape == (1, 7, Any, Any)
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix products.
+
+
+def test_dense_and_bias_add_match_torch():
+    x, w, b = randn(2, 3, 7), randn(5, 7), randn(5)
+    y = run("nn.bias_add", run("nn.dense", x, w, units=5), b, axis=-1)
+    np.testing.assert_allclose(y, F.linear(T(x), T(w), T(b)).numpy(), rtol=1e-5, atol=1e-5)
+    xc = randn(2, 5, 3, 4)
+    want = (T(xc) + T(b).reshape(5, 1, 1)).numpy()
+    np.testing.assert_allclose(run("nn.bias_add", xc, b), want, rtol=1e-6)
+    with pytest.raises(OpTypeError, match="reduction dims differ"):
+        rel("nn.dense", TensorType((2, 6)), TensorType((5, 7)))
+    with pytest.raises(OpTypeError, match="units=4"):
+        rel("nn.dense", TensorType((2, 7)), TensorType((5, 7)), units=4)
+    with pytest.raises(OpTypeError, match="bias must be 1-D with 5"):
+        rel("nn.bias_add", TensorType((2, 5, 3)), TensorType((3,)))
+
+
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((4,), (4,)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
+                 ((2, 1, 3, 4), (5, 4, 2)), ((1, 3, 4), (6, 4, 2)), ((0, 3, 4), (4, 2))]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_matches_torch(sa, sb):
+    a, b = randn(*sa), randn(*sb)
+    y = run("nn.matmul", a, b)
+    np.testing.assert_allclose(y, torch.matmul(T(a), T(b)).numpy(), rtol=1e-5, atol=1e-5)
+    assert rel("nn.matmul", TensorType(sa), TensorType(sb)).shape == y.shape
+    if len(sa) >= 2 and len(sb) >= 2:
+        at, bt = np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)
+        y2 = run("nn.matmul", at, bt, transpose_a=True, transpose_b=True)
+        np.testing.assert_allclose(y2, y, rtol=1e-5, atol=1e-5)
+        y3 = run("nn.batch_matmul", a, bt)  # TVM default: b transposed
+        np.testing.assert_allclose(y3, y, rtol=1e-5, atol=1e-5)
+
+
+def test_integer_matmul_matches_onnx():
+    a = RNG.integers(0, 256, (2, 3, 16)).astype(np.uint8)
+    b = RNG.integers(-128, 128, (16, 5)).astype(np.int8)
+    (want,) = onnx_run("MatMulInteger", [a, b])
+    y = run("nn.matmul", a, b, out_dtype="int32")
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, want)
+    y = run("nn.dense", a.reshape(6, 16), b.T.copy(), out_dtype="int32")
+    np.testing.assert_array_equal(y, want.reshape(6, 5))
+    with pytest.raises(OpTypeError, match="batch dims"):
+        rel("nn.batch_matmul", TensorType((2, 3, 4)), TensorType((3, 5, 4)))
+
+
+def test_shape_vars_flow_through():
+    n = TensorType(("n", 3)).shape[0]
+    t = rel("nn.dense", TensorType((n, 7)), TensorType((5, 7)))
+    assert t.shape == (n, 5)
+    t = rel("nn.conv2d", TensorType((n, 3, 8, 8)), TensorType((4, 3, 3, 3)), padding=(1,))
+    assert t.shape == (n, 4, 8, 8)
+    t = rel("nn.batch_matmul", TensorType((n, 3, 4)), TensorType((n, 5, 4)))
+    assert t.shape == (n, 3, 5)
+    assert rel("nn.softmax", TensorType((n, 3))) == TensorType((n, 3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,306 +580,3 @@ def test_depth_space_match_onnx_and_torch(mode):
     np.testing.assert_array_equal(yl, y.transpose(0, 2, 3, 1))
     with pytest.raises(OpTypeError, match="not divisible"):
         rel("nn.depth_to_space", TensorType((1, 6, 2, 2)), block_size=2)
-
-
-# ---------------------------------------------------------------------------------------------
-# Resize.
-
-ONNX_MODES = ["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-              "tf_crop_and_resize", "half_pixel_symmetric"]
-
-
-def _onnx_resize(x, sizes=None, scales=None, roi=None, **attrs):
-    r = np.array(roi, np.float32) if roi is not None else None
-    s = np.array(scales, np.float32) if scales is not None else None
-    z = np.array(sizes, np.int64) if sizes is not None else None
-    return onnx_run("Resize", [x, r, s, z], **attrs)[0]
-
-
-def _resize_both(x, out=None, scales=None, mode="half_pixel", method="linear", **kw):
-    """(ours, onnx) for a 2-D NCHW resize."""
-    roi = None
-    attrs = {}
-    if mode == "tf_crop_and_resize":
-        roi = [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.7]
-        attrs["roi"] = (0.2, 0.1, 0.9, 0.7)
-        kw.setdefault("extrapolation_value", -2.0)
-    onnx_kw = {
-        "mode": {"nearest_neighbor": "nearest"}.get(method, method),
-        "coordinate_transformation_mode": mode,
-        "cubic_coeff_a": kw.get("cubic_alpha", -0.75),
-        "exclude_outside": kw.get("cubic_exclude", 0),
-        "antialias": int(kw.get("antialias", False)),
-        "extrapolation_value": kw.get("extrapolation_value", 0.0),
-    }
-    if "rounding_method" in kw:
-        onnx_kw["nearest_mode"] = kw["rounding_method"]
-    if scales is not None:
-        want = _onnx_resize(x, scales=[1, 1, *scales], roi=roi, **onnx_kw)
-        attrs["scale"] = tuple(float(np.float32(s)) for s in scales)
-    else:
-        want = _onnx_resize(x, sizes=[*x.shape[:2], *out], roi=roi, **onnx_kw)
-        attrs["size"] = out
-    ours = run("image.resize2d", x, method=method, coordinate_transformation_mode=mode, **attrs, **kw)
-    return ours, want
-
-
-RESIZE_TARGETS = [dict(out=(9, 11)), dict(out=(3, 2)), dict(out=(1, 8)), dict(scales=(1.7, 0.6)),
-                  dict(scales=(2.0, 3.0))]
-
-
-@pytest.mark.parametrize("mode", ONNX_MODES)
-@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
-@pytest.mark.parametrize("method", ["linear", "cubic"])
-def test_resize_matches_onnx(mode, target, method):
-    x = randn(2, 3, 4, 5)
-    ours, want = _resize_both(x, mode=mode, method=method, **target)
-    np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("mode", ONNX_MODES)
-@pytest.mark.parametrize("rounding", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
-@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
-def test_resize_nearest_matches_onnx(mode, rounding, target):
-    x = randn(2, 3, 4, 5)
-    ours, want = _resize_both(x, mode=mode, method="nearest_neighbor", rounding_method=rounding,
-                              **target)
-    np.testing.assert_array_equal(ours, want)
-
-
-@pytest.mark.parametrize("method", ["linear", "cubic"])
-@pytest.mark.parametrize("target", RESIZE_TARGETS, ids=str)
-@pytest.mark.parametrize("variant", [dict(antialias=True), dict(cubic_exclude=1),
-                                     dict(antialias=True, cubic_exclude=1, cubic_alpha=-0.5)], ids=str)
-def test_resize_antialias_exclude_match_onnx(method, target, variant):
-    x = randn(1, 2, 9, 7)
-    ours, want = _resize_both(x, mode="half_pixel", method=method, **target, **variant)
-    np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)
-
-
-def test_resize_int_layouts_and_dims():
-    x = RNG.integers(0, 256, (1, 2, 4, 5)).astype(np.uint8)
-    ours, want = _resize_both(x, out=(7, 3), method="cubic")
-    assert ours.dtype == np.uint8
-    np.testing.assert_array_equal(ours, want)
-    xf = randn(1, 2, 4, 5)
-    y = run("image.resize2d", xf, size=(6, 7), method="cubic")
-    yl = run("image.resize2d", xf.transpose(0, 2, 3, 1), size=(6, 7), method="cubic", layout="NHWC")
-    np.testing.assert_allclose(yl, y.transpose(0, 2, 3, 1), rtol=1e-6)
-    x1 = randn(2, 3, 6)
-    (want,) = onnx_run("Resize", [x1, None, None, np.array([2, 3, 10], np.int64)], mode="linear")
-    np.testing.assert_allclose(run("image.resize1d", x1, size=(10,)), want, rtol=1e-6, atol=1e-6)
-    x3 = randn(1, 2, 3, 4, 2)
-    (want,) = onnx_run("Resize", [x3, None, np.array([1, 1, 1.5, 0.5, 2], np.float32)], mode="cubic")
-    y3 = run("image.resize3d", x3, scale=(1.5, 0.5, 2.0), method="cubic")
-    np.testing.assert_allclose(y3, want, rtol=1e-6, atol=1e-6)
-    t = rel("image.resize2d", TensorType((1, 3, Any, 8)), scale=(2.0, 0.5))
-    assert t.shape == (1, 3, Any, 4)
-    with pytest.raises(OpTypeError, match="antialias"):
-        rel("image.resize2d", TensorType((1, 3, 4, 8)), size=(2, 2), method="nearest_neighbor",
-            antialias=True)
-
-
-TORCH_RESIZE = [
-    # (torch mode, align_corners, our attrs)
-    ("nearest", None, dict(method="nearest_neighbor", coordinate_transformation_mode="asymmetric",
-                           rounding_method="floor")),
-    ("nearest-exact", None, dict(method="nearest_neighbor", coordinate_transformation_mode="half_pixel",
-                                 rounding_method="round_prefer_ceil")),
-    ("bilinear", False, dict(method="linear", coordinate_transformation_mode="half_pixel")),
-    ("bilinear", True, dict(method="linear", coordinate_transformation_mode="align_corners")),
-    ("bicubic", False, dict(method="cubic", coordinate_transformation_mode="half_pixel")),
-    ("bicubic", True, dict(method="cubic", coordinate_transformation_mode="align_corners")),
-]
-
-
-@pytest.mark.parametrize("tmode,align,attrs", TORCH_RESIZE, ids=[f"{m}-{a}" for m, a, _ in TORCH_RESIZE])
-@pytest.mark.parametrize("target", [dict(size=(9, 11)), dict(size=(3, 2)), dict(size=(1, 1)),
-                                    dict(scale_factor=(1.7, 0.6))], ids=str)
-def test_resize_matches_torch(tmode, align, attrs, target):
-    x = randn(2, 3, 5, 6, dtype=np.float64)
-    want = F.interpolate(T(x), mode=tmode, align_corners=align, **target).numpy()
-    if "size" in target or align:  # align_corners ignores the scale (uses the integer size)
-        size = target.get("size") or tuple(int(d * s) for d, s in zip(x.shape[2:], target["scale_factor"]))
-        ours = run("image.resize2d", x, size=size, **attrs)
-    else:
-        ours = run("image.resize2d", x, scale=target["scale_factor"], **attrs)
-    np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("tmode,method", [("bilinear", "linear"), ("bicubic", "cubic")])
-@pytest.mark.parametrize("size", [(3, 2), (5, 4), (9, 3)])
-def test_resize_antialias_matches_torch(tmode, method, size):
-    x = randn(1, 2, 10, 7, dtype=np.float64)
-    want = F.interpolate(T(x), size=size, mode=tmode, antialias=True, align_corners=False).numpy()
-    # PyTorch drops taps outside the image and uses a = -0.5 for antialiased bicubic.
-    ours = run("image.resize2d", x, size=size, method=method, antialias=True, cubic_exclude=1,
-               cubic_alpha=-0.5)
-    np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-10)
-
-
-def test_resize_1d_3d_match_torch():
-    x = randn(2, 3, 7, dtype=np.float64)
-    want = F.interpolate(T(x), size=12, mode="linear").numpy()
-    ours = run("image.resize1d", x, size=(12,))
-    np.testing.assert_allclose(ours, want, rtol=1e-10)
-    x = randn(1, 2, 3, 4, 5, dtype=np.float64)
-    want = F.interpolate(T(x), size=(5, 3, 8), mode="trilinear", align_corners=True).numpy()
-    ours = run("image.resize3d", x, size=(5, 3, 8), coordinate_transformation_mode="align_corners")
-    np.testing.assert_allclose(ours, want, rtol=1e-10)
-
-
-# ---------------------------------------------------------------------------------------------
-# grid_sample, affine_grid.
-
-GRID_METHODS = [("bilinear", "linear"), ("nearest", "nearest"), ("bicubic", "cubic")]
-
-
-@pytest.mark.parametrize("method,onnx_mode", GRID_METHODS)
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-@pytest.mark.parametrize("align", [False, True])
-def test_grid_sample_2d_matches_onnx(method, onnx_mode, padding_mode, align):
-    x = randn(2, 3, 5, 6)
-    grid = (RNG.random((2, 4, 7, 2)) * 2.8 - 1.4).astype(np.float32)
-    (want,) = onnx_run("GridSample", [x, grid], mode=onnx_mode, padding_mode=padding_mode,
-                       align_corners=int(align))
-    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
-            align_corners=align)
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("method,onnx_mode", GRID_METHODS[:2])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_grid_sample_3d_matches_onnx(method, onnx_mode, padding_mode):
-    x = randn(1, 2, 3, 4, 5)
-    grid = (RNG.random((1, 2, 3, 4, 3)) * 2.6 - 1.3).astype(np.float32)
-    (want,) = onnx_run("GridSample", [x, grid], mode=onnx_mode, padding_mode=padding_mode)
-    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
-            layout="NCDHW")
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("method,padding_mode", [
-    *itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"]),
-    ("bicubic", "zeros"),
-])
-@pytest.mark.parametrize("align", [False, True])
-def test_grid_sample_matches_torch(method, padding_mode, align):
-    x = randn(2, 3, 5, 6, dtype=np.float64)
-    grid = RNG.random((2, 4, 7, 2)) * 2.8 - 1.4
-    want = F.grid_sample(T(x), T(grid), mode=method, padding_mode=padding_mode,
-                         align_corners=align).numpy()
-    y = run("image.grid_sample", x, grid, method=method, padding_mode=padding_mode,
-            align_corners=align)
-    np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
-    if method != "bicubic":
-        x3 = randn(1, 2, 3, 4, 5, dtype=np.float64)
-        g3 = RNG.random((1, 2, 3, 4, 3)) * 2.8 - 1.4
-        want = F.grid_sample(T(x3), T(g3), mode=method, padding_mode=padding_mode,
-                             align_corners=align).numpy()
-        y = run("image.grid_sample", x3, g3, method=method, padding_mode=padding_mode,
-                align_corners=align, layout="NCDHW")
-        np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("align", [False, True])
-@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 1, 1, 3), (2, 1, 3, 4, 2)])
-def test_affine_grid(align, size):
-    nd = len(size) - 2
-    theta = randn(size[0], nd, nd + 1)
-    y = run("image.affine_grid", theta, size=size, align_corners=align)
-    with warnings.catch_warnings():  # torch warns about unit-size grids with align_corners
-        warnings.simplefilter("ignore")
-        want = F.affine_grid(T(theta), list(size), align_corners=align).numpy()
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
-    if min(size[2:]) > 1:  # onnx.reference divides by zero for size-1 axes
-        (want,) = onnx_run("AffineGrid", [theta, np.array(size, np.int64)], align_corners=int(align))
-        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
-    assert rel("image.affine_grid", TensorType(theta.shape), size=size).shape == y.shape
-
-
-# ---------------------------------------------------------------------------------------------
-# Vision.
-
-
-def _random_rois(k, h, w, spread=3.0):
-    xy = RNG.uniform(-spread, max(h, w) + spread, size=(k, 2, 2))
-    boxes = np.concatenate([xy.min(1), xy.max(1)], axis=1).astype(np.float32)
-    boxes[0] = [1.0, 1.0, 1.0, 1.0]  # degenerate roi
-    return boxes
-
-
-@pytest.mark.parametrize("mode", ["avg", "max"])
-@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
-@pytest.mark.parametrize("sampling_ratio", [0, 1, 2])
-def test_roi_align_matches_onnx(mode, ctm, sampling_ratio):
-    x = randn(2, 3, 10, 12)
-    rois = _random_rois(6, 10, 12)
-    batch = RNG.integers(0, 2, 6).astype(np.int64)
-    attrs = dict(output_height=3, output_width=4, sampling_ratio=sampling_ratio,
-                 spatial_scale=0.7, mode=mode, coordinate_transformation_mode=ctm)
-    (want,) = onnx_run("RoiAlign", [x, rois, batch], **attrs)
-    y = run("vision.roi_align", x, rois, batch, pooled_size=(3, 4), spatial_scale=0.7,
-            sample_ratio=sampling_ratio, mode=mode, coordinate_transformation_mode=ctm)
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
-    if mode == "avg":
-        (want,) = ort_run("RoiAlign", [x, rois, batch], opset=16, **attrs)
-        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
-    # The (K, 5) form with the batch index in column 0, and channel-last data.
-    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], 1)
-    y5 = run("vision.roi_align", x.transpose(0, 2, 3, 1), rois5, pooled_size=(3, 4),
-             spatial_scale=0.7, sample_ratio=sampling_ratio, mode=mode,
-             coordinate_transformation_mode=ctm, layout="NHWC")
-    np.testing.assert_allclose(y5, y.transpose(0, 2, 3, 1), rtol=1e-6)
-
-
-def test_roi_pool_matches_onnxruntime():
-    x = randn(2, 3, 10, 12)
-    rois = _random_rois(7, 10, 12, spread=4.0)
-    batch = RNG.integers(0, 2, (7, 1)).astype(np.float32)
-    rois5 = np.concatenate([batch, rois], 1)
-    (want,) = ort_run("MaxRoiPool", [x, rois5], opset=16, pooled_shape=[3, 2], spatial_scale=0.6)
-    y = run("vision.roi_pool", x, rois5, pooled_size=(3, 2), spatial_scale=0.6)
-    np.testing.assert_array_equal(y, want)
-    t = rel("vision.roi_pool", TensorType((2, 3, 10, 12)), TensorType((Any, 5)), pooled_size=(3, 2))
-    assert t.shape == (Any, 3, 3, 2)
-
-
-def _nms_inputs(center, b=2, c=3, n=30):
-    if center:
-        boxes = np.concatenate([RNG.uniform(0, 10, (b, n, 2)), RNG.uniform(0.5, 5, (b, n, 2))], -1)
-    else:
-        boxes = RNG.uniform(0, 10, (b, n, 4))  # corners in any order
-    scores = RNG.random((b, c, n))
-    scores[0, 0, :5] = 0.5  # ties break by box index
-    return boxes.astype(np.float32), scores.astype(np.float32)
-
-
-@pytest.mark.parametrize("center", [0, 1])
-@pytest.mark.parametrize("max_out,iou,score", [(5, 0.3, None), (100, 0.5, 0.4), (2, 0.0, 0.9),
-                                               (0, 0.5, None), (30, 1.0, 0.1)])
-def test_nms_matches_onnx(center, max_out, iou, score):
-    boxes, scores = _nms_inputs(center)
-    extra = [np.array([max_out], np.int64), np.array([iou], np.float32)]
-    if score is not None:
-        extra.append(np.array([score], np.float32))
-    (want,) = onnx_run("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center)
-    y = run("vision.non_max_suppression", boxes, scores, *extra, center_point_box=center)
-    np.testing.assert_array_equal(y, want)
-    (want_rt,) = ort_run("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center)
-    np.testing.assert_array_equal(y, want_rt)
-    # The same thresholds as attributes.
-    y2 = run("vision.non_max_suppression", boxes, scores, max_output_boxes_per_class=max_out,
-             iou_threshold=float(np.float32(iou)),
-             score_threshold=None if score is None else float(np.float32(score)),
-             center_point_box=center)
-    np.testing.assert_array_equal(y2, want)
-
-
-def test_nms_type_relation():
-    op = lookup("vision.non_max_suppression")
-    assert op.data_dependent_shape
-    t = rel("vision.non_max_suppression", TensorType((1, Any, 4)), TensorType((1, 3, Any)))
-    assert t == TensorType((Any, 3), "int64")
-    with pytest.raises(OpTypeError, match="box counts differ"):
-        rel("vision.non_max_suppression", TensorType((1, 5, 4)), TensorType((1, 3, 6)))
