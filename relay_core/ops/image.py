@@ -34,14 +34,34 @@ from . import relations as R
 from .factories import check_kind, random_array
 from .registry import OpDef, OpPattern, Sample, attrs, register
 
-_METHODS = {"nearest_neighbor": "nearest", "nearest": "nearest", "linear": "linear",
-            "bilinear": "linear", "trilinear": "linear", "cubic": "cubic", "bicubic": "cubic"}
-_COORD_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-                "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric")
+_METHODS = {
+    "nearest_neighbor": "nearest",
+    "nearest": "nearest",
+    "linear": "linear",
+    "bilinear": "linear",
+    "trilinear": "linear",
+    "cubic": "cubic",
+    "bicubic": "cubic",
+}
+_COORD_MODES = (
+    "half_pixel",
+    "align_corners",
+    "asymmetric",
+    "pytorch_half_pixel",
+    "tf_half_pixel_for_nn",
+    "tf_crop_and_resize",
+    "half_pixel_symmetric",
+)
 # "" and "round" (TVM) round halves away from zero; coordinates here are clamped at 0, so that
 # is round_prefer_ceil.
-_ROUNDING = {"round_prefer_floor": "round_prefer_floor", "round_prefer_ceil": "round_prefer_ceil",
-             "floor": "floor", "ceil": "ceil", "round": "round_prefer_ceil", "": "round_prefer_ceil"}
+_ROUNDING = {
+    "round_prefer_floor": "round_prefer_floor",
+    "round_prefer_ceil": "round_prefer_ceil",
+    "floor": "floor",
+    "ceil": "ceil",
+    "round": "round_prefer_ceil",
+    "": "round_prefer_ceil",
+}
 
 
 @attrs
@@ -76,10 +96,13 @@ def _resize_rel(nd: int, op: str):
         check_kind(x, "numeric", op)
         ax = U.data_axes(attrs.layout, nd, op)
         if x.ndim != nd + 2:
-            raise OpTypeError(f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}")
+            raise OpTypeError(
+                f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}"
+            )
         U.check_choice(attrs.method, _METHODS, "method", op)
-        U.check_choice(attrs.coordinate_transformation_mode, _COORD_MODES,
-                       "coordinate_transformation_mode", op)
+        U.check_choice(
+            attrs.coordinate_transformation_mode, _COORD_MODES, "coordinate_transformation_mode", op
+        )
         U.check_choice(attrs.rounding_method, _ROUNDING, "rounding_method", op)
         if attrs.antialias and _METHODS[attrs.method] == "nearest":
             raise OpTypeError(f"{op}: antialias needs method linear or cubic")
@@ -161,8 +184,12 @@ def _weights(method, r, scale, attrs, cubic_dtype):
     """
     if method == "nearest":
         rm = _ROUNDING[attrs.rounding_method]
-        right = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5,
-                 "floor": np.zeros_like(r, bool), "ceil": np.ones_like(r, bool)}[rm]
+        right = {
+            "round_prefer_floor": r > 0.5,
+            "round_prefer_ceil": r >= 0.5,
+            "floor": np.zeros_like(r, bool),
+            "ceil": np.ones_like(r, bool),
+        }[rm]
         right = right | (r == 1)  # an integral source coordinate picks itself
         return np.arange(2), np.stack([~right, right], axis=1).astype(np.float64)
     s = min(scale, 1.0) if attrs.antialias else 1.0
@@ -184,14 +211,17 @@ def _weights(method, r, scale, attrs, cubic_dtype):
             # ONNX's row holds exact zeros beyond the support as Python floats, which makes that
             # row's division float64; rows without them divide in float32.
             wide = (np.abs(t) >= 2).any(axis=1, keepdims=True)
-            coef = np.where(wide, coef.astype(np.float64) / total, (coef / total).astype(np.float64))
+            coef = np.where(
+                wide, coef.astype(np.float64) / total, (coef / total).astype(np.float64)
+            )
         else:
             coef = coef / total
     return offsets, coef
 
 
-def resize_axis(data, axis, out_len, scale, roi, attrs, cubic_dtype=np.dtype(np.float64)):
+def resize_axis(data, axis, out_len, scale, roi, attrs, cubic_dtype=None):
     """ONNX Resize along one axis of float64 `data`."""
+    cubic_dtype = np.dtype(np.float64) if cubic_dtype is None else cubic_dtype
     in_len = data.shape[axis]
     if out_len == 0 or in_len == 0:
         shape = list(data.shape)
@@ -283,16 +313,30 @@ def _resize_samples(nd: int):
 
 for _nd, _cls in ((1, Resize1DAttrs), (2, Resize2DAttrs), (3, Resize3DAttrs)):
     _name = f"image.resize{_nd}d"
-    register(OpDef(_name, _resize_rel(_nd, _name), _resize_ref(_nd, _name), OpPattern.INJECTIVE,
-                   _cls, (1, 1), f"resize the {_nd} spatial axes (ONNX Resize semantics)",
-                   samples=_resize_samples(_nd)))
+    register(
+        OpDef(
+            _name,
+            _resize_rel(_nd, _name),
+            _resize_ref(_nd, _name),
+            OpPattern.INJECTIVE,
+            _cls,
+            (1, 1),
+            f"resize the {_nd} spatial axes (ONNX Resize semantics)",
+            samples=_resize_samples(_nd),
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # grid_sample / affine_grid (ONNX GridSample-20 / AffineGrid-20, PyTorch grid_sample).
 
-_GRID_METHODS = {"bilinear": "linear", "linear": "linear", "nearest": "nearest",
-                 "bicubic": "cubic", "cubic": "cubic"}
+_GRID_METHODS = {
+    "bilinear": "linear",
+    "linear": "linear",
+    "nearest": "nearest",
+    "bicubic": "cubic",
+    "cubic": "cubic",
+}
 
 
 @attrs
@@ -334,8 +378,9 @@ def _reflect(x, lo, hi):
     n = np.floor(dx / span)
     r = dx - n * span
     even = n % 2 == 0
-    return np.where(below, np.where(even, lo + r, hi - r),
-                    np.where(above, np.where(even, hi - r, lo + r), x))
+    return np.where(
+        below, np.where(even, lo + r, hi - r), np.where(above, np.where(even, hi - r, lo + r), x)
+    )
 
 
 def _grid_sample_ref(xs, attrs):
@@ -413,17 +458,32 @@ def _grid_sample_samples(rng):
                 for align in (False, True):
                     x = random_array(rng, (2, 3, *sp), "float32")
                     g = random_array(rng, (2, *out, nd), "float32", (-1.3, 1.3))
-                    yield Sample([x, g], {"method": method, "padding_mode": mode,
-                                          "align_corners": align, "layout": U.DATA_LAYOUTS[nd]})
+                    yield Sample(
+                        [x, g],
+                        {
+                            "method": method,
+                            "padding_mode": mode,
+                            "align_corners": align,
+                            "layout": U.DATA_LAYOUTS[nd],
+                        },
+                    )
     x = random_array(rng, (1, 2, 1, 1), "float64")
     g = random_array(rng, (1, 2, 2, 2), "float64")
     yield Sample([x, g], {"padding_mode": "reflection", "align_corners": True})
 
 
-register(OpDef("image.grid_sample", _grid_sample_rel, _grid_sample_ref, OpPattern.INJECTIVE,
-               GridSampleAttrs, (2, 2),
-               "sample data at normalised grid positions (ONNX GridSample / torch grid_sample)",
-               samples=_grid_sample_samples))
+register(
+    OpDef(
+        "image.grid_sample",
+        _grid_sample_rel,
+        _grid_sample_ref,
+        OpPattern.INJECTIVE,
+        GridSampleAttrs,
+        (2, 2),
+        "sample data at normalised grid positions (ONNX GridSample / torch grid_sample)",
+        samples=_grid_sample_samples,
+    )
+)
 
 
 @attrs
@@ -469,9 +529,18 @@ def _affine_grid_samples(rng):
             yield Sample([theta], {"size": size, "align_corners": align})
 
 
-register(OpDef("image.affine_grid", _affine_grid_rel, _affine_grid_ref, OpPattern.INJECTIVE,
-               AffineGridAttrs, (1, 1), "sampling grid (N, *size, nd) of affine maps theta",
-               samples=_affine_grid_samples))
+register(
+    OpDef(
+        "image.affine_grid",
+        _affine_grid_rel,
+        _affine_grid_ref,
+        OpPattern.INJECTIVE,
+        AffineGridAttrs,
+        (1, 1),
+        "sampling grid (N, *size, nd) of affine maps theta",
+        samples=_affine_grid_samples,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,10 +568,14 @@ def _crop_rel(args, attrs):
     if boxes.ndim != 2 or R.dim_eq(boxes.shape[1], 4) is False:
         raise OpTypeError(f"{op}: boxes must have shape (K, 4), got {tuple(boxes.shape)}")
     if not dt.is_int(ind.dtype) or ind.ndim != 1 or R.dim_eq(ind.shape[0], boxes.shape[0]) is False:
-        raise OpTypeError(f"{op}: box_indices must be integers of shape (K,), got {ind.dtype}{list(ind.shape)}")
+        raise OpTypeError(
+            f"{op}: box_indices must be integers of shape (K,), got {ind.dtype}{list(ind.shape)}"
+        )
     ch, cw = U.ntuple(attrs.crop_size, 2, "crop_size", op)
     k = boxes.shape[0] if R.is_int(boxes.shape[0]) else ind.shape[0]
-    return TensorType(U.place((k, x.shape[ax[1]], ch, cw), ax), U.result_dtype(x.dtype, attrs.out_dtype, op))
+    return TensorType(
+        U.place((k, x.shape[ax[1]], ch, cw), ax), U.result_dtype(x.dtype, attrs.out_dtype, op)
+    )
 
 
 def _crop_ref(xs, attrs):
@@ -512,7 +585,8 @@ def _crop_ref(xs, attrs):
     ch, cw = U.ntuple(attrs.crop_size, 2, "crop_size", "image.crop_and_resize")
     rattrs = Resize2DAttrs(
         method="linear" if attrs.method == "bilinear" else "nearest_neighbor",
-        coordinate_transformation_mode="tf_crop_and_resize", rounding_method="round_prefer_ceil",
+        coordinate_transformation_mode="tf_crop_and_resize",
+        rounding_method="round_prefer_ceil",
         extrapolation_value=attrs.extrapolation_value,
     )
     out = np.zeros((len(boxes), xc.shape[1], ch, cw))
@@ -533,13 +607,35 @@ def _crop_samples(rng):
             boxes = rng.uniform(-0.2, 1.2, (4, 4)).astype(np.float32)
             ind = rng.integers(0, 2, 4).astype(np.int32)
             for size in ((3, 4), (1, 1)):
-                yield Sample([x, boxes, ind], {"crop_size": size, "layout": layout, "method": method,
-                                               "extrapolation_value": -1.0})
-    yield Sample([random_array(rng, (1, 2, 3, 3), "float32"), np.zeros((0, 4), np.float32),
-                  np.zeros((0,), np.int64)], {"crop_size": (2, 2)})
+                yield Sample(
+                    [x, boxes, ind],
+                    {
+                        "crop_size": size,
+                        "layout": layout,
+                        "method": method,
+                        "extrapolation_value": -1.0,
+                    },
+                )
+    yield Sample(
+        [
+            random_array(rng, (1, 2, 3, 3), "float32"),
+            np.zeros((0, 4), np.float32),
+            np.zeros((0,), np.int64),
+        ],
+        {"crop_size": (2, 2)},
+    )
 
 
-register(OpDef("image.crop_and_resize", _crop_rel, _crop_ref, OpPattern.INJECTIVE,
-               CropAndResizeAttrs, (3, 3),
-               "crop normalised boxes [y1, x1, y2, x2] and resize each to crop_size (TF "
-               "CropAndResize); outside the image: extrapolation_value", samples=_crop_samples))
+register(
+    OpDef(
+        "image.crop_and_resize",
+        _crop_rel,
+        _crop_ref,
+        OpPattern.INJECTIVE,
+        CropAndResizeAttrs,
+        (3, 3),
+        "crop normalised boxes [y1, x1, y2, x2] and resize each to crop_size (TF "
+        "CropAndResize); outside the image: extrapolation_value",
+        samples=_crop_samples,
+    )
+)

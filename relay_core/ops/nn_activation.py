@@ -95,32 +95,87 @@ def _shrink(x, a):
 # name -> (fn(x, attrs), attrs class, kind, sample attrs, doc)
 _ACTIVATIONS: dict[str, tuple] = {
     "nn.relu": (lambda x, a: np.maximum(x, 0), None, "numeric", [{}], "max(x, 0)"),
-    "nn.leaky_relu": (lambda x, a: np.where(x >= 0, x, a.alpha * x), AlphaAttrs, "float",
-                      [{}, {"alpha": 0.3}], "x if x >= 0 else alpha * x"),
-    "nn.elu": (lambda x, a: np.where(x > 0, x, a.alpha * np.expm1(np.minimum(x, 0))), EluAttrs,
-               "float", [{}, {"alpha": 0.5}], "x if x > 0 else alpha * (exp(x) - 1)"),
-    "nn.selu": (lambda x, a: a.gamma * np.where(x > 0, x, a.alpha * np.expm1(np.minimum(x, 0))),
-                SeluAttrs, "float", [{}, {"alpha": 1.5, "gamma": 2.0}],
-                "gamma * (x if x > 0 else alpha * (exp(x) - 1))"),
-    "nn.celu": (lambda x, a: np.maximum(x, 0) + np.minimum(0, a.alpha * np.expm1(np.minimum(x, 0) / a.alpha)),
-                EluAttrs, "float", [{}, {"alpha": 2.0}],
-                "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))"),
-    "nn.gelu": (_gelu, GeluAttrs, "float", [{}, {"approximate": "tanh"}],
-                "x * Phi(x); approximate='tanh' uses the tanh formula"),
+    "nn.leaky_relu": (
+        lambda x, a: np.where(x >= 0, x, a.alpha * x),
+        AlphaAttrs,
+        "float",
+        [{}, {"alpha": 0.3}],
+        "x if x >= 0 else alpha * x",
+    ),
+    "nn.elu": (
+        lambda x, a: np.where(x > 0, x, a.alpha * np.expm1(np.minimum(x, 0))),
+        EluAttrs,
+        "float",
+        [{}, {"alpha": 0.5}],
+        "x if x > 0 else alpha * (exp(x) - 1)",
+    ),
+    "nn.selu": (
+        lambda x, a: a.gamma * np.where(x > 0, x, a.alpha * np.expm1(np.minimum(x, 0))),
+        SeluAttrs,
+        "float",
+        [{}, {"alpha": 1.5, "gamma": 2.0}],
+        "gamma * (x if x > 0 else alpha * (exp(x) - 1))",
+    ),
+    "nn.celu": (
+        lambda x, a: (
+            np.maximum(x, 0) + np.minimum(0, a.alpha * np.expm1(np.minimum(x, 0) / a.alpha))
+        ),
+        EluAttrs,
+        "float",
+        [{}, {"alpha": 2.0}],
+        "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))",
+    ),
+    "nn.gelu": (
+        _gelu,
+        GeluAttrs,
+        "float",
+        [{}, {"approximate": "tanh"}],
+        "x * Phi(x); approximate='tanh' uses the tanh formula",
+    ),
     "nn.silu": (lambda x, a: x * _sigmoid(x), None, "float", [{}], "x * sigmoid(x)"),
-    "nn.mish": (lambda x, a: x * np.tanh(_softplus(x)), None, "float", [{}], "x * tanh(softplus(x))"),
-    "nn.hard_sigmoid": (lambda x, a: np.clip(a.alpha * x + a.beta, 0, 1), HardSigmoidAttrs, "float",
-                        [{}, {"alpha": 1 / 6, "beta": 0.5}], "clip(alpha * x + beta, 0, 1)"),
-    "nn.hard_swish": (lambda x, a: x * np.clip(x / 6 + 0.5, 0, 1), None, "float", [{}],
-                      "x * clip(x / 6 + 1 / 2, 0, 1)"),
-    "nn.softplus": (_softplus_beta, SoftplusAttrs, "float",
-                    [{}, {"beta": 2.0, "threshold": 1.0}, {"threshold": math.inf}],
-                    "log(1 + exp(beta * x)) / beta; x where beta * x > threshold"),
+    "nn.mish": (
+        lambda x, a: x * np.tanh(_softplus(x)),
+        None,
+        "float",
+        [{}],
+        "x * tanh(softplus(x))",
+    ),
+    "nn.hard_sigmoid": (
+        lambda x, a: np.clip(a.alpha * x + a.beta, 0, 1),
+        HardSigmoidAttrs,
+        "float",
+        [{}, {"alpha": 1 / 6, "beta": 0.5}],
+        "clip(alpha * x + beta, 0, 1)",
+    ),
+    "nn.hard_swish": (
+        lambda x, a: x * np.clip(x / 6 + 0.5, 0, 1),
+        None,
+        "float",
+        [{}],
+        "x * clip(x / 6 + 1 / 2, 0, 1)",
+    ),
+    "nn.softplus": (
+        _softplus_beta,
+        SoftplusAttrs,
+        "float",
+        [{}, {"beta": 2.0, "threshold": 1.0}, {"threshold": math.inf}],
+        "log(1 + exp(beta * x)) / beta; x where beta * x > threshold",
+    ),
     "nn.softsign": (lambda x, a: x / (1 + np.abs(x)), None, "float", [{}], "x / (1 + |x|)"),
-    "nn.thresholded_relu": (lambda x, a: np.where(x > a.alpha, x, 0), ThresholdedReluAttrs, "float",
-                            [{}, {"alpha": 0.5}], "x if x > alpha else 0"),
-    "nn.shrink": (_shrink, ShrinkAttrs, "float", [{}, {"bias": 0.3, "lambd": 1.0}],
-                  "x + bias if x < -lambd, x - bias if x > lambd, else 0"),
+    "nn.thresholded_relu": (
+        lambda x, a: np.where(x > a.alpha, x, 0),
+        ThresholdedReluAttrs,
+        "float",
+        [{}, {"alpha": 0.5}],
+        "x if x > alpha else 0",
+    ),
+    "nn.shrink": (
+        _shrink,
+        ShrinkAttrs,
+        "float",
+        [{}, {"bias": 0.3, "lambd": 1.0}],
+        "x + bias if x < -lambd, x - bias if x > lambd, else 0",
+    ),
 }
 
 
@@ -138,7 +193,9 @@ def _activation(name: str, fn: Callable, attrs_cls, kind: str, sample_attrs: lis
         return y.astype(x.dtype, copy=False)
 
     def samples(rng):
-        dtypes = ["float32", "float64", "float16"] + (["int32", "int8"] if kind == "numeric" else [])
+        dtypes = ["float32", "float64", "float16"] + (
+            ["int32", "int8"] if kind == "numeric" else []
+        )
         for dtype in dtypes:
             for shape in SAMPLE_SHAPES:
                 for a in sample_attrs:
@@ -169,13 +226,17 @@ def _prelu_rel(args, attrs):
         pairs = zip(reversed(x.shape), reversed(a.shape))
         if a.ndim > x.ndim or any(ad != 1 and R.dim_eq(xd, ad) is False for xd, ad in pairs):
             raise OpTypeError(
-                f"nn.prelu: alpha of shape {tuple(a.shape)} does not broadcast to data {tuple(x.shape)}"
+                f"nn.prelu: alpha of shape {tuple(a.shape)} does not broadcast to data "
+                f"{tuple(x.shape)}"
             )
         return x
     axis = R.normalize_axis(attrs.axis, x.ndim)
-    if a.ndim != 1 or (R.dim_eq(a.shape[0], 1) is False and R.dim_eq(a.shape[0], x.shape[axis]) is False):
+    if a.ndim != 1 or (
+        R.dim_eq(a.shape[0], 1) is False and R.dim_eq(a.shape[0], x.shape[axis]) is False
+    ):
         raise OpTypeError(
-            f"nn.prelu: alpha must be 1-D with 1 or {x.shape[axis]} elements (data axis {attrs.axis}), "
+            f"nn.prelu: alpha must be 1-D with 1 or {x.shape[axis]} elements "
+            f"(data axis {attrs.axis}), "
             f"got shape {tuple(a.shape)}"
         )
     return x
@@ -192,16 +253,33 @@ def _prelu_ref(xs, attrs):
 
 def _prelu_samples(rng):
     for dtype in ("float32", "float64", "float16"):
-        for shape, ashape, axis in [((2, 3, 4, 5), (3,), 1), ((2, 3, 4), (1,), 1), ((4, 6), (6,), -1),
-                                    ((2, 3, 4, 5), (3, 1, 1), None), ((2, 3, 4), (4,), None),
-                                    ((5,), (), None), ((1, 1, 1), (1,), 0)]:
-            yield Sample([random_array(rng, shape, dtype), random_array(rng, ashape, dtype, (0, 1))],
-                         {"axis": axis})
+        for shape, ashape, axis in [
+            ((2, 3, 4, 5), (3,), 1),
+            ((2, 3, 4), (1,), 1),
+            ((4, 6), (6,), -1),
+            ((2, 3, 4, 5), (3, 1, 1), None),
+            ((2, 3, 4), (4,), None),
+            ((5,), (), None),
+            ((1, 1, 1), (1,), 0),
+        ]:
+            yield Sample(
+                [random_array(rng, shape, dtype), random_array(rng, ashape, dtype, (0, 1))],
+                {"axis": axis},
+            )
 
 
-register(OpDef("nn.prelu", _prelu_rel, _prelu_ref, OpPattern.BROADCAST, PReluAttrs, (2, 2),
-               "x if x >= 0 else alpha * x; alpha along `axis`, or broadcast if axis is None",
-               samples=_prelu_samples))
+register(
+    OpDef(
+        "nn.prelu",
+        _prelu_rel,
+        _prelu_ref,
+        OpPattern.BROADCAST,
+        PReluAttrs,
+        (2, 2),
+        "x if x >= 0 else alpha * x; alpha along `axis`, or broadcast if axis is None",
+        samples=_prelu_samples,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------

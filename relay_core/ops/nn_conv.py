@@ -106,7 +106,10 @@ def _operands(args, nd: int, attrs, op: str, transpose: bool):
     first, second = ("I", "O") if transpose else ("O", "I")
     kax = U.kernel_axes(attrs.kernel_layout, nd, op, first, second)
     oax = U.data_axes(attrs.out_layout or attrs.data_layout, nd, op, "out_layout")
-    for t, what, layout in ((data, "data", attrs.data_layout), (weight, "weight", attrs.kernel_layout)):
+    for t, what, layout in (
+        (data, "data", attrs.data_layout),
+        (weight, "weight", attrs.kernel_layout),
+    ):
         if t.ndim != nd + 2:
             raise OpTypeError(
                 f"{op}: {what} must have rank {nd + 2} ({layout}), got shape {tuple(t.shape)}"
@@ -121,9 +124,11 @@ def _operands(args, nd: int, attrs, op: str, transpose: bool):
         raise OpTypeError(f"{op}: groups must be positive, got {attrs.groups}")
     if attrs.kernel_size is not None:
         want = U.ntuple(attrs.kernel_size, nd, "kernel_size", op)
-        for i, (a, b) in enumerate(zip(ks, want)):
+        for a, b in zip(ks, want):
             if R.dim_eq(a, b) is False:
-                raise OpTypeError(f"{op}: kernel_size {want} does not match the weight's {tuple(ks)}")
+                raise OpTypeError(
+                    f"{op}: kernel_size {want} does not match the weight's {tuple(ks)}"
+                )
         ks = [k if R.is_int(k) else w for k, w in zip(ks, want)]
     return data, weight, oax, n, c, sp, k0, k1, ks, strides, dilation
 
@@ -144,7 +149,9 @@ def _check_channels(attrs, out_c, op: str):
     if attrs.channels is None:
         return out_c
     if R.is_int(out_c) and out_c != attrs.channels:
-        raise OpTypeError(f"{op}: channels={attrs.channels} but the weight gives {out_c} output channels")
+        raise OpTypeError(
+            f"{op}: channels={attrs.channels} but the weight gives {out_c} output channels"
+        )
     return attrs.channels
 
 
@@ -165,7 +172,9 @@ def _conv_rel(nd: int, op: str):
         o = _check_channels(attrs, o, op)
         pads = U.resolve_pads(attrs.auto_pad, attrs.padding, sp, ks, strides, dilation, op)
         out = [
-            U.window_out_dim(sp[a], ks[a], strides[a], dilation[a], pads[a], False, attrs.auto_pad, op, a)
+            U.window_out_dim(
+                sp[a], ks[a], strides[a], dilation[a], pads[a], False, attrs.auto_pad, op, a
+            )
             for a in range(nd)
         ]
         dtype = U.result_dtype(data.dtype, attrs.out_dtype, op)
@@ -256,7 +265,9 @@ def _conv_t_rel(nd: int, op: str):
         if R.dim_eq(c, i) is False:
             raise OpTypeError(f"{op}: weight has {i} input channels but data has {c}")
         if R.is_int(c) and c % attrs.groups:
-            raise OpTypeError(f"{op}: data has {c} channels, not divisible by groups={attrs.groups}")
+            raise OpTypeError(
+                f"{op}: data has {c} channels, not divisible by groups={attrs.groups}"
+            )
         o = _check_channels(attrs, R.dim_mul(og, attrs.groups), op)
         b, e = U.explicit_padding(attrs.padding, nd, op)
         opad = U.ntuple(attrs.output_padding, nd, "output_padding", op)
@@ -292,7 +303,11 @@ def conv_transpose_forward(x, w, strides, dilation, pads, output_padding, groups
     y = np.zeros((n, g, og, *alloc), dtype=contrib.dtype)
     for tap in itertools.product(*(range(k) for k in kernel)):
         idx = tuple(
-            slice(tap[a] * dilation[a], tap[a] * dilation[a] + (sp[a] - 1) * strides[a] + 1, strides[a])
+            slice(
+                tap[a] * dilation[a],
+                tap[a] * dilation[a] + (sp[a] - 1) * strides[a] + 1,
+                strides[a],
+            )
             for a in range(nd)
         )
         y[(slice(None), slice(None), slice(None), *idx)] += contrib[tap]
@@ -358,8 +373,16 @@ def _conv_samples(nd: int):
         yield mk(2, 3, (2,) * nd, auto_pad="SAME_UPPER", strides=(2,) * nd)
         yield mk(2, 3, (2,) * nd, auto_pad="SAME_LOWER", dilation=(2,) * nd)
         yield mk(2, 3, k3, auto_pad="VALID", dtype="float64")
-        yield mk(3, 2, k3, padding=(1,) * nd, data_layout=U.CHANNEL_LAST[nd],
-                 kernel_layout=U.SPATIAL[nd] + "IO", channels=2, kernel_size=k3)
+        yield mk(
+            3,
+            2,
+            k3,
+            padding=(1,) * nd,
+            data_layout=U.CHANNEL_LAST[nd],
+            kernel_layout=U.SPATIAL[nd] + "IO",
+            channels=2,
+            kernel_size=k3,
+        )
         yield mk(3, 2, k3, dtype="float16", strides=(1, 2, 1)[:nd])
         yield mk(3, 5, k3, dtype="uint8", wdtype="int8", out_dtype="int32", padding=(1,) * nd)
         yield mk(2, 2, k3, dtype="int8", padding=(1,), out_dtype="int32", groups=2)

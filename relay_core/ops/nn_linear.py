@@ -86,11 +86,17 @@ def _dense_samples(rng):
     for shape in [(3, 5), (1, 1), (2, 3, 7), (4,)]:
         k = shape[-1]
         for dtype in ("float32", "float64"):
-            yield Sample([random_array(rng, shape, dtype), random_array(rng, (6, k), dtype)],
-                         {"units": 6}, rtol=1e-4, atol=1e-4)
+            yield Sample(
+                [random_array(rng, shape, dtype), random_array(rng, (6, k), dtype)],
+                {"units": 6},
+                rtol=1e-4,
+                atol=1e-4,
+            )
     yield Sample([random_array(rng, (3, 4), "float16"), random_array(rng, (2, 4), "float16")])
-    yield Sample([random_array(rng, (3, 9), "uint8"), random_array(rng, (5, 9), "int8")],
-                 {"out_dtype": "int32"})
+    yield Sample(
+        [random_array(rng, (3, 9), "uint8"), random_array(rng, (5, 9), "int8")],
+        {"out_dtype": "int32"},
+    )
     yield Sample([random_array(rng, (0, 4), "float32"), random_array(rng, (3, 4), "float32")])
 
 
@@ -100,7 +106,9 @@ def _dense_samples(rng):
 def _matmul_shapes(a, b, ta: bool, tb: bool, op: str):
     """numpy matmul shape rule (1-D promotion, batch broadcasting) with optional transposes."""
     if a.ndim == 0 or b.ndim == 0:
-        raise OpTypeError(f"{op}: operands must have rank >= 1, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise OpTypeError(
+            f"{op}: operands must have rank >= 1, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     sa, sb = list(a.shape), list(b.shape)
     if len(sa) >= 2 and ta:
         sa[-2], sa[-1] = sa[-1], sa[-2]
@@ -128,7 +136,8 @@ def _matmul_rel(op, min_rank=1):
         U.check_mixed_dtypes(a, b, op, ("lhs", "rhs"))
         if a.ndim < min_rank or b.ndim < min_rank:
             raise OpTypeError(
-                f"{op}: operands must have rank >= {min_rank}, got {tuple(a.shape)} and {tuple(b.shape)}"
+                f"{op}: operands must have rank >= {min_rank}, got {tuple(a.shape)} and "
+                f"{tuple(b.shape)}"
             )
         shape = _matmul_shapes(a, b, attrs.transpose_a, attrs.transpose_b, op)
         return TensorType(shape, U.result_dtype(a.dtype, attrs.out_dtype, op))
@@ -147,20 +156,37 @@ def _matmul_ref(xs, attrs):
 
 def _matmul_samples(batch_only: bool):
     def gen(rng):
-        cases = [((2, 3, 4), (2, 4, 5), False, False), ((1, 3, 4), (6, 4, 2), False, False),
-                 ((2, 1, 3, 4), (5, 4, 2), False, False), ((2, 4, 3), (2, 5, 4), True, True),
-                 ((3, 1), (1, 1), False, False), ((2, 3, 4), (2, 5, 4), False, True)]
+        cases = [
+            ((2, 3, 4), (2, 4, 5), False, False),
+            ((1, 3, 4), (6, 4, 2), False, False),
+            ((2, 1, 3, 4), (5, 4, 2), False, False),
+            ((2, 4, 3), (2, 5, 4), True, True),
+            ((3, 1), (1, 1), False, False),
+            ((2, 3, 4), (2, 5, 4), False, True),
+        ]
         if not batch_only:
-            cases += [((4,), (4,), False, False), ((4,), (2, 4, 3), False, False),
-                      ((2, 3, 4), (4,), False, False), ((3, 4), (5, 4), False, True)]
+            cases += [
+                ((4,), (4,), False, False),
+                ((4,), (2, 4, 3), False, False),
+                ((2, 3, 4), (4,), False, False),
+                ((3, 4), (5, 4), False, True),
+            ]
         for sa, sb, ta, tb in cases:
             for dtype in ("float32", "float64"):
-                yield Sample([random_array(rng, sa, dtype), random_array(rng, sb, dtype)],
-                             {"transpose_a": ta, "transpose_b": tb}, rtol=1e-4, atol=1e-4)
-        yield Sample([random_array(rng, (2, 3, 8), "uint8"), random_array(rng, (2, 8, 4), "int8")],
-                     {"out_dtype": "int32", "transpose_a": False, "transpose_b": False})
-        yield Sample([random_array(rng, (1, 0, 4), "float32"), random_array(rng, (1, 4, 3), "float32")],
-                     {"transpose_b": False})
+                yield Sample(
+                    [random_array(rng, sa, dtype), random_array(rng, sb, dtype)],
+                    {"transpose_a": ta, "transpose_b": tb},
+                    rtol=1e-4,
+                    atol=1e-4,
+                )
+        yield Sample(
+            [random_array(rng, (2, 3, 8), "uint8"), random_array(rng, (2, 8, 4), "int8")],
+            {"out_dtype": "int32", "transpose_a": False, "transpose_b": False},
+        )
+        yield Sample(
+            [random_array(rng, (1, 0, 4), "float32"), random_array(rng, (1, 4, 3), "float32")],
+            {"transpose_b": False},
+        )
 
     return gen
 
@@ -190,18 +216,57 @@ def _bias_add_ref(xs, attrs):
 def _bias_add_samples(rng):
     for shape, axis in [((2, 3, 4, 5), 1), ((2, 3), 1), ((4, 5), -1), ((1, 7, 1), 2), ((5,), 0)]:
         for dtype in ("float32", "int32", "float16"):
-            yield Sample([random_array(rng, shape, dtype),
-                          random_array(rng, (shape[axis],), dtype)], {"axis": axis})
+            yield Sample(
+                [random_array(rng, shape, dtype), random_array(rng, (shape[axis],), dtype)],
+                {"axis": axis},
+            )
 
 
-register(OpDef("nn.dense", _dense_rel, _dense_ref, OpPattern.OUT_EWISE_FUSABLE, DenseAttrs, (2, 2),
-               "x @ w.T with w of shape (units, in)", samples=_dense_samples))
-register(OpDef("nn.matmul", _matmul_rel("nn.matmul"), _matmul_ref, OpPattern.OUT_EWISE_FUSABLE,
-               MatmulAttrs, (2, 2), "numpy matmul (1-D promotion, batch broadcasting)",
-               samples=_matmul_samples(False)))
-register(OpDef("nn.batch_matmul", _matmul_rel("nn.batch_matmul", 2), _matmul_ref,
-               OpPattern.OUT_EWISE_FUSABLE, BatchMatmulAttrs, (2, 2),
-               "batched a @ b.T (transpose_b=True by default, as TVM); batch dims broadcast",
-               samples=_matmul_samples(True)))
-register(OpDef("nn.bias_add", _bias_add_rel, _bias_add_ref, OpPattern.BROADCAST, BiasAddAttrs,
-               (2, 2), "add a 1-D bias along `axis`", samples=_bias_add_samples))
+register(
+    OpDef(
+        "nn.dense",
+        _dense_rel,
+        _dense_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        DenseAttrs,
+        (2, 2),
+        "x @ w.T with w of shape (units, in)",
+        samples=_dense_samples,
+    )
+)
+register(
+    OpDef(
+        "nn.matmul",
+        _matmul_rel("nn.matmul"),
+        _matmul_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        MatmulAttrs,
+        (2, 2),
+        "numpy matmul (1-D promotion, batch broadcasting)",
+        samples=_matmul_samples(False),
+    )
+)
+register(
+    OpDef(
+        "nn.batch_matmul",
+        _matmul_rel("nn.batch_matmul", 2),
+        _matmul_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        BatchMatmulAttrs,
+        (2, 2),
+        "batched a @ b.T (transpose_b=True by default, as TVM); batch dims broadcast",
+        samples=_matmul_samples(True),
+    )
+)
+register(
+    OpDef(
+        "nn.bias_add",
+        _bias_add_rel,
+        _bias_add_ref,
+        OpPattern.BROADCAST,
+        BiasAddAttrs,
+        (2, 2),
+        "add a 1-D bias along `axis`",
+        samples=_bias_add_samples,
+    )
+)

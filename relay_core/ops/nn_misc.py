@@ -13,8 +13,13 @@ from .registry import OpDef, OpPattern, Sample, attrs, register
 
 # -- pad ------------------------------------------------------------------------------------------
 
-_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap",
-              "symmetric": "symmetric"}
+_PAD_MODES = {
+    "constant": "constant",
+    "reflect": "reflect",
+    "edge": "edge",
+    "wrap": "wrap",
+    "symmetric": "symmetric",
+}
 
 
 @attrs
@@ -58,7 +63,9 @@ def _pad_ref(xs, attrs):
     if x.ndim == 0:
         return x.copy()
     # Negative widths crop first; the rest pads the cropped tensor.
-    crop = tuple(slice(max(-b, 0), x.shape[i] - max(-a, 0)) for i, (b, a) in enumerate(attrs.pad_width))
+    crop = tuple(
+        slice(max(-b, 0), x.shape[i] - max(-a, 0)) for i, (b, a) in enumerate(attrs.pad_width)
+    )
     x = x[crop]
     width = [(max(b, 0), max(a, 0)) for b, a in attrs.pad_width]
     mode = _PAD_MODES[attrs.pad_mode]
@@ -81,9 +88,18 @@ def _pad_samples(rng):
     yield Sample([random_array(rng, (), "float32")], {"pad_width": ()})
 
 
-register(OpDef("nn.pad", _pad_rel, _pad_ref, OpPattern.INJECTIVE, PadAttrs, (1, 2),
-               "pad (or crop, with negative widths) each axis; the value may be a scalar input",
-               samples=_pad_samples))
+register(
+    OpDef(
+        "nn.pad",
+        _pad_rel,
+        _pad_ref,
+        OpPattern.INJECTIVE,
+        PadAttrs,
+        (1, 2),
+        "pad (or crop, with negative widths) each axis; the value may be a scalar input",
+        samples=_pad_samples,
+    )
+)
 
 
 # -- dropout ------------------------------------------------------------------------------------
@@ -99,9 +115,18 @@ def _dropout_samples(rng):
         yield Sample([random_array(rng, shape, "float32")], {"rate": 0.3})
 
 
-register(OpDef("nn.dropout", lambda args, attrs: R.tensor(args[0]), lambda xs, attrs: xs[0],
-               OpPattern.OPAQUE, DropoutAttrs, (1, 1), "identity at inference",
-               samples=_dropout_samples))
+register(
+    OpDef(
+        "nn.dropout",
+        lambda args, attrs: R.tensor(args[0]),
+        lambda xs, attrs: xs[0],
+        OpPattern.OPAQUE,
+        DropoutAttrs,
+        (1, 1),
+        "identity at inference",
+        samples=_dropout_samples,
+    )
+)
 
 
 # -- depth_to_space / space_to_depth --------------------------------------------------------------
@@ -136,7 +161,9 @@ def _d2s_rel(to_space: bool):
         n, c, h, w = (x.shape[a] for a in ax)
         if to_space:
             if R.is_int(c) and c % (bs * bs):
-                raise OpTypeError(f"{op}: {c} channels are not divisible by block_size^2 = {bs * bs}")
+                raise OpTypeError(
+                    f"{op}: {c} channels are not divisible by block_size^2 = {bs * bs}"
+                )
             dims = (n, c // (bs * bs) if R.is_int(c) else Any, R.dim_mul(h, bs), R.dim_mul(w, bs))
         else:
             for d, name in ((h, "height"), (w, "width")):
@@ -174,8 +201,11 @@ def _d2s_ref(to_space: bool):
 def _d2s_samples(to_space: bool):
     def gen(rng):
         for dtype in ("float32", "int64"):
-            for bs, (c, h, w) in [(2, (8, 3, 2) if to_space else (2, 4, 6)), (3, (9, 1, 2) if to_space else (1, 3, 6)),
-                                  (1, (3, 2, 2))]:
+            for bs, (c, h, w) in [
+                (2, (8, 3, 2) if to_space else (2, 4, 6)),
+                (3, (9, 1, 2) if to_space else (1, 3, 6)),
+                (1, (3, 2, 2)),
+            ]:
                 for mode in ("DCR", "CRD"):
                     for layout in ("NCHW", "NHWC"):
                         x = random_array(rng, (2, c, h, w), dtype)
@@ -190,6 +220,15 @@ for _to_space, _name, _cls, _doc in (
     (True, "nn.depth_to_space", DepthToSpaceAttrs, "move channel blocks into spatial blocks"),
     (False, "nn.space_to_depth", SpaceToDepthAttrs, "move spatial blocks into channels"),
 ):
-    register(OpDef(_name, _d2s_rel(_to_space), _d2s_ref(_to_space), OpPattern.INJECTIVE, _cls,
-                   (1, 1), _doc, samples=_d2s_samples(_to_space)))
-
+    register(
+        OpDef(
+            _name,
+            _d2s_rel(_to_space),
+            _d2s_ref(_to_space),
+            OpPattern.INJECTIVE,
+            _cls,
+            (1, 1),
+            _doc,
+            samples=_d2s_samples(_to_space),
+        )
+    )

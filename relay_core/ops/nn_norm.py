@@ -118,8 +118,13 @@ def _affine(y, gamma, beta, attrs, shape=None):
 def _batch_norm_rel(args, attrs):
     x = _data(args, "nn.batch_norm")
     axis = R.normalize_axis(attrs.axis, x.ndim)
-    _check_params(x, args[1:], ("gamma", "beta", "moving_mean", "moving_var"), (x.shape[axis],),
-                  "nn.batch_norm")
+    _check_params(
+        x,
+        args[1:],
+        ("gamma", "beta", "moving_mean", "moving_var"),
+        (x.shape[axis],),
+        "nn.batch_norm",
+    )
     return x
 
 
@@ -133,7 +138,13 @@ def _batch_norm_ref(xs, attrs):
 
 def _batch_norm_samples(rng):
     for dtype in ("float32", "float64", "float16"):
-        for shape, axis in [((2, 3, 4, 5), 1), ((2, 3), 1), ((2, 4, 3), -1), ((1, 1, 1), 1), ((0, 3), 1)]:
+        for shape, axis in [
+            ((2, 3, 4, 5), 1),
+            ((2, 3), 1),
+            ((2, 4, 3), -1),
+            ((1, 1, 1), 1),
+            ((0, 3), 1),
+        ]:
             c = shape[axis]
             ps = [random_array(rng, (c,), dtype) for _ in range(3)]
             var = random_array(rng, (c,), dtype, (0.1, 2.0))
@@ -177,13 +188,20 @@ def _rms_norm_ref(xs, attrs):
 def _trailing_samples(n_params):
     def gen(rng):
         for dtype in ("float32", "float64", "float16"):
-            for shape, axis in [((2, 3, 4), -1), ((2, 3, 4), 1), ((5,), 0), ((2, 1, 3), -2), ((1, 1), -1)]:
-                norm = shape[axis % len(shape):]
+            for shape, axis in [
+                ((2, 3, 4), -1),
+                ((2, 3, 4), 1),
+                ((5,), 0),
+                ((2, 1, 3), -2),
+                ((1, 1), -1),
+            ]:
+                norm = shape[axis % len(shape) :]
                 ps = [random_array(rng, norm, dtype) for _ in range(n_params)]
                 yield Sample([random_array(rng, shape, dtype), *ps], {"axis": axis})
         x = random_array(rng, (2, 3, 4), "float32")
-        yield Sample([x] + [random_array(rng, (), "float32") for _ in range(n_params)],
-                     {"epsilon": 1e-2})
+        yield Sample(
+            [x] + [random_array(rng, (), "float32") for _ in range(n_params)], {"epsilon": 1e-2}
+        )
         if n_params == 2:
             ps = [random_array(rng, (4,), "float32") for _ in range(2)]
             yield Sample([x, *ps], {"center": False, "scale": False})
@@ -217,7 +235,7 @@ def _group_norm_ref(xs, attrs):
     xm = np.moveaxis(_f64(x), axis, 1)  # (N, C, *rest)
     n, c = xm.shape[:2]
     g = c if g is None else g  # instance norm: one group per channel
-    xg = xm.reshape(n, g, -1)
+    xg = xm.reshape(n, g, (c // g) * int(np.prod(xm.shape[2:])))
     mean = xg.mean(axis=-1, keepdims=True)
     var = np.square(xg - mean).mean(axis=-1, keepdims=True)
     y = ((xg - mean) / np.sqrt(var + attrs.epsilon)).reshape(xm.shape)
@@ -228,8 +246,14 @@ def _group_norm_ref(xs, attrs):
 def _channel_samples(groups: bool):
     def gen(rng):
         for dtype in ("float32", "float64", "float16"):
-            for shape, axis, g in [((2, 6, 4, 5), 1, 3), ((2, 4, 3), 1, 2), ((2, 5, 6), -1, 3),
-                                   ((1, 4, 1), 1, 4), ((3, 2), 1, 1), ((2, 6, 2, 2, 3), 1, 2)]:
+            for shape, axis, g in [
+                ((2, 6, 4, 5), 1, 3),
+                ((2, 4, 3), 1, 2),
+                ((2, 5, 6), -1, 3),
+                ((1, 4, 1), 1, 4),
+                ((3, 2), 1, 1),
+                ((2, 6, 2, 2, 3), 1, 2),
+            ]:
                 c = shape[axis]
                 ps = [random_array(rng, (c,), dtype) for _ in range(2)]
                 a = {"axis": axis, **({"num_groups": g} if groups else {})}
@@ -257,7 +281,12 @@ def _l2_ref(xs, attrs):
 
 def _l2_samples(rng):
     for dtype in ("float32", "float64", "float16"):
-        for shape, axis in [((2, 3, 4), (-1,)), ((2, 3, 4), (1, 2)), ((5,), (0,)), ((1, 1), (0, 1))]:
+        for shape, axis in [
+            ((2, 3, 4), (-1,)),
+            ((2, 3, 4), (1, 2)),
+            ((5,), (0,)),
+            ((1, 1), (0, 1)),
+        ]:
             yield Sample([random_array(rng, shape, dtype)], {"axis": axis})
     yield Sample([np.zeros((2, 3), np.float32)], {"axis": (1,), "eps": 1e-6})
 
@@ -288,10 +317,17 @@ def _lrn_ref(xs, attrs):
 
 def _lrn_samples(rng):
     for dtype in ("float32", "float64", "float16"):
-        for shape, size, axis in [((2, 7, 3, 4), 5, 1), ((2, 6, 3), 4, 1), ((1, 3, 2, 2), 1, 1),
-                                  ((2, 3, 5), 3, -1), ((2, 2, 2, 2), 7, 1)]:
-            yield Sample([random_array(rng, shape, dtype)],
-                         {"size": size, "axis": axis, "alpha": 0.01, "beta": 0.5, "bias": 2.0})
+        for shape, size, axis in [
+            ((2, 7, 3, 4), 5, 1),
+            ((2, 6, 3), 4, 1),
+            ((1, 3, 2, 2), 1, 1),
+            ((2, 3, 5), 3, -1),
+            ((2, 2, 2, 2), 7, 1),
+        ]:
+            yield Sample(
+                [random_array(rng, shape, dtype)],
+                {"size": size, "axis": axis, "alpha": 0.01, "beta": 0.5, "bias": 2.0},
+            )
 
 
 def _mvn_rel(args, attrs):
@@ -315,28 +351,99 @@ def _mvn_samples(rng):
             yield Sample([random_array(rng, shape, dtype)], {"axes": axes})
 
 
-register(OpDef("nn.batch_norm", _batch_norm_rel, _batch_norm_ref, OpPattern.OPAQUE, BatchNormAttrs,
-               (5, 5), "(x - mean) / sqrt(var + eps) * gamma + beta along axis (inference)",
-               samples=_batch_norm_samples))
-register(OpDef("nn.layer_norm", _trailing_rel("nn.layer_norm", ("gamma", "beta")), _layer_norm_ref,
-               OpPattern.OPAQUE, LayerNormAttrs, (3, 3),
-               "normalise over axes [axis, ndim); gamma / beta broadcast to those axes",
-               samples=_trailing_samples(2)))
-register(OpDef("nn.rms_norm", _trailing_rel("nn.rms_norm", ("gamma",)), _rms_norm_ref,
-               OpPattern.OPAQUE, RmsNormAttrs, (2, 2),
-               "x / sqrt(mean(x^2 over [axis, ndim)) + eps) * gamma", samples=_trailing_samples(1)))
-register(OpDef("nn.instance_norm", _channel_rel("nn.instance_norm"), _group_norm_ref,
-               OpPattern.OPAQUE, InstanceNormAttrs, (3, 3),
-               "normalise each (batch, channel) over the remaining axes",
-               samples=_channel_samples(False)))
-register(OpDef("nn.group_norm", _channel_rel("nn.group_norm"), _group_norm_ref, OpPattern.OPAQUE,
-               GroupNormAttrs, (3, 3),
-               "normalise channel groups; gamma / beta per channel (PyTorch, ONNX opset 21)",
-               samples=_channel_samples(True)))
-register(OpDef("nn.l2_normalize", _l2_rel, _l2_ref, OpPattern.OUT_EWISE_FUSABLE, L2NormalizeAttrs,
-               (1, 1), "x / sqrt(max(sum(x^2 over axis), eps))", samples=_l2_samples))
-register(OpDef("nn.lrn", _lrn_rel, _lrn_ref, OpPattern.OPAQUE, LrnAttrs, (1, 1),
-               "x / (bias + alpha / size * sum of squares over a window of `size` channels)^beta",
-               samples=_lrn_samples))
-register(OpDef("nn.mean_variance_normalization", _mvn_rel, _mvn_ref, OpPattern.OPAQUE, MvnAttrs,
-               (1, 1), "(x - mean) / (std + epsilon) over axes (ONNX MVN)", samples=_mvn_samples))
+register(
+    OpDef(
+        "nn.batch_norm",
+        _batch_norm_rel,
+        _batch_norm_ref,
+        OpPattern.OPAQUE,
+        BatchNormAttrs,
+        (5, 5),
+        "(x - mean) / sqrt(var + eps) * gamma + beta along axis (inference)",
+        samples=_batch_norm_samples,
+    )
+)
+register(
+    OpDef(
+        "nn.layer_norm",
+        _trailing_rel("nn.layer_norm", ("gamma", "beta")),
+        _layer_norm_ref,
+        OpPattern.OPAQUE,
+        LayerNormAttrs,
+        (3, 3),
+        "normalise over axes [axis, ndim); gamma / beta broadcast to those axes",
+        samples=_trailing_samples(2),
+    )
+)
+register(
+    OpDef(
+        "nn.rms_norm",
+        _trailing_rel("nn.rms_norm", ("gamma",)),
+        _rms_norm_ref,
+        OpPattern.OPAQUE,
+        RmsNormAttrs,
+        (2, 2),
+        "x / sqrt(mean(x^2 over [axis, ndim)) + eps) * gamma",
+        samples=_trailing_samples(1),
+    )
+)
+register(
+    OpDef(
+        "nn.instance_norm",
+        _channel_rel("nn.instance_norm"),
+        _group_norm_ref,
+        OpPattern.OPAQUE,
+        InstanceNormAttrs,
+        (3, 3),
+        "normalise each (batch, channel) over the remaining axes",
+        samples=_channel_samples(False),
+    )
+)
+register(
+    OpDef(
+        "nn.group_norm",
+        _channel_rel("nn.group_norm"),
+        _group_norm_ref,
+        OpPattern.OPAQUE,
+        GroupNormAttrs,
+        (3, 3),
+        "normalise channel groups; gamma / beta per channel (PyTorch, ONNX opset 21)",
+        samples=_channel_samples(True),
+    )
+)
+register(
+    OpDef(
+        "nn.l2_normalize",
+        _l2_rel,
+        _l2_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        L2NormalizeAttrs,
+        (1, 1),
+        "x / sqrt(max(sum(x^2 over axis), eps))",
+        samples=_l2_samples,
+    )
+)
+register(
+    OpDef(
+        "nn.lrn",
+        _lrn_rel,
+        _lrn_ref,
+        OpPattern.OPAQUE,
+        LrnAttrs,
+        (1, 1),
+        "x / (bias + alpha / size * sum of squares over a window of `size` channels)^beta",
+        samples=_lrn_samples,
+    )
+)
+register(
+    OpDef(
+        "nn.mean_variance_normalization",
+        _mvn_rel,
+        _mvn_ref,
+        OpPattern.OPAQUE,
+        MvnAttrs,
+        (1, 1),
+        "(x - mean) / (std + epsilon) over axes (ONNX MVN)",
+        samples=_mvn_samples,
+    )
+)

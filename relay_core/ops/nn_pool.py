@@ -74,7 +74,9 @@ def _pool_rel(nd: int, op: str, kind: str):
         ax = U.data_axes(attrs.layout, nd, op)
         oax = U.data_axes(attrs.out_layout or attrs.layout, nd, op, "out_layout")
         if x.ndim != nd + 2:
-            raise OpTypeError(f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}")
+            raise OpTypeError(
+                f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}"
+            )
         canon = [x.shape[a] for a in ax]
         *_, out = _geometry(canon, attrs, nd, op)
         t = TensorType(U.place((canon[0], canon[1], *out), oax), x.dtype)
@@ -97,14 +99,22 @@ def _padded(x, kernel, strides, dilation, pads, out, fill):
     """x padded by `pads` plus the extra end padding ceil mode needs; also that extra per axis."""
     sp = x.shape[2:]
     extra = [
-        max(0, (out[a] - 1) * strides[a] + dilation[a] * (kernel[a] - 1) + 1 - (sp[a] + pads[a][0] + pads[a][1]))
+        max(
+            0,
+            (out[a] - 1) * strides[a]
+            + dilation[a] * (kernel[a] - 1)
+            + 1
+            - (sp[a] + pads[a][0] + pads[a][1]),
+        )
         for a in range(len(sp))
     ]
     full = [(pads[a][0], pads[a][1] + extra[a]) for a in range(len(sp))]
     return U.pad_spatial(x, full, fill), extra
 
 
-def pool_forward(x, kind: str, kernel, strides, dilation, pads, out, count_include_pad=False, p=2.0):
+def pool_forward(
+    x, kind: str, kernel, strides, dilation, pads, out, count_include_pad=False, p=2.0
+):
     """Canonical pooling of x (N, C, *sp) into (N, C, *out) with resolved integer pads."""
     taps = list(itertools.product(*(range(k) for k in kernel)))
     if kind == "max":
@@ -125,7 +135,9 @@ def pool_forward(x, kind: str, kernel, strides, dilation, pads, out, count_inclu
     sp = x.shape[2:]
     mask = np.pad(np.ones(sp, x.dtype), pads, constant_values=1 if count_include_pad else 0)
     mask = np.pad(mask, [(0, e) for e in extra])
-    count = U.windows(mask, kernel, strides, dilation, out).sum(axis=tuple(range(len(out), 2 * len(out))))
+    count = U.windows(mask, kernel, strides, dilation, out).sum(
+        axis=tuple(range(len(out), 2 * len(out)))
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         return y / count
 
@@ -141,8 +153,17 @@ def _pool_ref(nd: int, op: str, kind: str):
             return _argmax_pool(x, xc, ax, oax, attrs, k, s, d, pads, out)
         if kind != "max":
             xc = U.to_float(xc)
-        y = pool_forward(xc, kind, k, s, d, pads, out,
-                         getattr(attrs, "count_include_pad", False), getattr(attrs, "p", 2.0))
+        y = pool_forward(
+            xc,
+            kind,
+            k,
+            s,
+            d,
+            pads,
+            out,
+            getattr(attrs, "count_include_pad", False),
+            getattr(attrs, "p", 2.0),
+        )
         return U.from_canonical(y.astype(x.dtype, copy=False), oax)
 
     return ref
@@ -161,10 +182,15 @@ def _argmax_pool(x, xc, ax, oax, attrs, k, s, d, pads, out):
     vw = U.windows(vp, k, s, d, out)
     iw = U.windows(ip, k, s, d, out)
     lead = vw.shape[: 2 + len(out)]
-    vals = vw.reshape(*lead, -1)
+    taps = int(np.prod(k))
+    vals = vw.reshape(*lead, taps)
+    if vals.size == 0:
+        return U.from_canonical(np.zeros(lead, xc.dtype), oax), U.from_canonical(
+            np.zeros(lead, np.int64), oax
+        )
     pick = np.argmax(vals, axis=-1)[..., None]
     y = np.take_along_axis(vals, pick, -1)[..., 0]
-    ind = np.take_along_axis(iw.reshape(*lead, -1), pick, -1)[..., 0]
+    ind = np.take_along_axis(iw.reshape(*lead, taps), pick, -1)[..., 0]
     return U.from_canonical(y, oax), U.from_canonical(ind, oax)
 
 
@@ -181,14 +207,18 @@ def _pool_samples(nd: int, kind: str):
         two, three = (2,) * nd, (3,) * nd
         yield mk(pool_size=two, strides=two)
         yield mk(pool_size=three, strides=two, padding=(1,), ceil_mode=True)
-        yield mk(pool_size=three, strides=(1, 2, 3)[:nd], padding=tuple(range(2 * nd)), ceil_mode=True)
+        yield mk(
+            pool_size=three, strides=(1, 2, 3)[:nd], padding=tuple(range(2 * nd)), ceil_mode=True
+        )
         yield mk(pool_size=two, dilation=two, padding=(1,) * nd)
         yield mk(pool_size=three, strides=two, auto_pad="SAME_UPPER")
         yield mk(pool_size=two, strides=three, auto_pad="SAME_LOWER", dtype="float64")
         yield mk(pool_size=three, auto_pad="VALID", layout=U.CHANNEL_LAST[nd])
         yield mk(shape=(1,) * nd, pool_size=(1,) * nd)
         if kind == "avg":
-            yield mk(pool_size=three, strides=two, padding=(1,), count_include_pad=True, ceil_mode=True)
+            yield mk(
+                pool_size=three, strides=two, padding=(1,), count_include_pad=True, ceil_mode=True
+            )
         if kind == "lp":
             yield mk(pool_size=two, p=3.0, padding=(1,))
         if kind in ("max", "argmax"):
@@ -211,15 +241,24 @@ _POOL_DOC = {
 }
 
 for _nd in (1, 2, 3):
-    for _kind, _fmt in (("max", "nn.max_pool{}d"), ("avg", "nn.avg_pool{}d"), ("lp", "nn.lp_pool{}d"),
-                        ("argmax", "nn.max_pool{}d_with_argmax")):
+    for _kind, _fmt in (
+        ("max", "nn.max_pool{}d"),
+        ("avg", "nn.avg_pool{}d"),
+        ("lp", "nn.lp_pool{}d"),
+        ("argmax", "nn.max_pool{}d_with_argmax"),
+    ):
         _name = _fmt.format(_nd)
         _cls = _pool_attrs(f"{_kind.capitalize()}Pool{_nd}DAttrs", _nd, _EXTRA[_kind])
         register(
             OpDef(
-                _name, _pool_rel(_nd, _name, _kind), _pool_ref(_nd, _name, _kind),
+                _name,
+                _pool_rel(_nd, _name, _kind),
+                _pool_ref(_nd, _name, _kind),
                 OpPattern.OUT_EWISE_FUSABLE if _kind != "argmax" else OpPattern.OPAQUE,
-                _cls, (1, 1), _POOL_DOC[_kind], samples=_pool_samples(_nd, _kind),
+                _cls,
+                (1, 1),
+                _POOL_DOC[_kind],
+                samples=_pool_samples(_nd, _kind),
             )
         )
 
@@ -271,7 +310,9 @@ def _spatial_rel(nd, op, kind, out_dims):
         ax = U.data_axes(attrs.layout, nd, op)
         oax = U.data_axes(attrs.out_layout or attrs.layout, nd, op, "out_layout")
         if x.ndim != nd + 2:
-            raise OpTypeError(f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}")
+            raise OpTypeError(
+                f"{op}: data must have rank {nd + 2} ({attrs.layout}), got {tuple(x.shape)}"
+            )
         n, c, *sp = (x.shape[a] for a in ax)
         return TensorType(U.place((n, c, *out_dims(sp, attrs, op)), oax), x.dtype)
 
@@ -369,20 +410,32 @@ for _nd in (1, 2, 3):
     _acls = {1: AdaptivePool1DAttrs, 2: AdaptivePoolAttrs, 3: AdaptivePool3DAttrs}[_nd]
     for _kind in ("max", "avg", "lp"):
         _name = f"nn.global_{_kind}_pool{_nd}d"
-        register(OpDef(
-            _name, _spatial_rel(_nd, _name, _kind, lambda sp, a, op: [1] * len(sp)),
-            _global_ref(_nd, _name, _kind), OpPattern.OUT_EWISE_FUSABLE, _gcls, (1, 1),
-            f"global {_kind} pooling over the spatial axes (kept as size 1)",
-            samples=_spatial_samples(_nd, False, _kind),
-        ))
+        register(
+            OpDef(
+                _name,
+                _spatial_rel(_nd, _name, _kind, lambda sp, a, op: [1] * len(sp)),
+                _global_ref(_nd, _name, _kind),
+                OpPattern.OUT_EWISE_FUSABLE,
+                _gcls,
+                (1, 1),
+                f"global {_kind} pooling over the spatial axes (kept as size 1)",
+                samples=_spatial_samples(_nd, False, _kind),
+            )
+        )
     for _kind in ("max", "avg"):
         _name = f"nn.adaptive_{_kind}_pool{_nd}d"
-        register(OpDef(
-            _name, _spatial_rel(_nd, _name, _kind, _adaptive_out(_nd)),
-            _adaptive_ref(_nd, _name, _kind), OpPattern.OUT_EWISE_FUSABLE, _acls, (1, 1),
-            f"adaptive {_kind} pooling to output_size (PyTorch bins)",
-            samples=_spatial_samples(_nd, True, _kind),
-        ))
+        register(
+            OpDef(
+                _name,
+                _spatial_rel(_nd, _name, _kind, _adaptive_out(_nd)),
+                _adaptive_ref(_nd, _name, _kind),
+                OpPattern.OUT_EWISE_FUSABLE,
+                _acls,
+                (1, 1),
+                f"adaptive {_kind} pooling to output_size (PyTorch bins)",
+                samples=_spatial_samples(_nd, True, _kind),
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,8 +490,9 @@ def _unpool_samples(nd):
             x = random_array(rng, (2, 3, *sp), "float32")
             pa = _pool_attrs_cls[nd](pool_size=k, strides=s, padding=pad)
             vals, ind = argmax([x], pa)
-            yield Sample([vals, ind], {"pool_size": k, "strides": s, "padding": pad,
-                                       "output_size": sp})
+            yield Sample(
+                [vals, ind], {"pool_size": k, "strides": s, "padding": pad, "output_size": sp}
+            )
             if pad == (0,):  # the default output size reproduces the input's only here
                 yield Sample([vals, ind], {"pool_size": k, "strides": s, "padding": pad})
 
@@ -451,16 +505,25 @@ for _nd in (1, 2, 3):
     _name = f"nn.max_unpool{_nd}d"
     _ucls = dataclasses.make_dataclass(
         f"MaxUnpool{_nd}DAttrs",
-        [("pool_size", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
-         ("strides", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
-         ("padding", tuple[int, ...], dataclasses.field(default=(0,) * _nd)),
-         ("output_size", tuple[int, ...] | None, dataclasses.field(default=None)),
-         ("layout", str, dataclasses.field(default=U.DATA_LAYOUTS[_nd]))],
+        [
+            ("pool_size", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
+            ("strides", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
+            ("padding", tuple[int, ...], dataclasses.field(default=(0,) * _nd)),
+            ("output_size", tuple[int, ...] | None, dataclasses.field(default=None)),
+            ("layout", str, dataclasses.field(default=U.DATA_LAYOUTS[_nd])),
+        ],
         frozen=True,
     )
     _ucls.__module__ = __name__
-    register(OpDef(
-        _name, _unpool_rel(_nd, _name), _unpool_ref(_nd, _name), OpPattern.OPAQUE, _ucls, (2, 2),
-        "scatter data into zeros at flat indices (as from max_pool_with_argmax)",
-        samples=_unpool_samples(_nd),
-    ))
+    register(
+        OpDef(
+            _name,
+            _unpool_rel(_nd, _name),
+            _unpool_ref(_nd, _name),
+            OpPattern.OPAQUE,
+            _ucls,
+            (2, 2),
+            "scatter data into zeros at flat indices (as from max_pool_with_argmax)",
+            samples=_unpool_samples(_nd),
+        )
+    )

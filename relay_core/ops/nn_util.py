@@ -35,9 +35,7 @@ def layout_axes(layout: str, nd: int, first: str, second: str, op: str, what: st
             f"{op}: unsupported {what} {layout!r}; expected a permutation of {letters!r} "
             f"such as {letters!r}"
         )
-    return (layout.index(first), layout.index(second)) + tuple(
-        layout.index(c) for c in SPATIAL[nd]
-    )
+    return (layout.index(first), layout.index(second)) + tuple(layout.index(c) for c in SPATIAL[nd])
 
 
 def data_axes(layout: str, nd: int, op: str, what: str = "layout") -> tuple:
@@ -92,9 +90,7 @@ def explicit_padding(padding, nd: int, op: str) -> tuple[tuple, tuple]:
     elif len(p) == nd:
         b = e = p
     else:
-        raise OpTypeError(
-            f"{op}: padding needs 1, {nd} or {2 * nd} values, got {len(p)}: {p}"
-        )
+        raise OpTypeError(f"{op}: padding needs 1, {nd} or {2 * nd} values, got {len(p)}: {p}")
     if any(v < 0 for v in p):
         raise OpTypeError(f"{op}: padding must not be negative, got {p}")
     return tuple(b), tuple(e)
@@ -102,7 +98,9 @@ def explicit_padding(padding, nd: int, op: str) -> tuple[tuple, tuple]:
 
 def check_choice(value: str, choices, name: str, op: str) -> None:
     if value not in choices:
-        raise OpTypeError(f"{op}: {name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise OpTypeError(
+            f"{op}: {name} must be one of {', '.join(map(repr, choices))}, got {value!r}"
+        )
 
 
 def check_positive(vals: tuple, name: str, op: str) -> None:

@@ -44,13 +44,16 @@ def _roi_inputs_rel(args, op, allow_split: bool):
         raise OpTypeError(f"{op}: rois dtype {rois.dtype} differs from the data's {x.dtype}")
     ncols = 4 if len(args) == 3 else 5
     if rois.ndim != 2 or R.dim_eq(rois.shape[1], ncols) is False:
-        raise OpTypeError(f"{op}: rois must have shape (num_rois, {ncols}), got {tuple(rois.shape)}")
+        raise OpTypeError(
+            f"{op}: rois must have shape (num_rois, {ncols}), got {tuple(rois.shape)}"
+        )
     k = rois.shape[0]
     if len(args) == 3:
         ind = R.tensor(args[2], "batch_indices")
         if not dt.is_int(ind.dtype) or ind.ndim != 1 or R.dim_eq(ind.shape[0], k) is False:
             raise OpTypeError(
-                f"{op}: batch_indices must be integers of shape ({k},), got {ind.dtype}{list(ind.shape)}"
+                f"{op}: batch_indices must be integers of shape ({k},), got "
+                f"{ind.dtype}{list(ind.shape)}"
             )
         if not R.is_int(k):
             k = ind.shape[0]
@@ -68,8 +71,12 @@ def _roi_rel(op, allow_split):
             raise OpTypeError(f"{op}: pooled_size must be positive, got {attrs.pooled_size}")
         if hasattr(attrs, "mode"):
             U.check_choice(attrs.mode, ("avg", "max"), "mode", op)
-            U.check_choice(attrs.coordinate_transformation_mode, ("half_pixel", "output_half_pixel"),
-                           "coordinate_transformation_mode", op)
+            U.check_choice(
+                attrs.coordinate_transformation_mode,
+                ("half_pixel", "output_half_pixel"),
+                "coordinate_transformation_mode",
+                op,
+            )
         return TensorType(U.place((k, x.shape[ax[1]], ph, pw), ax), x.dtype)
 
     return rel
@@ -157,8 +164,11 @@ def _roi_samples(max_mode: bool, split: bool):
                     rois5 = np.concatenate([batch[:, None].astype(dtype), boxes], 1)
                     yield Sample([x, rois5], base)
                     continue
-                for extra in ({}, {"sample_ratio": 2, "mode": "max"},
-                              {"coordinate_transformation_mode": "output_half_pixel"}):
+                for extra in (
+                    {},
+                    {"sample_ratio": 2, "mode": "max"},
+                    {"coordinate_transformation_mode": "output_half_pixel"},
+                ):
                     yield Sample([x, boxes, batch.astype(np.int64)], {**base, **extra})
                 rois5 = np.concatenate([batch[:, None].astype(dtype), boxes], 1)
                 yield Sample([x, rois5], {**base, "pooled_size": (1, 1)})
@@ -168,11 +178,19 @@ def _roi_samples(max_mode: bool, split: bool):
     return gen
 
 
-register(OpDef("vision.roi_align", _roi_rel("vision.roi_align", True), _roi_align_ref,
-               OpPattern.OUT_EWISE_FUSABLE, RoiAlignAttrs, (2, 3),
-               "RoIAlign: bilinear samples averaged (or maxed) per output bin; rois (K, 4) with "
-               "batch_indices (K,), or (K, 5) with the batch index first",
-               samples=_roi_samples(True, True)))
+register(
+    OpDef(
+        "vision.roi_align",
+        _roi_rel("vision.roi_align", True),
+        _roi_align_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        RoiAlignAttrs,
+        (2, 3),
+        "RoIAlign: bilinear samples averaged (or maxed) per output bin; rois (K, 4) with "
+        "batch_indices (K,), or (K, 5) with the batch index first",
+        samples=_roi_samples(True, True),
+    )
+)
 
 
 def _roi_pool_ref(xs, attrs):
@@ -208,10 +226,18 @@ def _roi_pool_ref(xs, attrs):
     return U.from_canonical(out, ax)
 
 
-register(OpDef("vision.roi_pool", _roi_rel("vision.roi_pool", False), _roi_pool_ref,
-               OpPattern.OUT_EWISE_FUSABLE, RoiPoolAttrs, (2, 2),
-               "max RoI pooling (ONNX MaxRoiPool / Caffe): rois (K, 5) [batch, x1, y1, x2, y2]",
-               samples=_roi_samples(False, False)))
+register(
+    OpDef(
+        "vision.roi_pool",
+        _roi_rel("vision.roi_pool", False),
+        _roi_pool_ref,
+        OpPattern.OUT_EWISE_FUSABLE,
+        RoiPoolAttrs,
+        (2, 2),
+        "max RoI pooling (ONNX MaxRoiPool / Caffe): rois (K, 5) [batch, x1, y1, x2, y2]",
+        samples=_roi_samples(False, False),
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,22 +257,36 @@ def _nms_rel(args, attrs):
     boxes, scores = R.tensor(args[0], "boxes"), R.tensor(args[1], "scores")
     check_kind(boxes, "float", op)
     if boxes.ndim != 3 or R.dim_eq(boxes.shape[2], 4) is False:
-        raise OpTypeError(f"{op}: boxes must have shape (batch, boxes, 4), got {tuple(boxes.shape)}")
+        raise OpTypeError(
+            f"{op}: boxes must have shape (batch, boxes, 4), got {tuple(boxes.shape)}"
+        )
     if scores.ndim != 3 or scores.dtype != boxes.dtype:
         raise OpTypeError(
             f"{op}: scores must have shape (batch, classes, boxes) and the boxes' dtype, got "
             f"{scores.dtype}{list(scores.shape)}"
         )
-    for a, b, what in ((boxes.shape[0], scores.shape[0], "batch"), (boxes.shape[1], scores.shape[2], "box")):
+    for a, b, what in (
+        (boxes.shape[0], scores.shape[0], "batch"),
+        (boxes.shape[1], scores.shape[2], "box"),
+    ):
         if R.dim_eq(a, b) is False:
-            raise OpTypeError(f"{op}: {what} counts differ: boxes {tuple(boxes.shape)}, scores {tuple(scores.shape)}")
+            raise OpTypeError(
+                f"{op}: {what} counts differ: boxes {tuple(boxes.shape)}, "
+                f"scores {tuple(scores.shape)}"
+            )
     if attrs.center_point_box not in (0, 1):
         raise OpTypeError(f"{op}: center_point_box must be 0 or 1, got {attrs.center_point_box}")
-    for i, what in ((2, "max_output_boxes_per_class"), (3, "iou_threshold"), (4, "score_threshold")):
+    for i, what in (
+        (2, "max_output_boxes_per_class"),
+        (3, "iou_threshold"),
+        (4, "score_threshold"),
+    ):
         if len(args) > i:
             t = R.tensor(args[i], what)
             if t.ndim > 1 or (t.ndim == 1 and R.dim_eq(t.shape[0], 1) is False):
-                raise OpTypeError(f"{op}: {what} must be a scalar or have shape (1,), got {list(t.shape)}")
+                raise OpTypeError(
+                    f"{op}: {what} must be a scalar or have shape (1,), got {list(t.shape)}"
+                )
     return TensorType((Any, 3), "int64")
 
 
@@ -255,12 +295,16 @@ def _corners(b, center: bool):
     if center:
         hw, hh = b[..., 2] / 2, b[..., 3] / 2
         return b[..., 0] - hw, b[..., 0] + hw, b[..., 1] - hh, b[..., 1] + hh
-    return (np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3]),
-            np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2]))
+    return (
+        np.minimum(b[..., 1], b[..., 3]),
+        np.maximum(b[..., 1], b[..., 3]),
+        np.minimum(b[..., 0], b[..., 2]),
+        np.maximum(b[..., 0], b[..., 2]),
+    )
 
 
 def _suppressed(cand, sel, iou_threshold):
-    """Which candidates (rows of `cand` corners) overlap the selected box more than the threshold."""
+    """Which candidates (`cand` corners) overlap the selected box by more than the threshold."""
     cx0, cx1, cy0, cy1 = cand
     sx0, sx1, sy0, sy1 = sel
     ix0, ix1 = np.maximum(cx0, sx0), np.minimum(cx1, sx1)
@@ -317,16 +361,41 @@ def _nms_samples(rng):
             boxes = boxes.astype(dtype)
             scores = rng.random((2, 3, 12)).astype(dtype)
             scores[0, 0, :4] = 0.5  # ties
-            yield Sample([boxes, scores], {"max_output_boxes_per_class": 5, "iou_threshold": 0.3,
-                                           "center_point_box": center})
-            yield Sample([boxes, scores, np.array([3], np.int64), np.array([0.5], dtype),
-                          np.array([0.4], dtype)], {"center_point_box": center})
-    yield Sample([np.zeros((1, 0, 4), np.float32), np.zeros((1, 2, 0), np.float32)],
-                 {"max_output_boxes_per_class": 3})
-    yield Sample([rng.random((1, 3, 4)).astype(np.float32), rng.random((1, 1, 3)).astype(np.float32)], {})
+            yield Sample(
+                [boxes, scores],
+                {"max_output_boxes_per_class": 5, "iou_threshold": 0.3, "center_point_box": center},
+            )
+            yield Sample(
+                [
+                    boxes,
+                    scores,
+                    np.array([3], np.int64),
+                    np.array([0.5], dtype),
+                    np.array([0.4], dtype),
+                ],
+                {"center_point_box": center},
+            )
+    yield Sample(
+        [np.zeros((1, 0, 4), np.float32), np.zeros((1, 2, 0), np.float32)],
+        {"max_output_boxes_per_class": 3},
+    )
+    yield Sample(
+        [rng.random((1, 3, 4)).astype(np.float32), rng.random((1, 1, 3)).astype(np.float32)], {}
+    )
 
 
-register(OpDef("vision.non_max_suppression", _nms_rel, _nms_ref, OpPattern.OPAQUE, NmsAttrs, (2, 5),
-               "greedy per-class NMS; (selected, 3) int64 rows [batch, class, box] (ONNX); optional "
-               "scalar inputs max_output_boxes_per_class, iou_threshold, score_threshold override "
-               "the attributes", data_dependent_shape=True, samples=_nms_samples))
+register(
+    OpDef(
+        "vision.non_max_suppression",
+        _nms_rel,
+        _nms_ref,
+        OpPattern.OPAQUE,
+        NmsAttrs,
+        (2, 5),
+        "greedy per-class NMS; (selected, 3) int64 rows [batch, class, box] (ONNX); optional "
+        "scalar inputs max_output_boxes_per_class, iou_threshold, score_threshold override "
+        "the attributes",
+        data_dependent_shape=True,
+        samples=_nms_samples,
+    )
+)

@@ -51,8 +51,15 @@ def test_conv_matches_torch(case):
     perm_x = [0, *range(2, nd + 2), 1]
     perm_w = [*range(2, nd + 2), 1, 0]
     y2 = run(
-        f"nn.conv{nd}d", x.transpose(perm_x), w.transpose(perm_w), strides=s, padding=p,
-        dilation=d, groups=g, data_layout=dl, kernel_layout=kl,
+        f"nn.conv{nd}d",
+        x.transpose(perm_x),
+        w.transpose(perm_w),
+        strides=s,
+        padding=p,
+        dilation=d,
+        groups=g,
+        data_layout=dl,
+        kernel_layout=kl,
     )
     np.testing.assert_allclose(y2, y.transpose(perm_x), rtol=1e-5, atol=1e-5)
 
@@ -67,8 +74,14 @@ def test_conv_auto_pad_matches_onnx(auto_pad, stride, dilation, k):
         "Conv", [x, w], auto_pad=auto_pad, strides=[stride] * 2, dilations=[dilation] * 2
     )
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
-    t = rel("nn.conv2d", TensorType((1, 2, 7, 8)), TensorType((3, 2, k, k)), auto_pad=auto_pad,
-            strides=(stride,), dilation=(dilation,))
+    t = rel(
+        "nn.conv2d",
+        TensorType((1, 2, 7, 8)),
+        TensorType((3, 2, k, k)),
+        auto_pad=auto_pad,
+        strides=(stride,),
+        dilation=(dilation,),
+    )
     assert t.shape == y.shape
 
 
@@ -96,8 +109,16 @@ def test_conv_transpose_matches_torch(case):
     nd, n, c, og, sp, k, s, p, op, d, g = case
     x = randn(n, c, *sp)
     w = randn(c, og, *k)
-    y = run(f"nn.conv{nd}d_transpose", x, w, strides=s, padding=p, output_padding=op,
-            dilation=d, groups=g)
+    y = run(
+        f"nn.conv{nd}d_transpose",
+        x,
+        w,
+        strides=s,
+        padding=p,
+        output_padding=op,
+        dilation=d,
+        groups=g,
+    )
     fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
     want = fn(T(x), T(w), stride=s, padding=p, output_padding=op, groups=g, dilation=d).numpy()
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
@@ -120,11 +141,21 @@ def test_conv_type_errors_and_unknown_dims():
         rel("nn.conv2d", TensorType((1, 4, 2, 8)), TensorType((5, 4, 3, 3)))
     with pytest.raises(OpTypeError, match="float"):
         rel("nn.conv2d", TensorType((1, 4, 8, 8)), TensorType((5, 4, 3, 3), "float16"))
-    t = rel("nn.conv2d", TensorType(("n", 4, Any, 9)), TensorType((5, 4, 3, 3)),
-            strides=(2, 2), padding=(1,))
+    t = rel(
+        "nn.conv2d",
+        TensorType(("n", 4, Any, 9)),
+        TensorType((5, 4, 3, 3)),
+        strides=(2, 2),
+        padding=(1,),
+    )
     assert t.shape == (TensorType(("n",)).shape[0], 5, Any, 5)
-    t = rel("nn.conv2d", TensorType((1, Any, Any, Any)), TensorType((Any,) * 4), channels=7,
-            auto_pad="SAME_UPPER")
+    t = rel(
+        "nn.conv2d",
+        TensorType((1, Any, Any, Any)),
+        TensorType((Any,) * 4),
+        channels=7,
+        auto_pad="SAME_UPPER",
+    )
     assert t.shape == (1, 7, Any, Any)
 
 
@@ -147,8 +178,15 @@ def test_dense_and_bias_add_match_torch():
         rel("nn.bias_add", TensorType((2, 5, 3)), TensorType((3,)))
 
 
-MATMUL_SHAPES = [((3, 4), (4, 5)), ((4,), (4,)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
-                 ((2, 1, 3, 4), (5, 4, 2)), ((1, 3, 4), (6, 4, 2)), ((0, 3, 4), (4, 2))]
+MATMUL_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((4,), (4,)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4,)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((1, 3, 4), (6, 4, 2)),
+    ((0, 3, 4), (4, 2)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
@@ -212,8 +250,15 @@ def test_max_pool_matches_torch(case):
     want, wind = fn(T(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
     y = run(f"nn.max_pool{nd}d", x, pool_size=k, strides=s, padding=p, dilation=d, ceil_mode=ceil)
     np.testing.assert_array_equal(y, want.numpy())
-    vals, ind = run(f"nn.max_pool{nd}d_with_argmax", x, pool_size=k, strides=s, padding=p,
-                    dilation=d, ceil_mode=ceil)
+    vals, ind = run(
+        f"nn.max_pool{nd}d_with_argmax",
+        x,
+        pool_size=k,
+        strides=s,
+        padding=p,
+        dilation=d,
+        ceil_mode=ceil,
+    )
     np.testing.assert_array_equal(vals, want.numpy())
     plane = int(np.prod(sp))
     np.testing.assert_array_equal(ind % plane, wind.numpy())  # torch: index within the plane
@@ -227,8 +272,15 @@ def test_avg_pool_matches_torch(case, count_include_pad):
     x = randn(2, 3, *sp)
     fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[nd]
     want = fn(T(x), k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad).numpy()
-    y = run(f"nn.avg_pool{nd}d", x, pool_size=k, strides=s, padding=p, ceil_mode=ceil,
-            count_include_pad=count_include_pad)
+    y = run(
+        f"nn.avg_pool{nd}d",
+        x,
+        pool_size=k,
+        strides=s,
+        padding=p,
+        ceil_mode=ceil,
+        count_include_pad=count_include_pad,
+    )
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
@@ -236,10 +288,22 @@ def test_avg_pool_matches_torch(case, count_include_pad):
 @pytest.mark.parametrize("count_include_pad", [0, 1])
 def test_avg_pool_asymmetric_pads_match_onnx(pads, count_include_pad):
     x = randn(1, 2, 7, 6)
-    (want,) = onnx_run("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 1], pads=list(pads),
-                       count_include_pad=count_include_pad)
-    y = run("nn.avg_pool2d", x, pool_size=(3, 3), strides=(2, 1), padding=pads,
-            count_include_pad=bool(count_include_pad))
+    (want,) = onnx_run(
+        "AveragePool",
+        [x],
+        kernel_shape=[3, 3],
+        strides=[2, 1],
+        pads=list(pads),
+        count_include_pad=count_include_pad,
+    )
+    y = run(
+        "nn.avg_pool2d",
+        x,
+        pool_size=(3, 3),
+        strides=(2, 1),
+        padding=pads,
+        count_include_pad=bool(count_include_pad),
+    )
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
@@ -247,10 +311,23 @@ def test_avg_pool_asymmetric_pads_match_onnx(pads, count_include_pad):
 def test_max_pool_indices_match_onnx(nd, storage_order):
     x = randn(2, 3, *(7, 6, 5)[:nd])
     pads = [1, 0, 1][:nd] + [1, 1, 0][:nd]
-    outs = onnx_run("MaxPool", [x], n_out=2, kernel_shape=[3] * nd, strides=[2] * nd, pads=pads,
-                    storage_order=storage_order)
-    vals, ind = run(f"nn.max_pool{nd}d_with_argmax", x, pool_size=(3,), strides=(2,),
-                    padding=pads, storage_order=storage_order)
+    outs = onnx_run(
+        "MaxPool",
+        [x],
+        n_out=2,
+        kernel_shape=[3] * nd,
+        strides=[2] * nd,
+        pads=pads,
+        storage_order=storage_order,
+    )
+    vals, ind = run(
+        f"nn.max_pool{nd}d_with_argmax",
+        x,
+        pool_size=(3,),
+        strides=(2,),
+        padding=pads,
+        storage_order=storage_order,
+    )
     np.testing.assert_array_equal(vals, outs[0])
     np.testing.assert_array_equal(ind, outs[1])
 
@@ -285,8 +362,9 @@ def test_lp_pool(p):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     ax = np.abs(x)  # torch's lp_pool uses x**p without abs
     want = F.lp_pool2d(T(ax), p, (3, 2), (2, 2)).numpy()
-    np.testing.assert_allclose(run("nn.lp_pool2d", ax, pool_size=(3, 2), strides=(2, 2), p=p),
-                               want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        run("nn.lp_pool2d", ax, pool_size=(3, 2), strides=(2, 2), p=p), want, rtol=1e-5, atol=1e-6
+    )
     want = torch.linalg.vector_norm(T(x), ord=p, dim=(2, 3), keepdim=True).numpy()
     np.testing.assert_allclose(run("nn.global_lp_pool2d", x, p=p), want, rtol=1e-5)
 
@@ -322,14 +400,24 @@ def test_max_unpool_matches_torch_and_onnxruntime():
     tv, ti = F.max_pool2d(T(x), 2, 2, return_indices=True)
     want = F.max_unpool2d(tv, ti, 2, 2, output_size=(7, 6)).numpy()
     np.testing.assert_array_equal(y, want)
-    (want,) = ort_run("MaxUnpool", [vals, ind, np.array([2, 3, 7, 6], np.int64)],
-                      kernel_shape=[2, 2], strides=[2, 2])
+    (want,) = ort_run(
+        "MaxUnpool",
+        [vals, ind, np.array([2, 3, 7, 6], np.int64)],
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+    )
     np.testing.assert_array_equal(y, want)
 
 
 def test_pool_type_relations():
-    t = rel("nn.max_pool2d", TensorType((1, 3, Any, 9)), pool_size=(3, 3), strides=(2, 2),
-            padding=(1,), ceil_mode=True)
+    t = rel(
+        "nn.max_pool2d",
+        TensorType((1, 3, Any, 9)),
+        pool_size=(3, 3),
+        strides=(2, 2),
+        padding=(1,),
+        ceil_mode=True,
+    )
     assert t.shape == (1, 3, Any, 5)
     t = rel("nn.max_pool2d_with_argmax", TensorType((1, 3, 8, 9)), pool_size=(2, 2), strides=(2, 2))
     assert t.fields[1] == TensorType((1, 3, 4, 4), "int64")
@@ -400,7 +488,9 @@ def test_gelu_and_softplus_match_onnx():
     x = randn(3, 40) * 4
     for approx in ("none", "tanh"):
         (want,) = onnx_run("Gelu", [x], approximate=approx)
-        np.testing.assert_allclose(run("nn.gelu", x, approximate=approx), want, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            run("nn.gelu", x, approximate=approx), want, rtol=1e-6, atol=1e-7
+        )
     x = x * 10  # values beyond the default PyTorch threshold
     (want,) = onnx_run("Softplus", [x])
     np.testing.assert_allclose(run("nn.softplus", x, threshold=np.inf), want, rtol=1e-6)
@@ -435,10 +525,12 @@ def test_prelu():
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_softmax_family(axis):
     x = randn(3, 4, 5) * 5
-    np.testing.assert_allclose(run("nn.softmax", x, axis=axis), F.softmax(T(x), axis).numpy(),
-                               rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(run("nn.log_softmax", x, axis=axis),
-                               F.log_softmax(T(x), axis).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        run("nn.softmax", x, axis=axis), F.softmax(T(x), axis).numpy(), rtol=1e-6, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        run("nn.log_softmax", x, axis=axis), F.log_softmax(T(x), axis).numpy(), rtol=1e-6, atol=1e-6
+    )
     x[0, 0, :2] = 7.0  # a tie: the first maximum wins
     (want,) = onnx_run("Hardmax", [x], axis=axis)
     np.testing.assert_array_equal(run("nn.hardmax", x, axis=axis), want)
@@ -455,14 +547,16 @@ def test_batch_norm_matches_torch():
     g, b, m = randn(5), randn(5), randn(5)
     v = RNG.random(5).astype(np.float32) + 0.1
     want = F.batch_norm(T(x), T(m), T(v), T(g), T(b), training=False, eps=1e-3).numpy()
-    np.testing.assert_allclose(run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5, atol=1e-6
+    )
     xl = x.transpose(0, 2, 3, 1)
     y = run("nn.batch_norm", xl, g, b, m, v, axis=-1, epsilon=1e-3)
     np.testing.assert_allclose(y, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
     (want,) = onnx_run("BatchNormalization", [x, g, b, m, v], epsilon=1e-3)
-    np.testing.assert_allclose(run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5, atol=1e-6
+    )
     with pytest.raises(OpTypeError, match="moving_var"):
         rel("nn.batch_norm", *(TensorType(s) for s in [(2, 5, 3), (5,), (5,), (5,), (4,)]))
 
@@ -494,12 +588,16 @@ def test_instance_and_group_norm():
         y = run("nn.group_norm", x, g, b, num_groups=groups)
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
     (want,) = onnx_run("GroupNormalization", [x, g, b], num_groups=3, epsilon=1e-5)
-    np.testing.assert_allclose(run("nn.group_norm", x, g, b, num_groups=3), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        run("nn.group_norm", x, g, b, num_groups=3), want, rtol=1e-5, atol=1e-5
+    )
     y = run("nn.group_norm", x.transpose(0, 2, 3, 1), g, b, num_groups=2, axis=-1)
     want = F.group_norm(T(x), 2, T(g), T(b)).numpy().transpose(0, 2, 3, 1)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(OpTypeError, match="num_groups=4"):
-        rel("nn.group_norm", TensorType((2, 6, 3)), TensorType((6,)), TensorType((6,)), num_groups=4)
+        rel(
+            "nn.group_norm", TensorType((2, 6, 3)), TensorType((6,)), TensorType((6,)), num_groups=4
+        )
 
 
 def test_l2_normalize_lrn_mvn():
@@ -521,8 +619,9 @@ def test_l2_normalize_lrn_mvn():
     (want,) = onnx_run("MeanVarianceNormalization", [x])
     np.testing.assert_allclose(run("nn.mean_variance_normalization", x), want, rtol=1e-5, atol=1e-6)
     (want,) = onnx_run("MeanVarianceNormalization", [x], axes=[1, 3])
-    np.testing.assert_allclose(run("nn.mean_variance_normalization", x, axes=(1, 3)), want,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        run("nn.mean_variance_normalization", x, axes=(1, 3)), want, rtol=1e-5, atol=1e-6
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,8 +635,9 @@ def test_pad_matches_onnx(mode):
     value = np.array(1.5, np.float32) if mode == "constant" else None
     (want,) = onnx_run("Pad", [x, np.array(pads, np.int64), value], mode=mode)
     width = tuple(zip(pads[:3], pads[3:]))
-    np.testing.assert_array_equal(run("nn.pad", x, pad_width=width, pad_mode=mode, pad_value=1.5),
-                                  want)
+    np.testing.assert_array_equal(
+        run("nn.pad", x, pad_width=width, pad_mode=mode, pad_value=1.5), want
+    )
     if value is not None:
         np.testing.assert_array_equal(run("nn.pad", x, value, pad_width=width), want)
 
@@ -571,8 +671,10 @@ def test_depth_space_match_onnx_and_torch(mode):
     if mode == "DCR":
         np.testing.assert_array_equal(run("nn.space_to_depth", z, block_size=2), want)
     else:
-        np.testing.assert_array_equal(run("nn.space_to_depth", z, block_size=2, mode="CRD"),
-                                      F.pixel_unshuffle(T(z), 2).numpy())
+        np.testing.assert_array_equal(
+            run("nn.space_to_depth", z, block_size=2, mode="CRD"),
+            F.pixel_unshuffle(T(z), 2).numpy(),
+        )
     # Round trip and channel-last layout.
     back = run("nn.space_to_depth", y, block_size=2, mode=mode)
     np.testing.assert_array_equal(back, x)
