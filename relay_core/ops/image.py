@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ..errors import OpTypeError
+from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import nn_util as U
@@ -589,6 +589,11 @@ def _crop_ref(xs, attrs):
         rounding_method="round_prefer_ceil",
         extrapolation_value=attrs.extrapolation_value,
     )
+    if ind.size and (ind.min() < 0 or ind.max() >= xc.shape[0]):
+        raise EvalError(
+            f"image.crop_and_resize: box index {ind.max()} out of range for batch size "
+            f"{xc.shape[0]}"
+        )
     out = np.zeros((len(boxes), xc.shape[1], ch, cw))
     for k, (y1, x1, y2, x2) in enumerate(boxes):
         img = xc[ind[k]]  # (C, H, W)

@@ -38,8 +38,10 @@ def _pool_attrs(name: str, nd: int, extra: list) -> type:
     ]
     cls = dataclasses.make_dataclass(name, base + extra, frozen=True)
     cls.__module__ = __name__
-    globals()[name] = cls
     return cls
+
+
+POOL_ATTRS: dict[tuple[str, int], type] = {}  # (kind, nd) -> attrs class
 
 
 _EXTRA = {
@@ -249,6 +251,7 @@ for _nd in (1, 2, 3):
     ):
         _name = _fmt.format(_nd)
         _cls = _pool_attrs(f"{_kind.capitalize()}Pool{_nd}DAttrs", _nd, _EXTRA[_kind])
+        POOL_ATTRS[_kind, _nd] = _cls
         register(
             OpDef(
                 _name,
@@ -267,40 +270,26 @@ for _nd in (1, 2, 3):
 # Global and adaptive pooling.
 
 
-@dataclasses.dataclass(frozen=True)
-class GlobalPoolAttrs:
-    layout: str = "NCHW"
-    out_layout: str = ""
-    p: float = 2.0  # lp only
+def _spatial_attrs(name: str, nd: int, fields: list) -> type:
+    """A frozen attrs dataclass: `fields` plus layout (channel-first default) and out_layout."""
+    layout = [
+        ("layout", str, dataclasses.field(default=U.DATA_LAYOUTS[nd])),
+        ("out_layout", str, dataclasses.field(default="")),
+    ]
+    cls = dataclasses.make_dataclass(name, fields + layout, frozen=True)
+    cls.__module__ = __name__
+    return cls
 
 
-@dataclasses.dataclass(frozen=True)
-class GlobalPool1DAttrs(GlobalPoolAttrs):
-    layout: str = "NCW"
+def _global_attrs(nd: int, kind: str) -> type:
+    extra = [("p", float, dataclasses.field(default=2.0))] if kind == "lp" else []
+    return _spatial_attrs(f"Global{kind.capitalize()}Pool{nd}DAttrs", nd, extra)
 
 
-@dataclasses.dataclass(frozen=True)
-class GlobalPool3DAttrs(GlobalPoolAttrs):
-    layout: str = "NCDHW"
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptivePoolAttrs:
-    output_size: tuple[int | None, ...] = (1, 1)  # None keeps that axis' input size
-    layout: str = "NCHW"
-    out_layout: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptivePool1DAttrs(AdaptivePoolAttrs):
-    output_size: tuple[int | None, ...] = (1,)
-    layout: str = "NCW"
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptivePool3DAttrs(AdaptivePoolAttrs):
-    output_size: tuple[int | None, ...] = (1, 1, 1)
-    layout: str = "NCDHW"
+def _adaptive_attrs(nd: int) -> type:
+    # None keeps that axis' input size.
+    size = ("output_size", tuple[int | None, ...], dataclasses.field(default=(1,) * nd))
+    return _spatial_attrs(f"AdaptivePool{nd}DAttrs", nd, [size])
 
 
 def _spatial_rel(nd, op, kind, out_dims):
@@ -406,8 +395,7 @@ def _spatial_samples(nd, adaptive: bool, kind: str):
 
 
 for _nd in (1, 2, 3):
-    _gcls = {1: GlobalPool1DAttrs, 2: GlobalPoolAttrs, 3: GlobalPool3DAttrs}[_nd]
-    _acls = {1: AdaptivePool1DAttrs, 2: AdaptivePoolAttrs, 3: AdaptivePool3DAttrs}[_nd]
+    _acls = _adaptive_attrs(_nd)
     for _kind in ("max", "avg", "lp"):
         _name = f"nn.global_{_kind}_pool{_nd}d"
         register(
@@ -416,7 +404,7 @@ for _nd in (1, 2, 3):
                 _spatial_rel(_nd, _name, _kind, lambda sp, a, op: [1] * len(sp)),
                 _global_ref(_nd, _name, _kind),
                 OpPattern.OUT_EWISE_FUSABLE,
-                _gcls,
+                _global_attrs(_nd, _kind),
                 (1, 1),
                 f"global {_kind} pooling over the spatial axes (kept as size 1)",
                 samples=_spatial_samples(_nd, False, _kind),
@@ -440,6 +428,23 @@ for _nd in (1, 2, 3):
 
 # ---------------------------------------------------------------------------------------------
 # Max unpooling (ONNX MaxUnpool / torch max_unpool with global flat indices).
+
+
+def _unpool_attrs(nd: int) -> type:
+    cls = dataclasses.make_dataclass(
+        f"MaxUnpool{nd}DAttrs",
+        [
+            ("pool_size", tuple[int, ...], dataclasses.field(default=(1,) * nd)),
+            ("strides", tuple[int, ...], dataclasses.field(default=(1,) * nd)),
+            ("padding", tuple[int, ...], dataclasses.field(default=(0,) * nd)),
+            # Spatial output size; default (in - 1) * stride - pads + pool_size.
+            ("output_size", tuple[int, ...] | None, dataclasses.field(default=None)),
+            ("layout", str, dataclasses.field(default=U.DATA_LAYOUTS[nd])),
+        ],
+        frozen=True,
+    )
+    cls.__module__ = __name__
+    return cls
 
 
 def _unpool_out(nd, sp, attrs, op):
@@ -488,7 +493,7 @@ def _unpool_samples(nd):
         argmax = _pool_ref(nd, "sample", "argmax")
         for k, s, pad in [((2,) * nd, (2,) * nd, (0,)), ((3,) * nd, (2,) * nd, (1,))]:
             x = random_array(rng, (2, 3, *sp), "float32")
-            pa = _pool_attrs_cls[nd](pool_size=k, strides=s, padding=pad)
+            pa = POOL_ATTRS["argmax", nd](pool_size=k, strides=s, padding=pad)
             vals, ind = argmax([x], pa)
             yield Sample(
                 [vals, ind], {"pool_size": k, "strides": s, "padding": pad, "output_size": sp}
@@ -499,22 +504,9 @@ def _unpool_samples(nd):
     return gen
 
 
-_pool_attrs_cls = {nd: globals()[f"ArgmaxPool{nd}DAttrs"] for nd in (1, 2, 3)}
-
 for _nd in (1, 2, 3):
     _name = f"nn.max_unpool{_nd}d"
-    _ucls = dataclasses.make_dataclass(
-        f"MaxUnpool{_nd}DAttrs",
-        [
-            ("pool_size", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
-            ("strides", tuple[int, ...], dataclasses.field(default=(1,) * _nd)),
-            ("padding", tuple[int, ...], dataclasses.field(default=(0,) * _nd)),
-            ("output_size", tuple[int, ...] | None, dataclasses.field(default=None)),
-            ("layout", str, dataclasses.field(default=U.DATA_LAYOUTS[_nd])),
-        ],
-        frozen=True,
-    )
-    _ucls.__module__ = __name__
+    _ucls = _unpool_attrs(_nd)
     register(
         OpDef(
             _name,

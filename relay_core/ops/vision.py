@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..errors import OpTypeError
+from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import nn_util as U
@@ -36,7 +36,7 @@ class RoiPoolAttrs:
     layout: str = "NCHW"
 
 
-def _roi_inputs_rel(args, op, allow_split: bool):
+def _roi_inputs_rel(args, op):
     """(data, number of rois); rois are (K, 5) [batch, x1, y1, x2, y2] or (K, 4) + indices (K,)."""
     x, rois = R.tensor(args[0], "data"), R.tensor(args[1], "rois")
     check_kind(x, "float", op)
@@ -60,9 +60,9 @@ def _roi_inputs_rel(args, op, allow_split: bool):
     return x, k
 
 
-def _roi_rel(op, allow_split):
+def _roi_rel(op):
     def rel(args, attrs):
-        x, k = _roi_inputs_rel(args, op, allow_split)
+        x, k = _roi_inputs_rel(args, op)
         ax = U.data_axes(attrs.layout, 2, op)
         if x.ndim != 4:
             raise OpTypeError(f"{op}: data must have rank 4 ({attrs.layout}), got {tuple(x.shape)}")
@@ -82,11 +82,14 @@ def _roi_rel(op, allow_split):
     return rel
 
 
-def _split_rois(xs):
+def _split_rois(xs, batch_size: int, op: str):
+    """(boxes (K, 4), batch indices (K,)), checking the indices against the batch size."""
     rois = xs[1]
-    if len(xs) == 3:
-        return rois, xs[2].astype(np.int64)
-    return rois[:, 1:], rois[:, 0].astype(np.int64)
+    boxes, batch = (rois, xs[2]) if len(xs) == 3 else (rois[:, 1:], rois[:, 0])
+    batch = batch.astype(np.int64)
+    if batch.size and (batch.min() < 0 or batch.max() >= batch_size):
+        raise EvalError(f"{op}: batch index {batch.max()} out of range for batch size {batch_size}")
+    return boxes, batch
 
 
 def _bilinear_axis(start, bin_size, pooled, grid, size, ft):
@@ -111,7 +114,7 @@ def _roi_align_ref(xs, attrs):
     x = xs[0]
     ax = U.data_axes(attrs.layout, 2, "vision.roi_align")
     xc = U.to_canonical(x, ax).astype(np.float64)
-    boxes, batch = _split_rois(xs)
+    boxes, batch = _split_rois(xs, xc.shape[0], "vision.roi_align")
     ft = U.compute_float(dt.from_numpy(boxes.dtype)).type
     boxes = boxes.astype(ft)
     ph, pw = U.ntuple(attrs.pooled_size, 2, "pooled_size", "vision.roi_align")
@@ -149,7 +152,7 @@ def _roi_align_ref(xs, attrs):
     return U.from_canonical(out, ax).astype(x.dtype)
 
 
-def _roi_samples(max_mode: bool, split: bool):
+def _roi_samples(align: bool):
     def gen(rng):
         for layout in ("NCHW", "NHWC"):
             for dtype in ("float32", "float64"):
@@ -160,7 +163,7 @@ def _roi_samples(max_mode: bool, split: bool):
                 boxes = np.concatenate([xy.min(1), xy.max(1)], axis=1).astype(dtype)
                 batch = rng.integers(0, 2, size=5)
                 base = {"layout": layout, "pooled_size": (3, 2), "spatial_scale": 0.8}
-                if not max_mode:  # roi_pool
+                if not align:  # roi_pool
                     rois5 = np.concatenate([batch[:, None].astype(dtype), boxes], 1)
                     yield Sample([x, rois5], base)
                     continue
@@ -181,14 +184,14 @@ def _roi_samples(max_mode: bool, split: bool):
 register(
     OpDef(
         "vision.roi_align",
-        _roi_rel("vision.roi_align", True),
+        _roi_rel("vision.roi_align"),
         _roi_align_ref,
         OpPattern.OUT_EWISE_FUSABLE,
         RoiAlignAttrs,
         (2, 3),
         "RoIAlign: bilinear samples averaged (or maxed) per output bin; rois (K, 4) with "
         "batch_indices (K,), or (K, 5) with the batch index first",
-        samples=_roi_samples(True, True),
+        samples=_roi_samples(True),
     )
 )
 
@@ -197,7 +200,7 @@ def _roi_pool_ref(xs, attrs):
     x = xs[0]
     ax = U.data_axes(attrs.layout, 2, "vision.roi_pool")
     xc = U.to_canonical(x, ax)
-    boxes, batch = _split_rois(xs)
+    boxes, batch = _split_rois(xs, xc.shape[0], "vision.roi_pool")
     ph, pw = U.ntuple(attrs.pooled_size, 2, "pooled_size", "vision.roi_pool")
     _, c, h, w = xc.shape
     out = np.zeros((len(boxes), c, ph, pw), dtype=x.dtype)
@@ -229,13 +232,13 @@ def _roi_pool_ref(xs, attrs):
 register(
     OpDef(
         "vision.roi_pool",
-        _roi_rel("vision.roi_pool", False),
+        _roi_rel("vision.roi_pool"),
         _roi_pool_ref,
         OpPattern.OUT_EWISE_FUSABLE,
         RoiPoolAttrs,
         (2, 2),
         "max RoI pooling (ONNX MaxRoiPool / Caffe): rois (K, 5) [batch, x1, y1, x2, y2]",
-        samples=_roi_samples(False, False),
+        samples=_roi_samples(False),
     )
 )
 
