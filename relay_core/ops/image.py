@@ -289,9 +289,9 @@ def _resize_samples(nd: int):
         up = tuple(2 * d + 1 for d in sp)
         down = tuple(max(1, d // 2) for d in sp)
 
-        def mk(dtype="float32", layout=None, **kw):
+        def mk(dtype="float32", layout=None, n=2, **kw):
             layout = layout or U.DATA_LAYOUTS[nd]
-            x = random_array(rng, (2, 3, *sp), dtype)
+            x = random_array(rng, (n, 3, *sp), dtype)
             x = x.transpose(np.argsort(U.data_axes(layout, nd, "sample")))
             return Sample([x], dict(layout=layout, **kw))
 
@@ -307,6 +307,7 @@ def _resize_samples(nd: int):
         yield mk(size=up, method="linear", dtype="uint8")
         yield mk(size=up, method="cubic", dtype="float16")
         yield mk(size=up, method="nearest_neighbor", dtype="int32", rounding_method="ceil")
+        yield mk(size=up, method="cubic", n=0)  # empty batch
 
     return gen
 

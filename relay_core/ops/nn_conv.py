@@ -9,6 +9,10 @@ Conventions (TVM Relay attribute names, ONNX / PyTorch semantics):
 - Integer operands (ConvInteger: uint8 / int8, possibly mixed) accumulate exactly; `out_dtype`
   (e.g. "int32") sets the result dtype, "" means the data's dtype. Zero points are subtracted by
   the converter before the call.
+- Depthwise: groups = channels with weight (C * multiplier, 1, kh, kw); a TF depthwise filter
+  (kh, kw, C, multiplier) reshaped to (kh, kw, 1, C * multiplier) is that weight in "HWIO".
+- Transposed convolutions take explicit padding only: ONNX ConvTranspose's output_shape /
+  auto_pad are resolved into `padding` / `output_padding` by the converter.
 The numpy reference is im2col + one matrix product per group (depthwise: a sum over taps).
 """
 
@@ -386,6 +390,7 @@ def _conv_samples(nd: int):
         yield mk(3, 2, k3, dtype="float16", strides=(1, 2, 1)[:nd])
         yield mk(3, 5, k3, dtype="uint8", wdtype="int8", out_dtype="int32", padding=(1,) * nd)
         yield mk(2, 2, k3, dtype="int8", padding=(1,), out_dtype="int32", groups=2)
+        yield mk(2, 3, k3, n=0, padding=(1,))  # empty batch
 
     return gen
 
@@ -411,6 +416,7 @@ def _conv_t_samples(nd: int):
         yield mk(4, 1, (1,) * nd, groups=4)
         yield mk(2, 3, k3, data_layout=U.CHANNEL_LAST[nd], dtype="float64", channels=3)
         yield mk(2, 2, k3, dtype="int8", out_dtype="int32", strides=(2,) * nd)
+        yield mk(2, 3, k3, n=0)  # empty batch
 
     return gen
 

@@ -200,8 +200,8 @@ def _pool_samples(nd: int, kind: str):
     sp = {1: (9,), 2: (7, 6), 3: (5, 4, 5)}[nd]
 
     def gen(rng):
-        def mk(shape=sp, dtype="float32", layout=None, **kw):
-            x = random_array(rng, (2, 3, *shape), dtype)
+        def mk(shape=sp, dtype="float32", layout=None, n=2, **kw):
+            x = random_array(rng, (n, 3, *shape), dtype)
             layout = layout or U.DATA_LAYOUTS[nd]
             x = x.transpose(np.argsort(U.data_axes(layout, nd, "sample")))
             return Sample([x], dict(layout=layout, **kw))
@@ -217,6 +217,7 @@ def _pool_samples(nd: int, kind: str):
         yield mk(pool_size=two, strides=three, auto_pad="SAME_LOWER", dtype="float64")
         yield mk(pool_size=three, auto_pad="VALID", layout=U.CHANNEL_LAST[nd])
         yield mk(shape=(1,) * nd, pool_size=(1,) * nd)
+        yield mk(n=0, pool_size=(2,) * nd, padding=(1,))  # empty batch
         if kind == "avg":
             yield mk(
                 pool_size=three, strides=two, padding=(1,), count_include_pad=True, ceil_mode=True
