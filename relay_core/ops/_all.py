@@ -1,23 +1,30 @@
 """Imports every op family module so that each registers its OpDefs."""
 
-from . import elemwise  # noqa: F401
-from . import reduce  # noqa: F401
-from . import misc  # noqa: F401
-from . import transform  # noqa: F401
-from . import transform_slice  # noqa: F401
-from . import transform_index  # noqa: F401
-from . import creation  # noqa: F401
-from . import sort  # noqa: F401
-from . import quantize  # noqa: F401
-from . import random  # noqa: F401
-from . import dyn  # noqa: F401
-from . import grad_support  # noqa: F401
+from . import (  # noqa: F401
+    creation,
+    dyn,
+    elemwise,
+    grad_support,
+    image,
+    misc,
+    nn_activation,
+    nn_conv,
+    nn_linear,
+    nn_misc,
+    nn_norm,
+    nn_pool,
+    quantize,
+    random,
+    reduce,
+    sort,
+    transform,
+    transform_index,
+    transform_slice,
+    vision,
+)
 
-# Gradient rules last: they are installed on the OpDefs every family above registered.
-from . import grads  # noqa: F401, E402
-from . import grads_tensor  # noqa: F401, E402
-
-from . import decompose  # noqa: F401, E402
+# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
+from . import decompose, grads, grads_nn, grads_tensor  # noqa: E402, F401, I001
 
 grads.install()
 decompose.install()
