@@ -1,6 +1,7 @@
 """Decompositions: ops expressed with simpler ops (fills `OpDef.decompose`).
 
-`decompose(call, arg_types) -> Expr` returns an expression equal to the call, built from
+`decompose(call, arg_types) -> Expr | None` returns an expression equal to the call (None when
+it does not apply, e.g. a shape it needs is unknown), built from
 elementwise ops, reductions and reshapes, so that the backend needs nothing special for them.
 SimplifyInference applies these; the Gradient pass differentiates an op that has no gradient
 rule through its decomposition.
@@ -178,6 +179,29 @@ def _mvn(c, types):
     d = _c("subtract", x, mean)
     std = _c("sqrt", _c("mean", _c("multiply", d, d), axis=axes, keepdims=True))
     return _c("divide", d, _c("add", std, _eps(c.attrs.epsilon, tx.dtype)))
+
+
+@decomposition("nn.lrn")
+def _lrn(c, types):
+    # y = x / (bias + alpha / size * window_sum(x^2)) ^ beta, the window along the channel axis
+    # (floor((size-1)/2) before, ceil after, as ONNX): a padded sum of shifted slices.
+    x = c.args[0]
+    tx = _t(types, 0)
+    a = c.attrs
+    axis = a.axis % tx.ndim
+    ch = tx.shape[axis]
+    if not isinstance(ch, int):
+        return None
+    before, after = (a.size - 1) // 2, a.size // 2
+    pw = [(0, 0)] * tx.ndim
+    pw[axis] = (before, after)
+    p = _c("nn.pad", _c("multiply", x, x), pad_width=tuple(pw))
+    win = None
+    for k in range(a.size):
+        s = _c("strided_slice", p, begin=(k,), end=(k + ch,), axes=(axis,))
+        win = s if win is None else _c("add", win, s)
+    d = _c("add", _eps(a.bias, tx.dtype), _c("multiply", _eps(a.alpha / a.size, tx.dtype), win))
+    return _c("divide", x, _c("power", d, _eps(a.beta, tx.dtype)))
 
 
 __all__ = ["decomposition", "install"]

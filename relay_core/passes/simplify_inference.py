@@ -41,7 +41,9 @@ def expand_decompositions(func: Expr, only=None) -> Expr:
                 if d.decompose is not None and (only is None or only(d)):
                     types = [type_of(a) for a in orig.args]
                     if all(t is not None for t in types):
-                        return d.decompose(new, types)
+                        out = d.decompose(new, types)
+                        if out is not None:
+                            return out
             return new
 
     return _Expand().mutate(func)
