@@ -292,7 +292,7 @@ def test_nan_attr_and_tvm_spellings():
 
 
 def test_function_attrs_and_none():
-    text = "fn (%x: float32, Primitive=1, Compiler=\"c\", Extra=None, L=[1, 2]) { %x }"
+    text = 'fn (%x: float32, Primitive=1, Compiler="c", Extra=None, L=[1, 2]) { %x }'
     f = parse(text)["main"]
     assert f.attrs == {"Primitive": 1, "Compiler": "c", "Extra": None, "L": (1, 2)}
     assert 'fn (%x: float32, Primitive=1, Compiler="c", Extra=None, L=[1, 2])' in str(f)
@@ -309,7 +309,10 @@ def test_function_attrs_and_none():
         (TensorType((3,), "bool"), "Tensor[(3), bool]"),
         (TensorType((Any, 4), "int8"), "Tensor[(?, 4), int8]"),
         (TensorType((ShapeVar("n"), 4), F32), "Tensor[(n, 4), float32]"),
-        (TupleType((TensorType((), F32), TensorType((2,), F32))), "(float32, Tensor[(2), float32])"),
+        (
+            TupleType((TensorType((), F32), TensorType((2,), F32))),
+            "(float32, Tensor[(2), float32])",
+        ),
         (TupleType((TensorType((), F32),)), "(float32,)"),
         (TupleType(()), "()"),
         (FuncType((TensorType((), F32),), TensorType((), "bool")), "fn (float32) -> bool"),
@@ -502,8 +505,10 @@ def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
     np.testing.assert_array_equal(b, y * x * x)
     np.testing.assert_array_equal(c, x)
     out = mod.astext()
-    assert out.startswith(HEADER + "def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) "
-                          "-> (Tensor[(3), float32], Tensor[(3), float32], Tensor[(3), float32])")
+    assert out.startswith(
+        HEADER + "def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) "
+        "-> (Tensor[(3), float32], Tensor[(3), float32], Tensor[(3), float32])"
+    )
     assert parse(out).astext() == out
 
 
@@ -571,6 +576,8 @@ def test_long_nested_let_values_print_and_parse(default_recursion_limit):
 def test_prelude_module_is_printed_with_its_adts():
     mod = prelude_module()
     text = mod.astext()
-    assert text.startswith(HEADER + "type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}\n\n"
-                           "type Option[A] {\n  Some(A),\n  None,\n}\n\n")
+    assert text.startswith(
+        HEADER + "type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}\n\n"
+        "type Option[A] {\n  Some(A),\n  None,\n}\n\n"
+    )
     round_trip(mod, typecheck=True)
