@@ -141,6 +141,10 @@ class TypeSyntax:
         if table is None or not 0 <= idx < len(table):
             size = len(table) if table is not None else 0
             raise self.error(n, f"meta[{kind}][{idx}] is out of range: the section has {size}")
+        if table[idx] is None:
+            raise self.error(
+                t, f"meta[{kind}][{idx}] is not a constant; only constants are supported"
+            )
         c = self.meta_consts.get((key, idx))
         if c is None:
             c = self.meta_consts[(key, idx)] = Constant(table[idx], span=self.span(t))

@@ -223,8 +223,9 @@ def _decode_constant(entry: dict) -> np.ndarray:
     return np.frombuffer(raw, dtype=npd).reshape(shape).copy()
 
 
-def decode_metadata(text: str) -> dict[str, list[np.ndarray]]:
-    """Constants by kind from a `#[metadata]` section: ours, or TVM's node-graph JSON."""
+def decode_metadata(text: str) -> dict[str, list]:
+    """Constants by kind from a `#[metadata]` section: ours, or TVM's node-graph JSON (where
+    entries other than constants are None)."""
     obj = json.loads(text)
     if not isinstance(obj, dict):
         raise ValueError("the metadata section must be a JSON object")
@@ -279,7 +280,8 @@ def _decode_tvm_metadata(obj: dict) -> dict[str, list[np.ndarray]]:
         for idx in nodes[int(arr_idx)].get("data", []):
             node = nodes[int(idx)]
             if node.get("type_key") != "relay.Constant":
-                raise ValueError(f"metadata entry {node.get('type_key')} is not supported")
+                consts.append(None)  # not a constant: an error only if the program refers to it
+                continue
             consts.append(_decode_tvm_ndarray(arrays[int(node["attrs"]["data"])]))
         out[key] = consts
     return out

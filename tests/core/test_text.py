@@ -238,6 +238,51 @@ def test_non_finite_and_exotic_scalars_and_tensors_go_to_metadata():
     assert structural_equal(parse(tvm_text, typecheck=False), mod)
 
 
+# Printed by TVM 0.8 (its node-graph metadata and NDArray serialisation).
+TVM_METADATA_TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 2, 3), float32]) {
+  meta[relay.Constant][0]
+}
+
+#[metadata]
+{
+  "root": 1, 
+  "nodes": [
+    {
+      "type_key": ""
+    }, 
+    {
+      "type_key": "Map", 
+      "keys": [
+        "relay.Constant"
+      ], 
+      "data": [2]
+    }, 
+    {
+      "type_key": "Array", 
+      "data": [3]
+    }, 
+    {
+      "type_key": "relay.Constant", 
+      "attrs": {
+        "_checked_type_": "0", 
+        "data": "0", 
+        "span": "0"
+      }
+    }
+  ], 
+  "b64ndarrays": [
+    "P6G0lvBAXt0AAAAAAAAAAAEAAAAAAAAAAgAAAAIgAQACAAAAAAAAAAMAAAAAAAAAGAAAAAAAAAAAAIA/AAAAQAAAQEAAAIBAAACgQAAAwEA="
+  ], 
+  "attrs": {"tvm_version": "0.8.0"}
+}"""  # noqa: W291
+
+
+def test_reads_tvm_metadata_section():
+    c = parse(TVM_METADATA_TEXT)["main"].body
+    np.testing.assert_array_equal(c.data, np.arange(1, 7, dtype=F32).reshape(2, 3))
+
+
 def test_show_meta_data_false_prints_a_note():
     c = Constant(np.ones((2, 2), F32))
     mod = IRModule.from_expr(Function((), c))
