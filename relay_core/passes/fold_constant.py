@@ -144,5 +144,5 @@ def _to_expr(value, like: Expr) -> Expr:
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v, like) for v in value), span=like.span)
     if isinstance(value, np.ndarray):
-        return Constant(np.ascontiguousarray(value), span=like.span)
+        return Constant(np.array(value, copy=True, order="C"), span=like.span)
     return like

@@ -328,9 +328,9 @@ FOLD = [
     # dense(x, W) * s -> dense(x, W*s) (s constant, per unit)
     rule(op("multiply", DENSE, const("s"), commutative=True), _fold_scale_into_dense,
          "dense(x, W) * s -> dense(x, W*s)"),
-    # batch_norm(conv(x, W), constants).0 -> bias_add(conv(x, W'), b')
-    rule(tuple_get(op("nn.batch_norm", CONV, const("gamma"), const("beta"), const("mean"),
-                      const("var"), name="bn"), 0),
+    # batch_norm(conv(x, W), constants) -> bias_add(conv(x, W'), b')
+    rule(op("nn.batch_norm", CONV, const("gamma"), const("beta"), const("mean"), const("var"),
+            name="bn"),
          _conv_batch_norm, "batch_norm(conv(x, W)) -> bias_add(conv(x, W'), b')"),
     # conv(x, W) + b -> bias_add(conv(x, W), b) (b constant, per output channel)
     rule(op("add", op(_is_conv, any_args=True, name="conv"), const("b"), commutative=True),

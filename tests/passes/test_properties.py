@@ -49,7 +49,8 @@ def test_pass_preserves_results(p, mod):
     xs = inputs(0)
     want = _run(mod, xs)
     out = p(mod)
-    relay_core.infer_type(out)  # still well typed
+    relay_core.infer_type(out)  # still well typed, with the same signature
+    assert out["main"].checked_type == mod["main"].checked_type
     got = relay_core.evaluate(out, *xs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
