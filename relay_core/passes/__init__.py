@@ -23,7 +23,7 @@ from .manager import (
     register_pass,
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
-from .pipeline import default_pipeline, optimize
+from .defaults import default_pipeline, optimize
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 

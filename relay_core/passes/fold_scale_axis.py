@@ -87,7 +87,8 @@ def _fold(func: Expr) -> Expr:
         return rc.get(id(e), 0) == 1
 
     def backward(orig: Expr, new: Expr, vec: np.ndarray, axis: int) -> Expr | None:
-        """An expression equal to `new * vec` (vec along `axis`), folded into a layer."""
+        """An expression equal to `new * vec` (vec along `axis`), folded into a layer (found
+        by `_out_axis` within a few steps, so the recursion is shallow)."""
         name = op_name(orig)
         if name is None or op_name(new) != name or not single(orig):
             return None
@@ -126,10 +127,10 @@ def _fold(func: Expr) -> Expr:
             return None if inner is None else call(name, inner, **attrs_to_dict(new.attrs))
         return None
 
-    def forward(orig: Expr, new: Expr, axis: int):
-        """(x, vec) when `new` is `x * vec` (vec along `axis`), possibly under relus."""
+    def forward(orig: Expr, new: Expr, axis: int, depth: int = 0):
+        """(x, vec) when `new` is `x * vec` (vec along `axis`), possibly under a few relus."""
         name = op_name(orig)
-        if name is None or op_name(new) != name or not single(orig):
+        if name is None or op_name(new) != name or not single(orig) or depth > 8:
             return None
         if name == "multiply":
             for i in (0, 1):
@@ -140,7 +141,7 @@ def _fold(func: Expr) -> Expr:
                         return new.args[i], vec
             return None
         if name == "nn.relu":
-            inner = forward(orig.args[0], new.args[0], axis)
+            inner = forward(orig.args[0], new.args[0], axis, depth + 1)
             if inner is None or not np.all(inner[1] > 0):
                 return None
             return call(name, inner[0], **attrs_to_dict(new.attrs)), inner[1]

@@ -301,6 +301,15 @@ def _conv_batch_norm(root, conv, w, gamma, beta, mean, var, bn, **_):
     return call("nn.bias_add", new_conv, Constant(shift.astype(w.data.dtype)), axis=axes[0] - nd)
 
 
+def _matmul_to_dense(root, x, w, **_):
+    # x @ W with a constant 2-D W is dense(x, W^T): the form the backend fuses with a bias.
+    a = root.attrs
+    if a.transpose_a or w.data.ndim != 2 or _ndim(x) is None or _ndim(x) < 1:
+        return None
+    wt = w.data if a.transpose_b else np.ascontiguousarray(w.data.T)
+    return call("nn.dense", x, Constant(wt), out_dtype=a.out_dtype)
+
+
 def _attrs(c) -> dict:
     from ..ops.registry import attrs_to_dict
 
@@ -322,6 +331,8 @@ def _is_conv(d) -> bool:
 CONV = op(_is_conv, X, const("w"), name="conv")
 DENSE = op("nn.dense", X, const("w"), name="dense")
 FOLD = [
+    # matmul(x, W) -> dense(x, W^T) (W a constant matrix)
+    rule(op("nn.matmul", X, const("w")), _matmul_to_dense, "matmul(x, W) -> dense(x, W^T)"),
     # conv(x, W) * s -> conv(x, W*s) (s constant, per output channel)
     rule(op("multiply", CONV, const("s"), commutative=True), _fold_scale_into_conv,
          "conv(x, W) * s -> conv(x, W*s)"),

@@ -156,6 +156,27 @@ def test_dense_and_conv_plus_constant_become_bias_add():
     )
 
 
+def test_matmul_with_constant_weight_plus_bias_becomes_dense_bias_add():
+    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    b = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    check(
+        passes.SimplifyExpr(),
+        """
+        def @main(%x: Tensor[(2, 3), float32]) {
+          add(nn.matmul(%x, meta[Constant][0]), meta[Constant][1])
+        }
+        """,
+        """
+        def @main(%x: Tensor[(2, 3), float32]) {
+          nn.bias_add(nn.dense(%x, meta[Constant][0]), meta[Constant][1], axis=-1)
+        }
+        """,
+        consts=[w, b],
+        consts_after=[np.ascontiguousarray(w.T), b],
+        inputs=[X23],
+    )
+
+
 def test_rules_are_data_with_a_description():
     assert len(DEFAULT_RULES) >= 20
     assert all(r.doc and "->" in r.doc for r in DEFAULT_RULES)
