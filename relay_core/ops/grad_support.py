@@ -36,17 +36,26 @@ def _collapse_rel(args, attrs):
 
 
 def _collapse_samples(rng):
-    for shape, like in [((3, 4), (4,)), ((2, 3, 4), (3, 1)), ((5,), (5,)), ((2, 3), ()),
-                        ((2, 1, 3), (1, 1, 3)), ((0, 3), (3,))]:
+    for shape, like in [
+        ((3, 4), (4,)),
+        ((2, 3, 4), (3, 1)),
+        ((5,), (5,)),
+        ((2, 3), ()),
+        ((2, 1, 3), (1, 1, 3)),
+        ((0, 3), (3,)),
+    ]:
         for dtype in ("float32", "float64", "int32"):
             yield Sample([random_array(rng, shape, dtype), random_array(rng, like, "float32")])
 
 
 register(
     OpDef(
-        "collapse_sum_like", _collapse_rel,
+        "collapse_sum_like",
+        _collapse_rel,
         lambda xs, a: collapse_sum_array(xs[0], xs[1].shape),
-        OpPattern.COMM_REDUCE, None, (2, 2),
+        OpPattern.COMM_REDUCE,
+        None,
+        (2, 2),
         "sum data down to the shape of the second argument (the adjoint of broadcasting)",
         samples=_collapse_samples,
     )

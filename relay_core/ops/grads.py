@@ -210,8 +210,12 @@ binary(
     lambda a, b, z, g, k: mul(g, mul(b, _c("power", a, sub(b, k.scalar(1.0))))),
     lambda a, b, z, g, k: mul(g, mul(z, _c("log", a))),
 )
-for _n, _ge, _lt in [("maximum", "greater_equal", "less"), ("minimum", "less_equal", "greater"),
-                     ("fmax", "greater_equal", "less"), ("fmin", "less_equal", "greater")]:
+for _n, _ge, _lt in [
+    ("maximum", "greater_equal", "less"),
+    ("minimum", "less_equal", "greater"),
+    ("fmax", "greater_equal", "less"),
+    ("fmin", "less_equal", "greater"),
+]:
     binary(
         _n,
         (lambda ge: lambda a, b, z, g, k: _select(_c(ge, a, b), g))(_ge),

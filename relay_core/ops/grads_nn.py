@@ -71,30 +71,76 @@ def _sig(x):
 
 
 act("nn.relu", lambda x, y, g, k: _where(_c("greater", x, _zero(k)), g, _c("zeros_like", g)))
-act("nn.leaky_relu", lambda x, y, g, k: _where(
-    _c("greater_equal", x, _zero(k)), g, mul(g, k.scalar(k.attrs.alpha))))
-act("nn.elu", lambda x, y, g, k: _where(
-    _c("greater", x, _zero(k)), g, mul(g, add_(y, k.scalar(k.attrs.alpha)))))
-act("nn.selu", lambda x, y, g, k: _where(
-    _c("greater", x, _zero(k)), mul(g, k.scalar(k.attrs.gamma)),
-    mul(g, add_(y, k.scalar(k.attrs.alpha * k.attrs.gamma)))))
-act("nn.celu", lambda x, y, g, k: _where(
-    _c("greater", x, _zero(k)), g, mul(g, _c("exp", div(x, k.scalar(k.attrs.alpha))))))
-act("nn.silu", lambda x, y, g, k: mul(g, mul(_sig(x), add_(k.scalar(1.0), mul(x, sub(
-    k.scalar(1.0), _sig(x)))))))
+act(
+    "nn.leaky_relu",
+    lambda x, y, g, k: _where(_c("greater_equal", x, _zero(k)), g, mul(g, k.scalar(k.attrs.alpha))),
+)
+act(
+    "nn.elu",
+    lambda x, y, g, k: _where(
+        _c("greater", x, _zero(k)), g, mul(g, add_(y, k.scalar(k.attrs.alpha)))
+    ),
+)
+act(
+    "nn.selu",
+    lambda x, y, g, k: _where(
+        _c("greater", x, _zero(k)),
+        mul(g, k.scalar(k.attrs.gamma)),
+        mul(g, add_(y, k.scalar(k.attrs.alpha * k.attrs.gamma))),
+    ),
+)
+act(
+    "nn.celu",
+    lambda x, y, g, k: _where(
+        _c("greater", x, _zero(k)), g, mul(g, _c("exp", div(x, k.scalar(k.attrs.alpha))))
+    ),
+)
+act(
+    "nn.silu",
+    lambda x, y, g, k: mul(
+        g, mul(_sig(x), add_(k.scalar(1.0), mul(x, sub(k.scalar(1.0), _sig(x)))))
+    ),
+)
 act("nn.softsign", lambda x, y, g, k: div(g, _c("square", add_(k.scalar(1.0), _c("abs", x)))))
-act("nn.thresholded_relu", lambda x, y, g, k: _where(
-    _c("greater", x, k.scalar(k.attrs.alpha)), g, _c("zeros_like", g)))
-act("nn.hard_sigmoid", lambda x, y, g, k: _where(
-    _c("logical_and", _c("greater", y, _zero(k)), _c("less", y, k.scalar(1.0))),
-    mul(g, k.scalar(k.attrs.alpha)), _c("zeros_like", g)))
-act("nn.hard_swish", lambda x, y, g, k: mul(g, _where(
-    _c("less", x, k.scalar(-3.0)), _c("zeros_like", x),
-    _where(_c("greater", x, k.scalar(3.0)), _c("ones_like", x),
-           add_(div(x, k.scalar(3.0)), k.scalar(0.5))))))
-act("nn.shrink", lambda x, y, g, k: _where(
-    _c("logical_or", _c("less", x, k.scalar(-k.attrs.lambd)),
-       _c("greater", x, k.scalar(k.attrs.lambd))), g, _c("zeros_like", g)))
+act(
+    "nn.thresholded_relu",
+    lambda x, y, g, k: _where(_c("greater", x, k.scalar(k.attrs.alpha)), g, _c("zeros_like", g)),
+)
+act(
+    "nn.hard_sigmoid",
+    lambda x, y, g, k: _where(
+        _c("logical_and", _c("greater", y, _zero(k)), _c("less", y, k.scalar(1.0))),
+        mul(g, k.scalar(k.attrs.alpha)),
+        _c("zeros_like", g),
+    ),
+)
+act(
+    "nn.hard_swish",
+    lambda x, y, g, k: mul(
+        g,
+        _where(
+            _c("less", x, k.scalar(-3.0)),
+            _c("zeros_like", x),
+            _where(
+                _c("greater", x, k.scalar(3.0)),
+                _c("ones_like", x),
+                add_(div(x, k.scalar(3.0)), k.scalar(0.5)),
+            ),
+        ),
+    ),
+)
+act(
+    "nn.shrink",
+    lambda x, y, g, k: _where(
+        _c(
+            "logical_or",
+            _c("less", x, k.scalar(-k.attrs.lambd)),
+            _c("greater", x, k.scalar(k.attrs.lambd)),
+        ),
+        g,
+        _c("zeros_like", g),
+    ),
+)
 
 
 def add_(a, b):
@@ -107,8 +153,10 @@ def _gelu(x, y, g, k):
         inner = mul(k.scalar(c0), add_(x, mul(k.scalar(0.044715), mul(x, mul(x, x)))))
         t = _c("tanh", inner)
         dinner = mul(k.scalar(c0), add_(k.scalar(1.0), mul(k.scalar(3 * 0.044715), mul(x, x))))
-        d = add_(mul(k.scalar(0.5), add_(k.scalar(1.0), t)),
-                 mul(mul(k.scalar(0.5), x), mul(sub(k.scalar(1.0), mul(t, t)), dinner)))
+        d = add_(
+            mul(k.scalar(0.5), add_(k.scalar(1.0), t)),
+            mul(mul(k.scalar(0.5), x), mul(sub(k.scalar(1.0), mul(t, t)), dinner)),
+        )
         return mul(g, d)
     cdf = mul(k.scalar(0.5), add_(k.scalar(1.0), _c("erf", mul(x, k.scalar(1 / math.sqrt(2))))))
     pdf = mul(k.scalar(1 / math.sqrt(2 * math.pi)), _c("exp", mul(k.scalar(-0.5), mul(x, x))))
@@ -247,8 +295,10 @@ def conv_weight_grad(data, grad, dshape, gshape, kernel, strides, dilation, pads
     padding = tuple(p[0] for p in pads) + tuple(p[1] for p in pads)
     r = _c(_CONV[nd], xt, gt, strides=dilation, dilation=strides, padding=padding, groups=groups)
     r = _transpose(r, (1, 0, *range(2, 2 + nd)))  # (O, C/groups, *K')
-    full = [(s + pb + pe - st * (m - 1) - 1) // d + 1
-            for s, (pb, pe), st, m, d in zip(sp, pads, strides, osp, dilation)]
+    full = [
+        (s + pb + pe - st * (m - 1) - 1) // d + 1
+        for s, (pb, pe), st, m, d in zip(sp, pads, strides, osp, dilation)
+    ]
     if list(full) != list(kernel):
         r = _c("strided_slice", r, begin=(0,) * (nd + 2), end=(o, cg, *kernel))
     return r
@@ -291,8 +341,16 @@ def conv_rule(nd: int) -> None:
             for i in range(nd)
         )
         padding = tuple(p[0] for p in pads) + tuple(p[1] for p in pads)
-        dx = _c(_CONV_T[nd], gc, w, strides=s, padding=padding, output_padding=opad, dilation=d,
-                groups=ctx.attrs.groups)
+        dx = _c(
+            _CONV_T[nd],
+            gc,
+            w,
+            strides=s,
+            padding=padding,
+            output_padding=opad,
+            dilation=d,
+            groups=ctx.attrs.groups,
+        )
         dw = conv_weight_grad(x, gc, xs, ys, k, s, d, pads, ctx.attrs.groups, nd)
         return [_from_canonical(dx, dax), _from_canonical(dw, kax)]
 
@@ -320,8 +378,14 @@ for _nd in (1, 2, 3):
 def _scatter_flat(x: Expr, idx: Expr, g: Expr) -> Expr:
     """Sum `g` into a tensor shaped like `x` at flat positions `idx` (shaped like `g`)."""
     flat = _c("reshape", _c("zeros_like", x), newshape=(-1,))
-    acc = _c("scatter_elements", flat, _c("reshape", idx, newshape=(-1,)),
-             _c("reshape", g, newshape=(-1,)), axis=0, reduction="add")
+    acc = _c(
+        "scatter_elements",
+        flat,
+        _c("reshape", idx, newshape=(-1,)),
+        _c("reshape", g, newshape=(-1,)),
+        axis=0,
+        reduction="add",
+    )
     return _c("reshape_like", acc, x)
 
 
@@ -411,8 +475,11 @@ def global_rule(nd: int) -> None:
     @defgrad(f"nn.global_lp_pool{nd}d")
     def lp(c, g, ctx):
         x, y, p = c.args[0], ctx.out, ctx.attrs.p
-        gy = _where(_c("equal", y, _zero(ctx)), _c("zeros_like", g),
-                    mul(g, _c("power", y, ctx.scalar(1.0 - p))))
+        gy = _where(
+            _c("equal", y, _zero(ctx)),
+            _c("zeros_like", g),
+            mul(g, _c("power", y, ctx.scalar(1.0 - p))),
+        )
         return [mul(_c("broadcast_to_like", gy, x), _lp_inner(x, p, ctx))]
 
 
@@ -489,8 +556,11 @@ def lp_pool_rule(nd: int) -> None:
         x, y, p = c.args[0], ctx.out, ctx.attrs.p
         geom = _pool_geometry(ctx, name, nd)
         ax = geom[0]
-        gy = _where(_c("equal", y, _zero(ctx)), _c("zeros_like", g),
-                    mul(g, _c("power", y, ctx.scalar(1.0 - p))))
+        gy = _where(
+            _c("equal", y, _zero(ctx)),
+            _c("zeros_like", g),
+            mul(g, _c("power", y, ctx.scalar(1.0 - p))),
+        )
         ds = _from_canonical(_window_sum_adjoint(_to_canonical(gy, ax), geom, nd), ax)
         return [mul(ds, _lp_inner(x, p, ctx))]
 
@@ -520,16 +590,30 @@ def adaptive_max_rule(nd: int) -> None:
         letters, outs = "hwd"[:nd], "ijk"[:nd]
         masks = [Constant((m != 0).astype(dt.to_numpy(ctx.dtype(0)))) for m in mats]
         # hit[n, c, out..., in...] = (x == y_window) within the window
-        yb = _c("einsum", y, *masks,
-                equation="nc" + outs + "," + ",".join(o + i for o, i in zip(outs, letters))
-                + "->nc" + outs + letters)
-        inside = _c("einsum", *masks, equation=",".join(o + i for o, i in zip(outs, letters))
-                    + "->" + outs + letters)
+        yb = _c(
+            "einsum",
+            y,
+            *masks,
+            equation="nc"
+            + outs
+            + ","
+            + ",".join(o + i for o, i in zip(outs, letters))
+            + "->nc"
+            + outs
+            + letters,
+        )
+        inside = _c(
+            "einsum",
+            *masks,
+            equation=",".join(o + i for o, i in zip(outs, letters)) + "->" + outs + letters,
+        )
         xb = _c("broadcast_to_like", _c("expand_dims", x, axis=2, num_newaxis=nd), yb)
         hit = mul(_c("cast", _c("equal", xb, yb), dtype=ctx.dtype(0)), inside)
         cnt = _c("sum", hit, axis=tuple(range(2 + nd, 2 + 2 * nd)), keepdims=True)
         share = div(hit, _c("maximum", cnt, ctx.scalar(1.0)))
-        dx = _c("einsum", gc, share, equation="nc" + outs + ",nc" + outs + letters + "->nc" + letters)
+        dx = _c(
+            "einsum", gc, share, equation="nc" + outs + ",nc" + outs + letters + "->nc" + letters
+        )
         return [_from_canonical(dx, ax)]
 
 
@@ -545,8 +629,15 @@ def unpool_rule(nd: int) -> None:
         flat = _c("reshape", g, newshape=(-1,))
         dx = _c("reshape_like", _c("take", flat, idx, axis=0), x)
         # Two inputs sent to one place: only the one written last lands there.
-        ids = _c("cast", _c("reshape_like", _c("cumsum", _c("cast", _c("ones_like", x),
-                 dtype="int64"), axis=None), x), dtype=ctx.dtype(0))
+        ids = _c(
+            "cast",
+            _c(
+                "reshape_like",
+                _c("cumsum", _c("cast", _c("ones_like", x), dtype="int64"), axis=None),
+                x,
+            ),
+            dtype=ctx.dtype(0),
+        )
         landed = _c("reshape", Call(c.op, (ids, ind), c.attrs), newshape=(-1,))
         won = _c("equal", _c("reshape_like", _c("take", landed, idx, axis=0), x), ids)
         return [_where(won, dx, _c("zeros_like", dx)), None]
@@ -566,8 +657,11 @@ def _pad(c, g, ctx):
     out = [dx]
     if len(c.args) == 2:
         if ctx.attrs.pad_mode == "constant" and _float(ctx, 1):
-            mask = Call(_op("nn.pad"), (_c("zeros_like", c.args[0]),),
-                        lookup("nn.pad").make_attrs(**dict(kw, pad_value=1.0)))
+            mask = Call(
+                _op("nn.pad"),
+                (_c("zeros_like", c.args[0]),),
+                lookup("nn.pad").make_attrs(**dict(kw, pad_value=1.0)),
+            )
             out.append(_c("reshape_like", _c("sum", mul(g, mask)), c.args[1]))
         else:
             out.append(ctx.zeros(1) if _float(ctx, 1) else None)

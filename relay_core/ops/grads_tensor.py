@@ -49,8 +49,10 @@ def unreduce(e: Expr, ctx: GradCtx, i: int = 0) -> Expr:
 def _count_ratio(ctx: GradCtx) -> Expr:
     """size(output) / size(input) as a scalar of the input's dtype (1 / reduced count)."""
     d = ctx.dtype(0)
-    return div(_c("cast", _c("ndarray_size", ctx.out), dtype=d),
-               _c("cast", _c("ndarray_size", ctx.arg(0)), dtype=d))
+    return div(
+        _c("cast", _c("ndarray_size", ctx.out), dtype=d),
+        _c("cast", _c("ndarray_size", ctx.arg(0)), dtype=d),
+    )
 
 
 def gather_adjoint(c: Call, g: Expr, ctx: GradCtx, i: int = 0, data: tuple[int, ...] = (0,)):
@@ -72,10 +74,15 @@ def _scatter_ids(x: Expr, g: Expr, dtype: str, run) -> Expr:
     ids = _c("cast", _c("ones_like", x), dtype="int64")
     ids = _c("reshape_like", _c("cumsum", ids, axis=None), x)  # 1..N in x's shape
     flat = _c("reshape", run(ids), newshape=(-1,))
-    buf = _c("concatenate", Constant(_zeros1(dtype)), _c("reshape", _c("zeros_like", x),
-             newshape=(-1,)), axis=0)
-    acc = _c("scatter_elements", buf, flat, _c("reshape", g, newshape=(-1,)), axis=0,
-             reduction="add")
+    buf = _c(
+        "concatenate",
+        Constant(_zeros1(dtype)),
+        _c("reshape", _c("zeros_like", x), newshape=(-1,)),
+        axis=0,
+    )
+    acc = _c(
+        "scatter_elements", buf, flat, _c("reshape", g, newshape=(-1,)), axis=0, reduction="add"
+    )
     body = TupleGetItem(_c("split", acc, indices_or_sections=(1,), axis=0), 1)
     return _c("reshape_like", body, x)
 
@@ -184,7 +191,7 @@ def _cumprod(c, g, ctx):
     return [div(_c("reshape_like", r, c.args[0]), c.args[0])]
 
 
-# -- elementwise-like -------------------------------------------------------------------------------
+# -- elementwise-like ----------------------------------------------------------------------------
 @defgrad("cast")
 def _cast(c, g, ctx):
     return [_c("cast", g, dtype=ctx.dtype(0)) if _float(ctx, 0) else None]
@@ -248,13 +255,19 @@ def _dequantize(c, g, ctx):
     sd = ctx.dtype(1)
     rest = [_c("zeros_like", a) for a in c.args[2:]]
     d = Call(c.op, (x, _c("ones_like", s), *c.args[2:]), c.attrs)  # x - zero_point
-    ones_x = _c("cast", _c("ones_like", _c("cast", x, dtype="int32")), dtype=ctx.dtype(0)) \
-        if not dt.is_float(ctx.dtype(0)) else _c("ones_like", x)
+    ones_x = (
+        _c("cast", _c("ones_like", _c("cast", x, dtype="int32")), dtype=ctx.dtype(0))
+        if not dt.is_float(ctx.dtype(0))
+        else _c("ones_like", x)
+    )
 
     def run(ids):
         kw2 = dict(kw, out_dtype="float64")
-        return _c("cast", _c("qnn.dequantize", ones_x, _c("cast", ids, dtype="float64"), *rest,
-                             **kw2), dtype="int64")
+        return _c(
+            "cast",
+            _c("qnn.dequantize", ones_x, _c("cast", ids, dtype="float64"), *rest, **kw2),
+            dtype="int64",
+        )
 
     gs = _scatter_ids(s, mul(g, _c("cast", d, dtype=ctx.dtype())), sd, run)
     return [None, _c("cast", gs, dtype=sd)] + [None] * (len(c.args) - 2)
@@ -306,8 +319,8 @@ def _dyn_one_hot(c, g, ctx):
     return _one_hot_grad(c, g, ctx, mask)
 
 
-# -- shape transforms -------------------------------------------------------------------------------
-def _like_input(name: str, n_extra: int = 0) -> None:
+# -- shape transforms ----------------------------------------------------------------------------
+def _like_input(name: str) -> None:
     @defgrad(name)
     def rule(c, g, ctx):
         return [_c("reshape_like", g, c.args[0])] + [None] * (len(c.args) - 1)
@@ -318,9 +331,11 @@ for _n in ("reshape", "reshape_like", "squeeze", "expand_dims", "dyn.reshape"):
 
 
 for _n in ("broadcast_to", "broadcast_to_like", "dyn.broadcast_to"):
-    (lambda n: defgrad(n)(
-        lambda c, g, ctx: [_c("collapse_sum_like", g, c.args[0])] + [None] * (len(c.args) - 1)
-    ))(_n)
+    (
+        lambda n: defgrad(n)(
+            lambda c, g, ctx: [_c("collapse_sum_like", g, c.args[0])] + [None] * (len(c.args) - 1)
+        )
+    )(_n)
 
 
 @defgrad("collapse_sum_like")
@@ -347,8 +362,10 @@ def _concatenate(c, g, ctx):
     sizes = [ctx.shape(i)[axis] for i in range(len(c.args))]
     if not all(isinstance(s, int) for s in sizes):
         data = tuple(range(len(c.args)))
-        return [gather_adjoint(c, g, ctx, i, data) if _float(ctx, i) else None
-                for i in range(len(c.args))]
+        return [
+            gather_adjoint(c, g, ctx, i, data) if _float(ctx, i) else None
+            for i in range(len(c.args))
+        ]
     if len(c.args) == 1:
         return [g]
     points, acc = [], 0
@@ -387,8 +404,20 @@ def _meshgrid(c, g, ctx):
 
 
 # -- indexing -------------------------------------------------------------------------------------
-for _n in ("strided_slice", "take", "gather", "gather_nd", "reverse", "reverse_sequence", "tile",
-           "repeat", "trilu", "dyn.strided_slice", "dyn.tile", "dyn.trilu"):
+for _n in (
+    "strided_slice",
+    "take",
+    "gather",
+    "gather_nd",
+    "reverse",
+    "reverse_sequence",
+    "tile",
+    "repeat",
+    "trilu",
+    "dyn.strided_slice",
+    "dyn.tile",
+    "dyn.trilu",
+):
     gather_rule(_n)
 
 
@@ -405,8 +434,18 @@ def _scatter_elements(c, g, ctx):
     # With repeated indices only the update written last lands: find it by scattering the
     # updates' element numbers and reading them back.
     ids = _iota_like(upd)
-    won = _c("gather", _c("scatter_elements", _c("cast", _c("zeros_like", data), dtype="int64"),
-                          idx, ids, axis=a.axis), idx, axis=a.axis)
+    won = _c(
+        "gather",
+        _c(
+            "scatter_elements",
+            _c("cast", _c("zeros_like", data), dtype="int64"),
+            idx,
+            ids,
+            axis=a.axis,
+        ),
+        idx,
+        axis=a.axis,
+    )
     return [mul(g, keep), None, _c("where", _c("equal", won, ids), gu, _c("zeros_like", gu))]
 
 
@@ -421,8 +460,13 @@ def _scatter_nd(c, g, ctx):
         return [g, None, gu]
     keep = _c("scatter_nd", _c("ones_like", data), idx, _c("zeros_like", upd), mode="update")
     ids = _iota_like(upd)
-    won = _c("gather_nd", _c("scatter_nd", _c("cast", _c("zeros_like", data), dtype="int64"), idx,
-                             ids, mode="update"), idx)
+    won = _c(
+        "gather_nd",
+        _c(
+            "scatter_nd", _c("cast", _c("zeros_like", data), dtype="int64"), idx, ids, mode="update"
+        ),
+        idx,
+    )
     return [mul(g, keep), None, _c("where", _c("equal", won, ids), gu, _c("zeros_like", gu))]
 
 
@@ -492,7 +536,7 @@ def _expand_ellipsis(labels, out, ranks):
     for lab, r in zip(labels, ranks):
         if "*" in lab:
             k = r - (len(lab) - 1)
-            lab = lab.replace("*", names[ell - k:])
+            lab = lab.replace("*", names[ell - k :])
         new.append(lab)
     return new, out.replace("*", names), free[ell:]
 

@@ -5,6 +5,7 @@ Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module
 
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
+from .defaults import default_pipeline, optimize
 from .dynamic_to_static import DynamicToStatic
 from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
@@ -23,7 +24,6 @@ from .manager import (
     register_pass,
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
-from .defaults import default_pipeline, optimize
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from .dead_code import DeadCodeElimination
 from .cse import EliminateCommonSubexpr
+from .dead_code import DeadCodeElimination
 from .dynamic_to_static import DynamicToStatic
 from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis

@@ -37,13 +37,15 @@ class DynamicToStatic(Pass):
             changed = [False]
 
             class _Static(Rewriter):
+                flag = changed  # bound now, not looked up by the loop
+
                 def rewrite(self, orig, new):
                     if type(new) is Call and type(new.op) is Op:
                         to_static = new.op.opdef.to_static
                         if to_static is not None:
                             static = to_static(new)
                             if static is not None:
-                                changed[0] = True
+                                self.flag[0] = True
                                 return static
                     return new
 

@@ -47,7 +47,9 @@ class FoldConstant(Pass):
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         if self.on_limit not in ("error", "skip"):
-            raise ValueError(f"FoldConstant(on_limit=...) must be 'error' or 'skip', not {self.on_limit!r}")
+            raise ValueError(
+                f"FoldConstant(on_limit=...) must be 'error' or 'skip', not {self.on_limit!r}"
+            )
         mod = ensure_typed(mod)
         folder = _Folder(self, mod)
         return map_functions(mod, lambda gv, f: folder.fold(f))
@@ -80,7 +82,9 @@ class _Folder:
                 if t is TupleGetItem and type(new.tuple_value) is Tuple:
                     return new.tuple_value.fields[new.index]
                 if t is If and type(new.cond) is Constant and new.cond.data.size == 1:
-                    return new.true_branch if bool(new.cond.data.reshape(-1)[0]) else new.false_branch
+                    return (
+                        new.true_branch if bool(new.cond.data.reshape(-1)[0]) else new.false_branch
+                    )
                 return new
 
         return _Fold().mutate(func)

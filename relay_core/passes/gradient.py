@@ -183,9 +183,7 @@ def _sum_parts(base: Expr, t: Type, parts: list) -> Expr:
                 for i in range(len(t.fields)):
                     fields[i].append(((), TupleGetItem(g, i)))
         return Tuple(
-            tuple(
-                _sum_parts(TupleGetItem(base, i), f, fields[i]) for i, f in enumerate(t.fields)
-            )
+            tuple(_sum_parts(TupleGetItem(base, i), f, fields[i]) for i, f in enumerate(t.fields))
         )
     if not parts or not is_float_tensor(t):
         return call("zeros_like", base)
@@ -204,7 +202,7 @@ def first_order(mod: IRModule) -> IRModule:
     infer_type(tmp)
     anf = tmp["main"]
     binds, result = let_chain(anf.body)
-    for v, value in binds:
+    for _, value in binds:
         t = type(value)
         if t is Call and type(value.op) is not Op:
             raise GradientError(

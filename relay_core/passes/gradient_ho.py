@@ -271,11 +271,11 @@ def _wrapper(main: Function, main_ad: GlobalVar) -> Function:
     r = Var("result", lift_type(ret_t))
     binds.append((r, Call(main_ad, (*lifted, bp))))
     for leaf in _float_leaves(r, ret_t):
-        binds.append((Var("_"), _accumulate(TupleGetItem(leaf, 1), call("ones_like", TupleGetItem(leaf, 0)))))
+        binds.append(
+            (Var("_"), _accumulate(TupleGetItem(leaf, 1), call("ones_like", TupleGetItem(leaf, 0))))
+        )
     binds.append((Var("_"), Call(RefRead(bp), ())))
-    grads = tuple(
-        read_grad(lp, p.type_annotation, p) for lp, p in zip(lifted, params)
-    )
+    grads = tuple(read_grad(lp, p.type_annotation, p) for lp, p in zip(lifted, params))
     body = make_lets(binds, Tuple((unlift_value(r, ret_t), Tuple(grads))))
     return Function(params, body, None, main.type_params, main.attrs, span=main.span)
 

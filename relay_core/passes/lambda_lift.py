@@ -47,9 +47,7 @@ class LambdaLift(Pass):
 
 
 def _skip(f: Function, root: Function) -> bool:
-    return f is root or bool(f.attr("Primitive")) or (
-        bool(f.attr("Closure")) and root.body is f
-    )
+    return f is root or bool(f.attr("Primitive")) or (bool(f.attr("Closure")) and root.body is f)
 
 
 def _annotated(v: Var) -> Var:

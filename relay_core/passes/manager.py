@@ -95,9 +95,11 @@ class Pass:
         return out
 
     def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-        ) if dataclasses.is_dataclass(self) else ""
+        fields = (
+            ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+            if dataclasses.is_dataclass(self)
+            else ""
+        )
         return f"{self.name}({fields})"
 
 

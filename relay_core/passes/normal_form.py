@@ -25,7 +25,15 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from ._util import Rewriter, child_exprs, is_effect_node, make_lets, map_functions, module_effects, rebuild
+from ._util import (
+    Rewriter,
+    child_exprs,
+    is_effect_node,
+    make_lets,
+    map_functions,
+    module_effects,
+    rebuild,
+)
 from .manager import Pass, PassContext, register_pass
 
 _ATOMS = (Var, GlobalVar, Constant, Op, Constructor)
@@ -187,7 +195,8 @@ def to_gnf(func: Function, calls_pure: bool = False) -> Function:
         elif any(id(c) in impure for c in child_exprs(n)):
             impure.add(id(n))
     inline = {
-        n.var: n for n in order
+        n.var: n
+        for n in order
         if type(n) is Let and type(n.value) is not Function and id(n.value) not in impure
     }
     if not inline:

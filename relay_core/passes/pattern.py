@@ -193,8 +193,14 @@ def const(name: str | None = None, where: Callable[[np.ndarray], bool] | None = 
     return ConstPat(name, where)
 
 
-def op(name_or_pred, *args: Pat, attrs: dict | None = None, name: str | None = None,
-       commutative: bool = False, any_args: bool = False) -> OpPat:
+def op(
+    name_or_pred,
+    *args: Pat,
+    attrs: dict | None = None,
+    name: str | None = None,
+    commutative: bool = False,
+    any_args: bool = False,
+) -> OpPat:
     return OpPat(name_or_pred, None if any_args else tuple(args), attrs or {}, name, commutative)
 
 
@@ -298,7 +304,9 @@ class RewriteDriver:
                 try:
                     infer_expr(out, mod)
                 except RelayError as err:
-                    raise RuleError(f"rewrite rule '{r.doc}' built an ill-typed result: {err}") from None
+                    raise RuleError(
+                        f"rewrite rule '{r.doc}' built an ill-typed result: {err}"
+                    ) from None
                 if type_of(out) != type_of(e):
                     continue  # e.g. x*1 where the 1 broadcasts x to a bigger shape
                 self.stats[r.doc] = self.stats.get(r.doc, 0) + 1

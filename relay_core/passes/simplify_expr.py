@@ -55,8 +55,9 @@ ARITH = [
     # 0-x -> -x
     rule(op("subtract", ZERO, X), lambda x, **_: call("negative", x), "0-x -> neg(x)"),
     # x + (-y) -> x - y
-    rule(op("add", X, op("negative", Y)), lambda x, y, **_: call("subtract", x, y),
-         "x+neg(y) -> x-y"),
+    rule(
+        op("add", X, op("negative", Y)), lambda x, y, **_: call("subtract", x, y), "x+neg(y) -> x-y"
+    ),
 ]
 
 
@@ -104,7 +105,12 @@ def _exact_roundtrip_cast(root, x, inner, **_):
     src, mid = _dtype(x), inner.attrs.dtype
     if src is None or root.attrs.dtype != src:
         return None
-    if dt.is_float(src) and dt.is_float(mid) and src in dt.NATIVE_DTYPES and mid in dt.NATIVE_DTYPES:
+    if (
+        dt.is_float(src)
+        and dt.is_float(mid)
+        and src in dt.NATIVE_DTYPES
+        and mid in dt.NATIVE_DTYPES
+    ):
         ok = np.finfo(dt.to_numpy(mid)).bits >= np.finfo(dt.to_numpy(src)).bits
     elif dt.is_int(src) and dt.is_int(mid) and src in dt.NATIVE_DTYPES and mid in dt.NATIVE_DTYPES:
         a, b = np.iinfo(dt.to_numpy(src)), np.iinfo(dt.to_numpy(mid))
@@ -139,8 +145,11 @@ def _expand_squeeze(root, x, inner, **_):
 
 SHAPE = [
     # transpose(transpose(x, a), b) -> transpose(x, a∘b), or x when that is the identity
-    rule(op("transpose", op("transpose", X, name="inner")), _compose_transposes,
-         "transpose of transpose -> one transpose"),
+    rule(
+        op("transpose", op("transpose", X, name="inner")),
+        _compose_transposes,
+        "transpose of transpose -> one transpose",
+    ),
     # transpose(x, identity) -> x
     rule(op("transpose", X), _identity_transpose, "identity transpose -> x"),
     # reshape(reshape(x)) -> reshape(x) (static result shape)
@@ -150,17 +159,27 @@ SHAPE = [
     # cast(x, x.dtype) -> x
     rule(op("cast", X), _same_cast, "cast to the same dtype -> x"),
     # cast(cast(x, wider), dtype(x)) -> x
-    rule(op("cast", op("cast", X, name="inner")), _exact_roundtrip_cast,
-         "exact cast round trip -> x"),
+    rule(
+        op("cast", op("cast", X, name="inner")), _exact_roundtrip_cast, "exact cast round trip -> x"
+    ),
     # squeeze(expand_dims(x, a), a) -> x
-    rule(op("squeeze", op("expand_dims", X, name="inner")), _squeeze_expand,
-         "squeeze of expand_dims -> x"),
+    rule(
+        op("squeeze", op("expand_dims", X, name="inner")),
+        _squeeze_expand,
+        "squeeze of expand_dims -> x",
+    ),
     # expand_dims(squeeze(x, a), a) -> x
-    rule(op("expand_dims", op("squeeze", X, name="inner")), _expand_squeeze,
-         "expand_dims of squeeze -> x"),
+    rule(
+        op("expand_dims", op("squeeze", X, name="inner")),
+        _expand_squeeze,
+        "expand_dims of squeeze -> x",
+    ),
     # (a, b, c).1 -> b
-    rule(tuple_get(tuple_(any_fields=True, name="tup")), lambda root, tup, **_:
-         tup.fields[root.index], "tuple projection of a tuple -> field"),
+    rule(
+        tuple_get(tuple_(any_fields=True, name="tup")),
+        lambda root, tup, **_: tup.fields[root.index],
+        "tuple projection of a tuple -> field",
+    ),
 ]
 
 
@@ -212,8 +231,11 @@ def _merge_slices(root, x, inner, **_):
 
 SLICES = [
     # x[a:b:s][c:d:t] -> x[a+c*s : ... : s*t] (static shapes, positive steps)
-    rule(op("strided_slice", op("strided_slice", X, name="inner")), _merge_slices,
-         "consecutive strided_slices -> one"),
+    rule(
+        op("strided_slice", op("strided_slice", X, name="inner")),
+        _merge_slices,
+        "consecutive strided_slices -> one",
+    ),
 ]
 
 
@@ -334,21 +356,43 @@ FOLD = [
     # matmul(x, W) -> dense(x, W^T) (W a constant matrix)
     rule(op("nn.matmul", X, const("w")), _matmul_to_dense, "matmul(x, W) -> dense(x, W^T)"),
     # conv(x, W) * s -> conv(x, W*s) (s constant, per output channel)
-    rule(op("multiply", CONV, const("s"), commutative=True), _fold_scale_into_conv,
-         "conv(x, W) * s -> conv(x, W*s)"),
+    rule(
+        op("multiply", CONV, const("s"), commutative=True),
+        _fold_scale_into_conv,
+        "conv(x, W) * s -> conv(x, W*s)",
+    ),
     # dense(x, W) * s -> dense(x, W*s) (s constant, per unit)
-    rule(op("multiply", DENSE, const("s"), commutative=True), _fold_scale_into_dense,
-         "dense(x, W) * s -> dense(x, W*s)"),
+    rule(
+        op("multiply", DENSE, const("s"), commutative=True),
+        _fold_scale_into_dense,
+        "dense(x, W) * s -> dense(x, W*s)",
+    ),
     # batch_norm(conv(x, W), constants) -> bias_add(conv(x, W'), b')
-    rule(op("nn.batch_norm", CONV, const("gamma"), const("beta"), const("mean"), const("var"),
-            name="bn"),
-         _conv_batch_norm, "batch_norm(conv(x, W)) -> bias_add(conv(x, W'), b')"),
+    rule(
+        op(
+            "nn.batch_norm",
+            CONV,
+            const("gamma"),
+            const("beta"),
+            const("mean"),
+            const("var"),
+            name="bn",
+        ),
+        _conv_batch_norm,
+        "batch_norm(conv(x, W)) -> bias_add(conv(x, W'), b')",
+    ),
     # conv(x, W) + b -> bias_add(conv(x, W), b) (b constant, per output channel)
-    rule(op("add", op(_is_conv, any_args=True, name="conv"), const("b"), commutative=True),
-         _conv_bias, "conv + per-channel constant -> bias_add"),
+    rule(
+        op("add", op(_is_conv, any_args=True, name="conv"), const("b"), commutative=True),
+        _conv_bias,
+        "conv + per-channel constant -> bias_add",
+    ),
     # dense(x, W) + b -> bias_add(dense(x, W), b)
-    rule(op("add", op("nn.dense", any_args=True, name="dense"), const("b"), commutative=True),
-         _dense_bias, "dense + per-unit constant -> bias_add"),
+    rule(
+        op("add", op("nn.dense", any_args=True, name="dense"), const("b"), commutative=True),
+        _dense_bias,
+        "dense + per-unit constant -> bias_add",
+    ),
 ]
 
 DEFAULT_RULES = ARITH + SHAPE + SLICES + FOLD

@@ -33,8 +33,10 @@ def prepare(op, sample):
     try:
         _out_type(op, wide, attrs)
         ref = op.ref(list(wide), attrs)
-        if all(not isinstance(r, np.ndarray) or r.dtype.name == "float64" or not is_float(r)
-               for r in (ref if isinstance(ref, tuple) else (ref,))):
+        if all(
+            not isinstance(r, np.ndarray) or r.dtype.name == "float64" or not is_float(r)
+            for r in (ref if isinstance(ref, tuple) else (ref,))
+        ):
             return wide, attrs
     except Exception:
         pass
@@ -55,7 +57,7 @@ def weighted_module(op, inputs, attrs, weights):
     out_t = _out_type(op, inputs, attrs)
     if isinstance(out_t, TupleType):
         fields = []
-        for i, (f, w) in enumerate(zip(out_t.fields, weights)):
+        for i, w in enumerate(weights):
             if w is not None:
                 fields.append(call("multiply", TupleGetItem(c, i), Constant(w)))
         body = Tuple(tuple(fields)) if len(fields) != 1 else fields[0]

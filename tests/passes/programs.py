@@ -61,14 +61,18 @@ class _Builder:
             e = call(d(st.sampled_from(BINARY)), self.expr(depth - 1), self.expr(depth - 1))
         elif kind == 6:  # identities and broadcasting constants
             x = self.expr(depth - 1)
-            e = d(st.sampled_from([
-                lambda: call("multiply", x, const(1.0)),
-                lambda: call("add", const(np.zeros(3, np.float32)), x),
-                lambda: call("subtract", x, const(0.0)),
-                lambda: call("multiply", x, const(np.full((1, 3), 0.5, np.float32))),
-                lambda: call("negative", call("negative", x)),
-                lambda: call("cast", x, dtype="float32"),
-            ]))()
+            e = d(
+                st.sampled_from(
+                    [
+                        lambda: call("multiply", x, const(1.0)),
+                        lambda: call("add", const(np.zeros(3, np.float32)), x),
+                        lambda: call("subtract", x, const(0.0)),
+                        lambda: call("multiply", x, const(np.full((1, 3), 0.5, np.float32))),
+                        lambda: call("negative", call("negative", x)),
+                        lambda: call("cast", x, dtype="float32"),
+                    ]
+                )
+            )()
         elif kind == 7:  # a constant subgraph
             c = Constant(np.linspace(-1, 1, 6, dtype=np.float32).reshape(SHAPE))
             e = call("add", self.expr(depth - 1), call("tanh", call("multiply", c, c)))
@@ -93,8 +97,11 @@ class _Builder:
             captured = self.expr(depth - 1)
             mark = len(self.pool)
             self.pool.append(z)
-            fbody = call("multiply", z, call("tanh", captured)) if d(st.booleans()) else \
-                call("add", z, self.expr(depth - 2))
+            fbody = (
+                call("multiply", z, call("tanh", captured))
+                if d(st.booleans())
+                else call("add", z, self.expr(depth - 2))
+            )
             del self.pool[mark:]
             a, b = self.expr(depth - 1), self.expr(depth - 1)
             e = Let(f, Function((z,), fbody), call("add", Call(f, (a,)), Call(f, (b,))))
@@ -102,11 +109,15 @@ class _Builder:
             e = self._global(depth)
         elif kind == 13:  # layout changes that cancel
             x = self.expr(depth - 1)
-            e = d(st.sampled_from([
-                lambda: call("transpose", call("transpose", x, axes=(1, 0)), axes=(1, 0)),
-                lambda: call("reshape", call("reshape", x, newshape=(6,)), newshape=SHAPE),
-                lambda: call("squeeze", call("expand_dims", x, axis=0), axis=(0,)),
-            ]))()
+            e = d(
+                st.sampled_from(
+                    [
+                        lambda: call("transpose", call("transpose", x, axes=(1, 0)), axes=(1, 0)),
+                        lambda: call("reshape", call("reshape", x, newshape=(6,)), newshape=SHAPE),
+                        lambda: call("squeeze", call("expand_dims", x, axis=0), axis=(0,)),
+                    ]
+                )
+            )()
         else:
             e = self.expr(depth - 1)
         if d(st.integers(0, 4)) == 0:
@@ -122,7 +133,9 @@ class _Builder:
         if d(st.booleans()):
             a, b = var("a", SHAPE), var("b", SHAPE)
             g = GlobalVar(f"helper{len(self.globals)}")
-            self.globals[g] = Function((a, b), call("add", call("multiply", a, call("sigmoid", b)), b))
+            self.globals[g] = Function(
+                (a, b), call("add", call("multiply", a, call("sigmoid", b)), b)
+            )
             return Call(g, (self.expr(depth - 1), self.expr(depth - 1)))
         i, h, w = var("i", (), "int32"), var("h", SHAPE), var("w", SHAPE)
         g = GlobalVar(f"loop{len(self.globals)}")

@@ -68,11 +68,14 @@ def test_fold_constant_leaves_dynamic_shapes_and_failing_calls():
 HUGE = [np.array([100000, 100000, 100000], np.int64)]
 
 
-@pytest.mark.parametrize("src", [
-    'def @main() { full(0f, shape=[100000, 100000, 100000], dtype="float32") }',
-    'def @main() { dyn.full(0f, meta[Constant][0], dtype="float32") }',
-    'def @main(%x: Tensor[(2), float32]) { add(%x, sum(dyn.full(1f, meta[Constant][0]))) }',
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        'def @main() { full(0f, shape=[100000, 100000, 100000], dtype="float32") }',
+        'def @main() { dyn.full(0f, meta[Constant][0], dtype="float32") }',
+        "def @main(%x: Tensor[(2), float32]) { add(%x, sum(dyn.full(1f, meta[Constant][0]))) }",
+    ],
+)
 def test_fold_constant_refuses_a_petabyte_constant_before_allocating(src):
     mod = parse(src, HUGE if "meta" in src else ())
     with pytest.raises(ResourceLimitError) as err:
@@ -116,18 +119,27 @@ def test_dynamic_to_static():
         """,
         consts=[np.array([6, 4], np.int64)],
         consts_after=[np.full((6, 4), 2, np.float32)],
-        inputs=[np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.zeros((6, 4), np.float32),
-                np.arange(4, dtype=np.float32)],
+        inputs=[
+            np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+            np.zeros((6, 4), np.float32),
+            np.arange(4, dtype=np.float32),
+        ],
     )
-    out = passes.DynamicToStatic()(parse("""
+    out = passes.DynamicToStatic()(
+        parse("""
         def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(6, 4), float32]) {
           dyn.reshape(%x, shape_of(%y))
-        }"""))
-    assert str(relay_core.infer_type(out)["main"].checked_type.ret_type) == "Tensor[(6, 4), float32]"
+        }""")
+    )
+    assert (
+        str(relay_core.infer_type(out)["main"].checked_type.ret_type) == "Tensor[(6, 4), float32]"
+    )
 
 
-BN_ARGS = ("%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], "
-           "%m: Tensor[(3), float32], %v: Tensor[(3), float32]")
+BN_ARGS = (
+    "%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], "
+    "%m: Tensor[(3), float32], %v: Tensor[(3), float32]"
+)
 
 
 def test_simplify_inference_batch_norm_and_dropout():
@@ -147,9 +159,11 @@ def test_simplify_inference_batch_norm_and_dropout():
               expand_dims(%1, axis=1, num_newaxis=2))
         }}
         """,
-        inputs=[rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
-                *(rng.standard_normal(3).astype(np.float32) for _ in range(3)),
-                rng.uniform(0.5, 2, 3).astype(np.float32)],
+        inputs=[
+            rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
+            *(rng.standard_normal(3).astype(np.float32) for _ in range(3)),
+            rng.uniform(0.5, 2, 3).astype(np.float32),
+        ],
     )
 
 
@@ -169,20 +183,23 @@ def test_simplify_inference_layer_norm():
           add(multiply(multiply(%0, rsqrt(add(%1, 1e-05f))), %g), %b)
         }
         """,
-        inputs=[rng.standard_normal((2, 8)).astype(np.float32)] +
-               [rng.standard_normal(8).astype(np.float32) for _ in range(2)],
+        inputs=[rng.standard_normal((2, 8)).astype(np.float32)]
+        + [rng.standard_normal(8).astype(np.float32) for _ in range(2)],
     )
 
 
-@pytest.mark.parametrize("op,args,attrs", [
-    ("nn.instance_norm", "%g, %b", ""),
-    ("nn.group_norm", "%g, %b", ", num_groups=2"),
-    ("nn.group_norm", "%g, %b", ", num_groups=3, axis=-1"),
-    ("nn.rms_norm", "%g", ", axis=-2"),
-    ("nn.l2_normalize", "", ", axis=[1, 2]"),
-    ("nn.mean_variance_normalization", "", ", axes=[0, 2]"),
-    ("nn.lrn", "", ", size=3"),
-])
+@pytest.mark.parametrize(
+    "op,args,attrs",
+    [
+        ("nn.instance_norm", "%g, %b", ""),
+        ("nn.group_norm", "%g, %b", ", num_groups=2"),
+        ("nn.group_norm", "%g, %b", ", num_groups=3, axis=-1"),
+        ("nn.rms_norm", "%g", ", axis=-2"),
+        ("nn.l2_normalize", "", ", axis=[1, 2]"),
+        ("nn.mean_variance_normalization", "", ", axes=[0, 2]"),
+        ("nn.lrn", "", ", size=3"),
+    ],
+)
 def test_simplify_inference_leaves_only_primitives(op, args, attrs):
     # Every normalisation becomes elementwise ops, reductions and reshapes, same values.
     rng = np.random.default_rng(2)
@@ -196,15 +213,21 @@ def test_simplify_inference_leaves_only_primitives(op, args, attrs):
         }}"""
     mod = parse(src)
     out = passes.SimplifyInference()(mod)
-    names = {n.op.name for n in relay_core.ir.visitor.post_order(out["main"])
-             if isinstance(n, relay_core.ir.Call)}
+    names = {
+        n.op.name
+        for n in relay_core.ir.visitor.post_order(out["main"])
+        if isinstance(n, relay_core.ir.Call)
+    }
     assert not any(n.startswith("nn.") and n != "nn.pad" for n in names), names
-    xs = [rng.standard_normal((2, c, 4, c)).astype(np.float32),
-          rng.standard_normal((4, 6) if op == "nn.rms_norm" else c).astype(np.float32),
-          rng.standard_normal(c).astype(np.float32)]
+    xs = [
+        rng.standard_normal((2, c, 4, c)).astype(np.float32),
+        rng.standard_normal((4, 6) if op == "nn.rms_norm" else c).astype(np.float32),
+        rng.standard_normal(c).astype(np.float32),
+    ]
     relay_core.infer_type(out)
-    np.testing.assert_allclose(relay_core.evaluate(out, *xs), relay_core.evaluate(mod, *xs),
-                               rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(
+        relay_core.evaluate(out, *xs), relay_core.evaluate(mod, *xs), rtol=2e-5, atol=2e-5
+    )
 
 
 W = np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3)

@@ -45,22 +45,27 @@ def test_lambda_lift_direct_recursive_and_escaping_closures():
     )
     relay_core.infer_type(out)
     got = relay_core.evaluate(out, X)
-    want = relay_core.evaluate(parse("""
+    want = relay_core.evaluate(
+        parse("""
         def @main(%x: Tensor[(2), float32]) {
           let %h = multiply(multiply(multiply(%x, %x), %x), %x);
           (%h, add(%x, %x))
-        }"""), X)
+        }"""),
+        X,
+    )
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_allclose(got[2], want[1], rtol=1e-6)
     np.testing.assert_allclose(relay_core.interp.Interpreter(out).apply(got[1], [X]), X + X)
 
 
 def test_lambda_lift_is_idempotent():
-    mod = passes.LambdaLift()(parse("""
+    mod = passes.LambdaLift()(
+        parse("""
         def @main(%x: Tensor[(2), float32]) {
           let %g = fn (%z: Tensor[(2), float32]) { add(%z, %x) };
           %g
-        }"""))
+        }""")
+    )
     assert relay_core.structural_equal(passes.LambdaLift()(mod), mod)
 
 

@@ -28,32 +28,49 @@ CASES = [
     ("neg neg", "negative(negative(%x))", "%x"),
     ("0-x", "subtract(0f, %x)", "negative(%x)"),
     ("x+neg y", "add(%x, negative(%y))", "subtract(%x, %y)"),
-    ("transpose of transpose is identity",
-     "transpose(transpose(%x, axes=[1, 0]), axes=[1, 0])", "%x"),
+    (
+        "transpose of transpose is identity",
+        "transpose(transpose(%x, axes=[1, 0]), axes=[1, 0])",
+        "%x",
+    ),
     ("identity transpose", "transpose(%x, axes=[0, 1])", "%x"),
-    ("reshape of reshape", "reshape(reshape(%x, newshape=[6]), newshape=[3, 2])",
-     "reshape(%x, newshape=[3, 2])"),
+    (
+        "reshape of reshape",
+        "reshape(reshape(%x, newshape=[6]), newshape=[3, 2])",
+        "reshape(%x, newshape=[3, 2])",
+    ),
     ("reshape to the same shape", "reshape(reshape(%x, newshape=[6]), newshape=[2, 3])", "%x"),
     ("cast to the same dtype", 'cast(%x, dtype="float32")', "%x"),
     ("cast round trip", 'cast(cast(%x, dtype="float64"), dtype="float32")', "%x"),
-    ("lossy cast round trip stays", 'cast(cast(%x, dtype="float16"), dtype="float32")',
-     'cast(cast(%x, dtype="float16"), dtype="float32")'),
+    (
+        "lossy cast round trip stays",
+        'cast(cast(%x, dtype="float16"), dtype="float32")',
+        'cast(cast(%x, dtype="float16"), dtype="float32")',
+    ),
     ("squeeze of expand_dims", "squeeze(expand_dims(%x, axis=1), axis=[1])", "%x"),
-    ("expand_dims of squeeze", "expand_dims(squeeze(expand_dims(%x, axis=0), axis=[0]), axis=0)",
-     "expand_dims(%x, axis=0)"),
+    (
+        "expand_dims of squeeze",
+        "expand_dims(squeeze(expand_dims(%x, axis=0), axis=[0]), axis=0)",
+        "expand_dims(%x, axis=0)",
+    ),
     ("projection of a tuple", "(%x, negative(%x)).1", "negative(%x)"),
-    ("consecutive slices",
-     "strided_slice(strided_slice(%x, begin=[0, 1], end=[2, 3]), begin=[1, 1], end=[2, 2])",
-     "strided_slice(%x, begin=[1, 2], end=[2, 3], strides=[1, 1])"),
+    (
+        "consecutive slices",
+        "strided_slice(strided_slice(%x, begin=[0, 1], end=[2, 3]), begin=[1, 1], end=[2, 2])",
+        "strided_slice(%x, begin=[1, 2], end=[2, 3], strides=[1, 1])",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,before,after", CASES, ids=[c[0] for c in CASES])
 def test_rule(name, before, after):
     sig = f"%x: {T23}, %y: Tensor[(3), float32]"
-    check(passes.SimplifyExpr(), f"def @main({sig}) {{ {before} }}",
-          f"def @main({sig}) {{ {after} }}",
-          inputs=[X23, np.array([1.0, -2.0, 0.5], np.float32)])
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {before} }}",
+        f"def @main({sig}) {{ {after} }}",
+        inputs=[X23, np.array([1.0, -2.0, 0.5], np.float32)],
+    )
 
 
 def test_identities_that_would_change_the_type_stay():
@@ -63,23 +80,29 @@ def test_identities_that_would_change_the_type_stay():
           (multiply(%y, meta[Constant][0]), add(%i, 0))
         }
         """
-    check(passes.SimplifyExpr(), src, """
+    check(
+        passes.SimplifyExpr(),
+        src,
+        """
         def @main(%y: Tensor[(3), float32], %i: int32) {
           (multiply(%y, meta[Constant][0]), %i)
         }
-        """, consts=[np.ones((2, 3), np.float32)])
+        """,
+        consts=[np.ones((2, 3), np.float32)],
+    )
 
 
 def test_transpose_composition():
+    sig = "%x: Tensor[(2, 3, 4), float32]"
     check(
         passes.SimplifyExpr(),
-        "def @main(%x: Tensor[(2, 3, 4), float32]) { transpose(transpose(%x, axes=[1, 2, 0]), axes=[2, 0, 1]) }",
-        "def @main(%x: Tensor[(2, 3, 4), float32]) { %x }",
+        f"def @main({sig}) {{ transpose(transpose(%x, axes=[1, 2, 0]), axes=[2, 0, 1]) }}",
+        f"def @main({sig}) {{ %x }}",
     )
     check(
         passes.SimplifyExpr(),
-        "def @main(%x: Tensor[(2, 3, 4), float32]) { transpose(transpose(%x, axes=[1, 2, 0]), axes=[1, 0, 2]) }",
-        "def @main(%x: Tensor[(2, 3, 4), float32]) { transpose(%x, axes=[2, 1, 0]) }",
+        f"def @main({sig}) {{ transpose(transpose(%x, axes=[1, 2, 0]), axes=[1, 0, 2]) }}",
+        f"def @main({sig}) {{ transpose(%x, axes=[2, 1, 0]) }}",
         inputs=[np.arange(24, dtype=np.float32).reshape(2, 3, 4)],
     )
 
@@ -109,8 +132,14 @@ def test_conv_times_per_channel_constant_folds_into_the_weight():
 
 
 def test_conv_batch_norm_folds_into_weight_and_bias():
-    gamma, beta = np.array([1.0, 0.5, 2.0, -1.0], np.float32), np.array([0.1, 0.2, 0.3, 0.4], np.float32)
-    mean, var = np.array([0.0, 1.0, -1.0, 0.5], np.float32), np.array([1.0, 4.0, 0.25, 2.0], np.float32)
+    gamma, beta = (
+        np.array([1.0, 0.5, 2.0, -1.0], np.float32),
+        np.array([0.1, 0.2, 0.3, 0.4], np.float32),
+    )
+    mean, var = (
+        np.array([0.0, 1.0, -1.0, 0.5], np.float32),
+        np.array([1.0, 4.0, 0.25, 2.0], np.float32),
+    )
     scale = gamma / np.sqrt(var + 1e-5)
     check(
         passes.SimplifyExpr(),
@@ -188,8 +217,13 @@ def test_a_new_rule_is_one_line():
     from relay_core.passes.pattern import RewriteDriver, all_equal
 
     X = wild("x")
-    rules = [rule(op("multiply", X, cpat("two", all_equal(2)), commutative=True),
-                  lambda x, **_: call("add", x, x), "x*2 -> x+x")]
+    rules = [
+        rule(
+            op("multiply", X, cpat("two", all_equal(2)), commutative=True),
+            lambda x, **_: call("add", x, x),
+            "x*2 -> x+x",
+        )
+    ]
     mod = relay_core.infer_type(parse("def @main(%x: Tensor[(2), float32]) { multiply(2f, %x) }"))
     out = RewriteDriver(rules).rewrite_function(mod["main"], mod)
     want = parse("def @main(%x: Tensor[(2), float32]) { add(%x, %x) }")["main"]

@@ -45,8 +45,12 @@ def differentiable(op) -> bool:
 
 DIFF_OPS = sorted(n for n, op in all_ops().items() if differentiable(op))
 # Sampling at computed coordinates: their gradients are refused with a clear error (a known gap).
-NOT_DIFFERENTIATED = {"image.grid_sample", "image.crop_and_resize", "vision.roi_align",
-                      "vision.roi_pool"}
+NOT_DIFFERENTIATED = {
+    "image.grid_sample",
+    "image.crop_and_resize",
+    "vision.roi_align",
+    "vision.roi_pool",
+}
 
 
 def test_every_differentiable_op_has_a_rule():
@@ -75,7 +79,9 @@ def test_refused_gradients_say_so(name):
     op = all_ops()[name]
     s = next(_eligible(op, np.random.default_rng(1)))
     inputs, attrs = prepare(op, s)
-    mod = weighted_module(op, inputs, attrs, output_weights(op, inputs, attrs, np.random.default_rng(0)))
+    mod = weighted_module(
+        op, inputs, attrs, output_weights(op, inputs, attrs, np.random.default_rng(0))
+    )
     with pytest.raises(RelayError, match=f"no gradient for {name}"):
         analytic_grads(mod, inputs, "first_order")
 
@@ -108,7 +114,10 @@ def test_gradient_matches_finite_differences(name):
             for i, (a, b, m) in enumerate(zip(got, num, smooth)):
                 assert a.shape == b.shape, f"{name} {s.attrs}: gradient {i} shape"
                 np.testing.assert_allclose(
-                    a[m], b[m], rtol=rtol, atol=atol,
+                    a[m],
+                    b[m],
+                    rtol=rtol,
+                    atol=atol,
                     err_msg=f"{name} {s.attrs} input {i} ({mode})",
                 )
                 compared += int(m.sum())

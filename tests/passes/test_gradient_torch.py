@@ -56,17 +56,28 @@ def _rand(rng, *shape, scale=1.0):
 
 def test_mlp_cross_entropy():
     rng = np.random.default_rng(0)
-    x, w1, b1, w2, b2 = (var("x", (5, 8), F64), var("w1", (16, 8), F64), var("b1", (16,), F64),
-                         var("w2", (3, 16), F64), var("b2", (3,), F64))
+    x, w1, b1, w2, b2 = (
+        var("x", (5, 8), F64),
+        var("w1", (16, 8), F64),
+        var("b1", (16,), F64),
+        var("w2", (3, 16), F64),
+        var("b2", (3,), F64),
+    )
     labels = np.eye(3)[[0, 2, 1, 1, 0]]
     h = call("nn.relu", call("nn.bias_add", call("nn.dense", x, w1), b1, axis=-1))
     logits = call("add", call("nn.dense", h, w2), b2)
     logp = call("nn.log_softmax", logits, axis=-1)
-    loss = call("negative", call("mean", call("sum", call("multiply", logp, Constant(labels)),
-                                              axis=(1,))))
+    loss = call(
+        "negative", call("mean", call("sum", call("multiply", logp, Constant(labels)), axis=(1,)))
+    )
     mod = IRModule.from_expr(Function((x, w1, b1, w2, b2), loss))
-    args = [_rand(rng, 5, 8), _rand(rng, 16, 8, scale=0.3), _rand(rng, 16), _rand(rng, 3, 16),
-            _rand(rng, 3)]
+    args = [
+        _rand(rng, 5, 8),
+        _rand(rng, 16, 8, scale=0.3),
+        _rand(rng, 16),
+        _rand(rng, 3, 16),
+        _rand(rng, 3),
+    ]
 
     def torch_fn(x, w1, b1, w2, b2):
         h = F.relu(x @ w1.T + b1)
@@ -94,16 +105,30 @@ def test_small_cnn():
     y = call("nn.dense", y, wd) + bd
     loss = call("sum", call("multiply", y, y))
     mod = IRModule.from_expr(Function((x, w1, b1, w2, gamma, beta, wd, bd), loss))
-    args = [_rand(rng, 2, 3, 8, 8), _rand(rng, 4, 3, 3, 3, scale=0.3), _rand(rng, 4),
-            _rand(rng, 6, 2, 3, 3, scale=0.3), _rand(rng, 6), _rand(rng, 6), _rand(rng, 5, 6),
-            _rand(rng, 5)]
+    args = [
+        _rand(rng, 2, 3, 8, 8),
+        _rand(rng, 4, 3, 3, 3, scale=0.3),
+        _rand(rng, 4),
+        _rand(rng, 6, 2, 3, 3, scale=0.3),
+        _rand(rng, 6),
+        _rand(rng, 6),
+        _rand(rng, 5, 6),
+        _rand(rng, 5),
+    ]
 
     def torch_fn(x, w1, b1, w2, gamma, beta, wd, bd):
         y = F.relu(F.conv2d(x, w1, b1, padding=1))
         y = F.max_pool2d(y, 2)
         y = F.conv2d(y, w2, stride=2, padding=1, groups=2)
-        y = F.batch_norm(y, torch.tensor(mean.data), torch.tensor(varc.data), gamma, beta,
-                         training=False, eps=1e-3)
+        y = F.batch_norm(
+            y,
+            torch.tensor(mean.data),
+            torch.tensor(varc.data),
+            gamma,
+            beta,
+            training=False,
+            eps=1e-3,
+        )
         y = torch.tanh(y).mean(dim=(2, 3))
         y = y @ wd.T + bd
         return (y * y).sum()
@@ -130,28 +155,44 @@ def _lstm_module(steps: int, batch: int, n_in: int, n_hid: int):
         Call(loop, (i + const(1, "int32"), h2, c2, xs, w_ih, w_hh, b)),
         Tuple((h, c)),
     )
-    p = [var("xs", (steps, batch, n_in), F64), var("w_ih", (4 * n_hid, n_in), F64),
-         var("w_hh", (4 * n_hid, n_hid), F64), var("b", (4 * n_hid,), F64)]
+    p = [
+        var("xs", (steps, batch, n_in), F64),
+        var("w_ih", (4 * n_hid, n_in), F64),
+        var("w_hh", (4 * n_hid, n_hid), F64),
+        var("b", (4 * n_hid,), F64),
+    ]
     zeros = Constant(np.zeros((batch, n_hid)))
     out = Call(loop, (const(0, "int32"), zeros, zeros, *p))
     loss = call("sum", TupleGetItem(out, 0)) + call("sum", call("square", TupleGetItem(out, 1)))
-    return IRModule({loop: Function((i, h, c, xs, w_ih, w_hh, b), body),
-                     GlobalVar("main"): Function(tuple(p), loss)})
+    return IRModule(
+        {
+            loop: Function((i, h, c, xs, w_ih, w_hh, b), body),
+            GlobalVar("main"): Function(tuple(p), loss),
+        }
+    )
 
 
 def test_lstm_unrolled_by_a_recursive_loop():
     rng = np.random.default_rng(2)
     steps, batch, n_in, n_hid = 5, 2, 3, 4
     mod = _lstm_module(steps, batch, n_in, n_hid)
-    args = [_rand(rng, steps, batch, n_in), _rand(rng, 4 * n_hid, n_in, scale=0.5),
-            _rand(rng, 4 * n_hid, n_hid, scale=0.5), _rand(rng, 4 * n_hid)]
+    args = [
+        _rand(rng, steps, batch, n_in),
+        _rand(rng, 4 * n_hid, n_in, scale=0.5),
+        _rand(rng, 4 * n_hid, n_hid, scale=0.5),
+        _rand(rng, 4 * n_hid),
+    ]
 
     cell = torch.nn.LSTMCell(n_in, n_hid).double()
 
     def torch_fn(xs, w_ih, w_hh, b):
         # torch's own LSTM cell with our parameters (one bias; gate order i, f, g, o)
-        params = {"weight_ih": w_ih, "weight_hh": w_hh, "bias_ih": b,
-                  "bias_hh": torch.zeros_like(b)}
+        params = {
+            "weight_ih": w_ih,
+            "weight_hh": w_hh,
+            "bias_ih": b,
+            "bias_hh": torch.zeros_like(b),
+        }
         h = c = torch.zeros(batch, n_hid, dtype=torch.float64)
         for t in range(steps):
             h, c = torch.func.functional_call(cell, params, (xs[t], (h, c)))

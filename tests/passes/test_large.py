@@ -40,10 +40,18 @@ def _nested_ifs():
 
 
 PASSES = [
-    passes.InferType(), passes.SimplifyInference(), passes.FoldConstant(),
-    passes.DeadCodeElimination(), passes.EliminateCommonSubexpr(), passes.SimplifyExpr(),
-    passes.ToANormalForm(), passes.ToGraphNormalForm(), passes.LambdaLift(), passes.Inline(),
-    passes.DynamicToStatic(), passes.FoldScaleAxis(),
+    passes.InferType(),
+    passes.SimplifyInference(),
+    passes.FoldConstant(),
+    passes.DeadCodeElimination(),
+    passes.EliminateCommonSubexpr(),
+    passes.SimplifyExpr(),
+    passes.ToANormalForm(),
+    passes.ToGraphNormalForm(),
+    passes.LambdaLift(),
+    passes.Inline(),
+    passes.DynamicToStatic(),
+    passes.FoldScaleAxis(),
 ]
 
 
@@ -55,8 +63,7 @@ def test_every_pass_on_a_large_program(build):
     want = relay_core.evaluate(mod, *args)
     for p in PASSES:
         out = relay_core.infer_type(p(mod))
-        np.testing.assert_allclose(relay_core.evaluate(out, *args), want, rtol=1e-5,
-                                   err_msg=p.name)
+        np.testing.assert_allclose(relay_core.evaluate(out, *args), want, rtol=1e-5, err_msg=p.name)
 
 
 @pytest.mark.slow

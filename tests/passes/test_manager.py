@@ -15,9 +15,19 @@ from relay_core.ir import Function, IRModule, Var
 from .golden import parse
 
 EXPECTED = {
-    "InferType", "SimplifyInference", "FoldConstant", "DeadCodeElimination",
-    "EliminateCommonSubexpr", "SimplifyExpr", "ToANormalForm", "ToGraphNormalForm", "LambdaLift",
-    "Inline", "DynamicToStatic", "FoldScaleAxis", "Gradient",
+    "InferType",
+    "SimplifyInference",
+    "FoldConstant",
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
+    "SimplifyExpr",
+    "ToANormalForm",
+    "ToGraphNormalForm",
+    "LambdaLift",
+    "Inline",
+    "DynamicToStatic",
+    "FoldScaleAxis",
+    "Gradient",
 }
 
 SRC = """
@@ -41,10 +51,16 @@ def test_every_pass_is_registered_exported_and_a_dataclass():
 
 
 def test_pipeline_strings_and_lists():
-    pl = passes.pipeline("InferType, FoldConstant(max_bytes=1024), SimplifyExpr, "
-                         "DeadCodeElimination(remove_unused_functions=True)")
-    assert [p.name for p in pl.passes] == ["InferType", "FoldConstant", "SimplifyExpr",
-                                           "DeadCodeElimination"]
+    pl = passes.pipeline(
+        "InferType, FoldConstant(max_bytes=1024), SimplifyExpr, "
+        "DeadCodeElimination(remove_unused_functions=True)"
+    )
+    assert [p.name for p in pl.passes] == [
+        "InferType",
+        "FoldConstant",
+        "SimplifyExpr",
+        "DeadCodeElimination",
+    ]
     assert pl.passes[1].max_bytes == 1024 and pl.passes[3].remove_unused_functions
     out = pl(parse(SRC), passes.PassContext(opt_level=3))
     want = parse("def @main(%x: Tensor[(2), float32]) { add(%x, 6f) }")
@@ -73,9 +89,18 @@ def test_opt_level_and_disabled_passes():
 
 def test_default_pipeline_order():
     names = [p.name for p in passes.default_pipeline(3).passes]
-    assert names == ["InferType", "SimplifyInference", "FoldConstant", "DynamicToStatic",
-                     "SimplifyExpr", "FoldScaleAxis", "FoldConstant", "EliminateCommonSubexpr",
-                     "DeadCodeElimination", "InferType"]
+    assert names == [
+        "InferType",
+        "SimplifyInference",
+        "FoldConstant",
+        "DynamicToStatic",
+        "SimplifyExpr",
+        "FoldScaleAxis",
+        "FoldConstant",
+        "EliminateCommonSubexpr",
+        "DeadCodeElimination",
+        "InferType",
+    ]
 
 
 def test_optimize_simplifies_and_preserves_values():

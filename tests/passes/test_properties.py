@@ -15,7 +15,8 @@ from relay_core.passes.gradient import GradientError
 from .programs import inputs, programs
 
 SETTINGS = settings(
-    max_examples=60, deadline=None,
+    max_examples=60,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -42,7 +43,9 @@ def _run(mod, xs):
     return relay_core.evaluate(mod, *xs)
 
 
-@pytest.mark.parametrize("p", PASSES, ids=lambda p: p.name if p.name != "Sequential" else repr(p)[:60])
+@pytest.mark.parametrize(
+    "p", PASSES, ids=lambda p: p.name if p.name != "Sequential" else repr(p)[:60]
+)
 @SETTINGS
 @given(mod=programs(max_depth=5))
 def test_pass_preserves_results(p, mod):
