@@ -24,7 +24,7 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.module import IRModule
-from ..ir.visitor import post_order
+from ..ir.visitor import free_vars, post_order
 from ._util import (
     Rewriter,
     child_exprs,
@@ -170,7 +170,8 @@ def to_anf(func: Function) -> Function:
 class ToGraphNormalForm(Pass):
     """Replace let-bound variables by their values (a DAG: the value node is shared by all
     uses). Lets whose value has an effect, or is a function (closures may be recursive),
-    stay, so the program means the same.
+    stay, so the program means the same; so do lets whose variable a nested function uses
+    (moving the value into the function would recompute it on every call, e.g. in a loop).
 
     >>> print(ToGraphNormalForm()(mod))   # %0 = f(%a); g(%0, %0)
     """
@@ -194,10 +195,17 @@ def to_gnf(func: Function, calls_pure: bool = False) -> Function:
             impure.add(id(n))
         elif any(id(c) in impure for c in child_exprs(n)):
             impure.add(id(n))
+    captured: set[Var] = set()  # variables some nested function uses
+    for n in order:
+        if type(n) is Function and n is not func:
+            captured.update(free_vars(n))
     inline = {
         n.var: n
         for n in order
-        if type(n) is Let and type(n.value) is not Function and id(n.value) not in impure
+        if type(n) is Let
+        and type(n.value) is not Function
+        and id(n.value) not in impure
+        and (n.var not in captured or isinstance(n.value, (Var, Constant, GlobalVar)))
     }
     if not inline:
         return func

@@ -161,3 +161,23 @@ def test_gnf_keeps_effects_and_closures_bound():
         }
         """
     check(passes.ToGraphNormalForm(), src, src, inputs=[X])
+
+
+def test_gnf_does_not_move_work_into_functions():
+    # %a is loop-invariant: substituting it into the loop body would recompute it each call.
+    src = """
+        def @main(%x: Tensor[(2), float32]) {
+          let %a = exp(%x);
+          let %b = %x;
+          let %loop = fn (%i: int32, %h: Tensor[(2), float32]) -> Tensor[(2), float32] {
+            if (less(%i, 3)) { %loop(add(%i, 1), multiply(%h, %a)) } else { add(%h, %b) }
+          };
+          %loop(0, %x)
+        }
+        """
+    check(
+        passes.ToGraphNormalForm(),
+        src,
+        src.replace("let %b = %x;", "").replace("add(%h, %b)", "add(%h, %x)"),
+        inputs=[X],
+    )

@@ -50,6 +50,14 @@ def test_every_pass_is_registered_exported_and_a_dataclass():
         assert isinstance(out, IRModule)
 
 
+def test_infer_type_golden():
+    # InferType changes no structure; it fills every node's checked_type.
+    from .golden import check
+
+    mod = check(passes.InferType(), SRC, SRC)
+    assert str(mod["main"].body.checked_type) == "Tensor[(2), float32]"
+
+
 def test_pipeline_strings_and_lists():
     pl = passes.pipeline(
         "InferType, FoldConstant(max_bytes=1024), SimplifyExpr, "
