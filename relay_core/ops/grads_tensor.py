@@ -425,8 +425,15 @@ for _n in (
 def _scatter_elements(c, g, ctx):
     a = ctx.attrs
     data, idx, upd = c.args
-    if a.reduction not in ("update", "none", "add"):
-        return [None, None, None]
+    if a.reduction in ("mul", "min", "max"):
+        return _combining_scatter(
+            c,
+            g,
+            ctx,
+            a.reduction,
+            lambda d, u, r: _c("scatter_elements", d, idx, u, axis=a.axis, reduction=r),
+            lambda v: _c("gather", v, idx, axis=a.axis),
+        )
     gu = _c("gather", g, idx, axis=a.axis)
     if a.reduction == "add":
         return [g, None, gu]
@@ -453,8 +460,15 @@ def _scatter_elements(c, g, ctx):
 def _scatter_nd(c, g, ctx):
     data, idx, upd = c.args
     mode = ctx.attrs.mode
-    if mode not in ("update", "add"):
-        return [None, None, None]
+    if mode in ("mul", "min", "max"):
+        return _combining_scatter(
+            c,
+            g,
+            ctx,
+            mode,
+            lambda d, u, r: _c("scatter_nd", d, idx, u, mode=r),
+            lambda v: _c("gather_nd", v, idx),
+        )
     gu = _c("gather_nd", g, idx)
     if mode == "add":
         return [g, None, gu]
@@ -468,6 +482,21 @@ def _scatter_nd(c, g, ctx):
         idx,
     )
     return [mul(g, keep), None, _c("where", _c("equal", won, ids), gu, _c("zeros_like", gu))]
+
+
+def _combining_scatter(c, g, ctx, how, scatter, gather):
+    """Scatters that combine with what is there. mul: out = data * P with P the product of the
+    updates landing at each place (d update_j divides by update_j). max / min: the gradient
+    goes to whichever value won (data, or the updates equal to the result)."""
+    data, _, upd = c.args
+    out = ctx.out
+    z = _c("zeros_like", g)
+    if how == "mul":
+        prod = scatter(_c("ones_like", data), upd, "mul")
+        return [mul(g, prod), None, div(gather(mul(g, out)), upd)]
+    gd = _c("where", _c("equal", out, data), g, z)
+    gu = gather(g)
+    return [gd, None, _c("where", _c("equal", gather(out), upd), gu, _c("zeros_like", gu))]
 
 
 def _iota_like(x: Expr) -> Expr:

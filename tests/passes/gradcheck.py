@@ -89,6 +89,10 @@ def numeric_grads(op, inputs, attrs, weights, eps):
         return total
 
     def diff(i, x, idx, h):
+        with np.errstate(all="ignore"):  # samples may hold inf / nan on purpose
+            return _diff(i, x, idx, h)
+
+    def _diff(i, x, idx, h):
         xs = list(inputs)
         xp = x.copy()
         xp[idx] = x[idx] + h
