@@ -132,7 +132,12 @@ def _runtime_permute(kf, w, wshape, kax, nd, cl):
 def _chunk(P: int, K: int) -> int:
     """Output positions per im2col chunk: K x chunk floats within the L2 budget."""
     c = max(4 * NR, (L2_BUDGET // (4 * max(K, 1))) // NR * NR)
-    return min(c, -(-P // NR) * NR)
+    c = min(c, -(-P // NR) * NR)
+    if -(-P // c) % 2 and P > c:  # prefer an even number of chunks (two threads split evenly)
+        for d in (NR, -NR, 2 * NR, -2 * NR, 3 * NR):
+            if c + d >= NR and -(-P // (c + d)) % 2 == 0:
+                return c + d
+    return c
 
 
 def _spatial_prefix(b, win: Window, r):
