@@ -174,10 +174,12 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
         if tr:
-            abuf, bbuf = thread_buffers(b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1))
+            abuf, bbuf = thread_buffers(b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1),
+                                        pc_max, Og, Kg)
         else:
             b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
-            abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind)
+            abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind,
+                                        Og, pc_max, Kg)
         bu_n = i64(base_units)
         few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
                      b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
@@ -282,7 +284,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
         bw = gep(b, wp, i64(0))
         b0 = PackedB(bw) if packed else RawB(bw, O, 1)
         a0 = RawA(x, 0, 1)
-        abuf, bbuf = thread_buffers(b, a0, b0)
+        abuf, bbuf = thread_buffers(b, a0, b0, pc_max, Og, Kg)
         with for_range(b, u0, u1, name="unit") as u:
             bu = b.udiv(u, parts)
             part = b.urem(u, parts)

@@ -93,7 +93,7 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
         cols = b.bitcast(malloc(b, i64(4 * M * lc_max)), F32P)
         a0 = RawA(wp, 1, M)
         b0 = StridedB(x, IP) if direct_b else RawB(x, IP, 1)
-        abuf, bbuf = thread_buffers(b, a0, b0)
+        abuf, bbuf = thread_buffers(b, a0, b0, M, lc_max, Cg)
         bu = i64(units0)
         few = b.and_(b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
                      b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))))

@@ -425,14 +425,19 @@ def gemm_call(b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_va
     b.call(driver, args)
 
 
-def buffer_sizes(a, bsrc) -> tuple[int, int]:
-    """Floats needed per thread for packing A and B at run time."""
-    return (MC * KC if isinstance(a, RawA) else 0), (KC * NC if isinstance(bsrc, RawB) else 0)
+def buffer_sizes(a, bsrc, M: int, N: int, K: int) -> tuple[int, int]:
+    """Floats needed per thread for packing A and B at run time, for a product of at most
+    M x N x K (small products get small buffers)."""
+    mc = min(MC, -(-M // MR) * MR)
+    kc = min(KC, K)
+    nc = min(NC, -(-N // NR) * NR)
+    return (mc * kc if isinstance(a, RawA) else 0), (kc * nc if isinstance(bsrc, RawB) else 0)
 
 
-def thread_buffers(b: ir.IRBuilder, a, bsrc):
-    """malloc the per-thread packing buffers (None when not needed); pair with free_buffers."""
-    na, nb = buffer_sizes(a, bsrc)
+def thread_buffers(b: ir.IRBuilder, a, bsrc, M: int = 1 << 30, N: int = 1 << 30, K: int = 1 << 30):
+    """malloc the per-thread packing buffers (None when not needed) for products of at most
+    M x N x K; pair with free_buffers."""
+    na, nb = buffer_sizes(a, bsrc, M, N, K)
     abuf = b.bitcast(malloc(b, i64(4 * na)), F32P) if na else None
     bbuf = b.bitcast(malloc(b, i64(4 * nb)), F32P) if nb else None
     return abuf, bbuf

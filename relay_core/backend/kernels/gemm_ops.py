@@ -231,7 +231,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
             p = gep(b, b_ptr, b.mul(mat, i64(bmat)))
             return PackedB(p) if packed else RawB(p, plan.b_rs, plan.b_cs)
 
-        abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)))
+        abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K)
         nbv = i64(nbatch)
         parts = b.select(b.icmp_unsigned("==", b.urem(nbv, ntv), i64(0)), i64(1), ntv)
         u0, u1 = split_range(b, b.mul(nbv, parts), tid, ntv)
