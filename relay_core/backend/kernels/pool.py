@@ -116,6 +116,9 @@ def emit_pool(kind: str, nd: int):
         same_layout = (attr(attrs, "out_layout", "") or layout) == layout
         if win.N * win.C * win.P == 0:
             pass
+        elif same_layout and not cl and dtype == "float32" and kind != "lp" and \
+                win.s[2] in (1, 2) and win.KK <= 49:
+            _pool_cf_registers(kf, kind, win, cip)
         elif same_layout and not cl:
             _pool_cf(kf, kind, win, dtype, cip, p)
         elif same_layout:
@@ -195,6 +198,108 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
                     sp = [od, oh][3 - win.nd :] if win.nd > 1 else []
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, *sp], 0, dtype)
         free(b, acc)
+        if cols is not None:
+            free(b, cols)
+
+    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
+
+
+def _pool_cf_registers(kf, kind, win, cip):
+    """float32 channel-first max / avg pooling: each plane is copied into a padded scratch plane
+    (padding -inf for max, 0 for avg), then 8 output columns at a time are reduced over the
+    window in a register (stride-2 rows deinterleaved with a shuffle)."""
+    from .conv_depthwise import _tap_rows
+    from .llvm_util import I32, V8F, memset0, splat, vstore
+
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    KD, KH, KW = win.k
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(win.osp, win.s, win.k, win.d)]
+    Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
+    Wp += 16
+    units = win.N * win.C
+    nt = clamp_threads(kf.b, kf.nthreads, float(units * win.P * win.KK), units)
+    fill = float("-inf") if kind == "max" else 0.0
+    sw, dw = win.s[2], win.d[2]
+
+    def body(b, vals, tid, ntv):
+        from llvmlite import ir
+
+        x, y = vals[0], vals[1]
+        extras = vals[2:]
+        size = Dp * Hp * Wp
+        pad = b.bitcast(malloc(b, i64(4 * size)), F32.as_pointer())
+        if fill == 0.0:
+            memset0(b, pad, i64(4 * size))
+        else:
+            with for_range(b, 0, size, name="pf") as j:
+                store(b, const(F32, fill), pad, j)
+        cols = None
+        if kind == "avg":
+            cols = b.bitcast(malloc(b, i64(4 * (OW + 8))), F32.as_pointer())
+            _col_counts(b, win, cip, cols)
+        even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
+        u0, u1 = split_range(b, units, tid, ntv)
+        with for_range(b, u0, u1, name="u") as u:
+            src = gep(b, x, b.mul(u, i64(win.IP)))
+            with for_range(b, 0, D * H, name="cr") as r:
+                dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
+                prow = b.add(b.mul(b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)),
+                                         b.add(hh, i64(win.pb[1]))), i64(Wp)), i64(win.pb[2]))
+                with for_range(b, 0, W, name="cw") as j:
+                    store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
+            yp = gep(b, y, b.mul(u, i64(win.P)))
+            with for_range(b, 0, OD * OH, name="r") as r:
+                od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+                rows = _tap_rows(b, win, pad, Hp, Wp, od, oh)
+                yrow = gep(b, yp, b.mul(r, i64(OW)))
+                nrows = None
+                if kind == "avg":  # window rows counted at this output row
+                    lo_b = [-v for v in win.pb] if cip else [0, 0, 0]
+                    hi_b = [n_ + e for n_, e in zip(win.sp, win.pe)] if cip else list(win.sp)
+                    cnt = i64(0)
+                    for kd in range(KD):
+                        idd = b.sub(b.add(b.mul(od, i64(win.s[0])), i64(kd * win.d[0])), i64(win.pb[0]))
+                        for kh in range(KH):
+                            ih = b.sub(b.add(b.mul(oh, i64(win.s[1])), i64(kh * win.d[1])), i64(win.pb[1]))
+                            ok = b.and_(_in(b, idd, lo_b[0], hi_b[0]), _in(b, ih, lo_b[1], hi_b[1]))
+                            cnt = b.add(cnt, b.zext(ok, I64))
+                    nrows = b.sitofp(cnt, F32)
+
+                def reduce(width, q):
+                    acc = None
+                    for prow in rows:
+                        for kw in range(KW):
+                            base = b.add(b.mul(q, i64(sw)), i64(kw * dw))
+                            if width == 1:
+                                xv = load(b, prow, base)
+                            elif sw == 1:
+                                xv = vload(b, prow, base)
+                            else:
+                                xv = b.shuffle_vector(vload(b, prow, base),
+                                                      vload(b, prow, b.add(base, i64(8))), even)
+                            if acc is None:
+                                acc = xv
+                            elif kind == "max":
+                                acc = b.select(b.fcmp_unordered(">", xv, acc), xv, acc)
+                            else:
+                                acc = b.fadd(acc, xv)
+                    if kind == "avg":
+                        cv = vload(b, cols, q) if width == 8 else load(b, cols, q)
+                        nr = splat(b, nrows) if width == 8 else nrows
+                        acc = b.fdiv(acc, b.fmul(cv, nr))
+                    return acc
+
+                nblk = OW // 8 * 8
+                with for_range(b, 0, nblk, 8, name="q8") as q:
+                    vstore(b, reduce(8, q), yrow, q)
+                with for_range(b, nblk, OW, name="q1") as q:
+                    store(b, reduce(1, q), yrow, q)
+                if kf.ep:
+                    n, c = b.udiv(u, i64(win.C)), b.urem(u, i64(win.C))
+                    sp = [od, oh][3 - win.nd :] if win.nd > 1 else []
+                    epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, *sp], 0)
+        free(b, pad)
         if cols is not None:
             free(b, cols)
 
