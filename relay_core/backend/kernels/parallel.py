@@ -46,10 +46,14 @@ def parallel(
             b.call(fn, [p])
 
 
+MIN_PARALLEL_WORK = 2e5  # ~ the flops of 10 us of vectorised work: several times a dispatch
+
+
 def clamp_threads(b: ir.IRBuilder, nthreads: ir.Value, work: float, max_useful: int | None = None):
-    """The thread count to use: 1 for tiny work (below ~100k flops/elements x costs), otherwise
-    `nthreads` capped at `max_useful` (e.g. the number of independent work units)."""
-    if work < 1e5 or (max_useful is not None and max_useful <= 1):
+    """The thread count to use: 1 when `work` (flops, or comparable operation counts) is too
+    small to pay for a GOMP dispatch (~3 us), otherwise `nthreads` capped at `max_useful` (the
+    number of independent work units)."""
+    if work < MIN_PARALLEL_WORK or (max_useful is not None and max_useful <= 1):
         return i32(1)
     n = b.select(b.icmp_signed("<", nthreads, i32(1)), i32(1), nthreads)
     if max_useful is not None:
