@@ -79,7 +79,7 @@ GEOMS = {
     1: [(2, 3, (9,), 3, 2, 1, 1, False), (1, 4, (10,), 2, None, 1, 0, True), (1, 2, (11,), 3, 2, 2, 2, True)],
     2: [(2, 3, (7, 6), 3, 2, 1, 1, False), (1, 5, (9, 9), 2, None, 1, 0, True),
         (1, 4, (11, 10), 3, 2, 2, 1, True), (1, 3, (8, 8), 3, 1, 1, ((0, 2), (1, 0)), False),
-        (1, 16, (56, 56), 3, 2, 1, 1, False), (1, 2, (5, 5), 5, 1, 1, 2, False)],
+        (1, 32, (56, 56), 3, 2, 1, 1, False), (1, 2, (5, 5), 5, 1, 1, 2, False)],
     3: [(1, 3, (5, 6, 7), 3, 2, 1, 1, False), (1, 2, (6, 6, 6), 2, None, 1, 0, True)],
 }
 
@@ -164,7 +164,8 @@ def test_max_pool_dtypes(dtype):
 def test_global_pool(nd, kind):
     cases = []
     for layout in ("NC" + SP[nd], "N" + SP[nd] + "C"):
-        for shape in [(2, 3) + (5,) * nd, (1, 17) + (9,) * nd, (1, 4) + (1,) * nd]:
+        for shape in [(2, 3) + (5,) * nd, (1, 17) + (9,) * nd, (1, 4) + (1,) * nd,
+                      (2, 64) + (40 if nd < 3 else 12,) * nd]:
             x = rng.standard_normal(shape).astype(np.float32)
             axes = tuple(range(2, nd + 2))
             if kind == "max":
