@@ -7,7 +7,16 @@ import numpy as np
 import pytest
 
 from relay_core.backend.kernels.jit import KernelModule
-from relay_core.backend.kernels.llvm_util import F32, F32P, I32, V8F, new_function, vload, vstore
+from relay_core.backend.kernels.llvm_util import (
+    F32,
+    F32P,
+    I32,
+    V8F,
+    for_range,
+    new_function,
+    vload,
+    vstore,
+)
 from relay_core.backend.kernels.vmath import exp_f32, log_f32
 
 from .helpers import assert_close, index_epilogue, index_expected, run_batch
@@ -81,7 +90,7 @@ def _math_kernel(fn, n):
     def emit(llmod, name, in_types, out_types, attrs, epilogue=None):
         f, b = new_function(llmod, name, [F32P, F32P, I32])
         x, y, _ = f.args
-        for j in range(0, n, 8):
+        with for_range(b, 0, n, 8) as j:
             vstore(b, fn(b, vload(b, x, j)), y, j)
         b.store(fn(b, b.load(b.gep(x, [ir.Constant(ir.IntType(64), 0)]))),
                 b.gep(y, [ir.Constant(ir.IntType(64), n)]))
