@@ -23,7 +23,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from relay_core.backend.kernels import KERNELS  # noqa: E402
 from relay_core.backend.kernels.jit import KernelModule, tt  # noqa: E402
 
-
 # ---------------------------------------------------------------------------------------------
 # Cases: (name, op, input arrays, constant input indices, attrs, out shape, flops, torch fn,
 #         onnx node builder).
@@ -35,10 +34,16 @@ def _gemm(m, n, k):
     w = rng.standard_normal((n, k), np.float32)
     wt = np.ascontiguousarray(w.T)
     return dict(
-        name=f"dense {m}x{n}x{k}", group="gemm", op="nn.dense", inputs=[x, w], const=(1,),
-        attrs=None, out=(m, n), flops=2.0 * m * n * k,
+        name=f"dense {m}x{n}x{k}",
+        group="gemm",
+        op="nn.dense",
+        inputs=[x, w],
+        const=(1,),
+        attrs=None,
+        out=(m, n),
+        flops=2.0 * m * n * k,
         numpy=lambda out: np.matmul(x, wt, out=out),
-        torch=lambda t: (lambda xt=t.from_numpy(x), wt_=t.from_numpy(wt): lambda: t.matmul(xt, wt_))(),
+        torch=(lambda t, xt, wt_: t.matmul(xt, wt_), [x, wt]),
         onnx=("Gemm", dict(transB=1), [x], [w]),
     )
 
@@ -49,11 +54,16 @@ def _bmm(b, m, n, k):
     c = rng.standard_normal((b, n, k), np.float32)
     ct = np.ascontiguousarray(np.swapaxes(c, 1, 2))
     return dict(
-        name=f"batch_matmul {b}x{m}x{n}x{k}", group="gemm", op="nn.batch_matmul", inputs=[a, c],
-        const=(), attrs=None, out=(b, m, n), flops=2.0 * b * m * n * k,
+        name=f"batch_matmul {b}x{m}x{n}x{k}",
+        group="gemm",
+        op="nn.batch_matmul",
+        inputs=[a, c],
+        const=(),
+        attrs=None,
+        out=(b, m, n),
+        flops=2.0 * b * m * n * k,
         numpy=lambda out: np.matmul(a, np.swapaxes(c, 1, 2), out=out),
-        torch=lambda t: (lambda at=t.from_numpy(a), ct_=t.from_numpy(c):
-                         lambda: t.matmul(at, ct_.transpose(1, 2)))(),
+        torch=(lambda t, at, ct_: t.matmul(at, ct_.transpose(1, 2)), [a, c]),
         onnx=("MatMul", {}, [a, ct], []),
     )
 
@@ -66,12 +76,19 @@ def _conv(n, c, h, o, k, s, p, g=1, w_=None):
     oh, ow = (h + 2 * p - k) // s + 1, (w_ + 2 * p - k) // s + 1
     kind = "depthwise" if g > 1 and g == c else "conv"
     return dict(
-        name=f"{kind} {n}x{c}x{h}x{w_} -> {o} k{k} s{s}", group="conv", op="nn.conv2d",
-        inputs=[x, w], const=(1,),
-        attrs=dict(strides=(s, s), padding=(p, p), groups=g), out=(n, o, oh, ow),
-        flops=2.0 * n * o * oh * ow * (c // g) * k * k, numpy=None,
-        torch=lambda t: (lambda xt=t.from_numpy(x), wt=t.from_numpy(w):
-                         lambda: t.nn.functional.conv2d(xt, wt, stride=s, padding=p, groups=g))(),
+        name=f"{kind} {n}x{c}x{h}x{w_} -> {o} k{k} s{s}",
+        group="conv",
+        op="nn.conv2d",
+        inputs=[x, w],
+        const=(1,),
+        attrs=dict(strides=(s, s), padding=(p, p), groups=g),
+        out=(n, o, oh, ow),
+        flops=2.0 * n * o * oh * ow * (c // g) * k * k,
+        numpy=None,
+        torch=(
+            lambda t, xt, wt: t.nn.functional.conv2d(xt, wt, stride=s, padding=p, groups=g),
+            [x, w],
+        ),
         onnx=("Conv", dict(strides=[s, s], pads=[p] * 4, group=g), [x], [w]),
     )
 
@@ -80,10 +97,16 @@ def _maxpool(n, c, h, k, s, p):
     x = np.random.default_rng(0).standard_normal((n, c, h, h), np.float32)
     oh = (h + 2 * p - k) // s + 1
     return dict(
-        name=f"max_pool {n}x{c}x{h}x{h} k{k} s{s}", group="pool", op="nn.max_pool2d", inputs=[x],
-        const=(), attrs=dict(pool_size=(k, k), strides=(s, s), padding=(p, p)),
-        out=(n, c, oh, oh), flops=float(n * c * oh * oh * k * k), numpy=None,
-        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.nn.functional.max_pool2d(xt, k, s, p))(),
+        name=f"max_pool {n}x{c}x{h}x{h} k{k} s{s}",
+        group="pool",
+        op="nn.max_pool2d",
+        inputs=[x],
+        const=(),
+        attrs=dict(pool_size=(k, k), strides=(s, s), padding=(p, p)),
+        out=(n, c, oh, oh),
+        flops=float(n * c * oh * oh * k * k),
+        numpy=None,
+        torch=(lambda t, xt: t.nn.functional.max_pool2d(xt, k, s, p), [x]),
         onnx=("MaxPool", dict(kernel_shape=[k, k], strides=[s, s], pads=[p] * 4), [x], []),
     )
 
@@ -91,9 +114,16 @@ def _maxpool(n, c, h, k, s, p):
 def _gap(n, c, h):
     x = np.random.default_rng(0).standard_normal((n, c, h, h), np.float32)
     return dict(
-        name=f"global_avg_pool {n}x{c}x{h}x{h}", group="pool", op="nn.global_avg_pool2d",
-        inputs=[x], const=(), attrs=None, out=(n, c, 1, 1), flops=float(x.size), numpy=None,
-        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.nn.functional.adaptive_avg_pool2d(xt, 1))(),
+        name=f"global_avg_pool {n}x{c}x{h}x{h}",
+        group="pool",
+        op="nn.global_avg_pool2d",
+        inputs=[x],
+        const=(),
+        attrs=None,
+        out=(n, c, 1, 1),
+        flops=float(x.size),
+        numpy=None,
+        torch=(lambda t, xt: t.nn.functional.adaptive_avg_pool2d(xt, 1), [x]),
         onnx=("GlobalAveragePool", {}, [x], []),
     )
 
@@ -101,22 +131,41 @@ def _gap(n, c, h):
 def _softmax(shape):
     x = np.random.default_rng(0).standard_normal(shape, np.float32)
     return dict(
-        name=f"softmax {'x'.join(map(str, shape))}", group="softmax", op="nn.softmax", inputs=[x],
-        const=(), attrs={"axis": -1}, out=shape, flops=5.0 * x.size, numpy=None,
-        torch=lambda t: (lambda xt=t.from_numpy(x): lambda: t.softmax(xt, -1))(),
+        name=f"softmax {'x'.join(map(str, shape))}",
+        group="softmax",
+        op="nn.softmax",
+        inputs=[x],
+        const=(),
+        attrs={"axis": -1},
+        out=shape,
+        flops=5.0 * x.size,
+        numpy=None,
+        torch=(lambda t, xt: t.softmax(xt, -1), [x]),
         onnx=("Softmax", {"axis": -1}, [x], []),
     )
 
 
 def cases():
     return [
-        _gemm(1024, 1024, 1024), _gemm(256, 256, 256), _gemm(1, 4096, 1024), _gemm(128, 768, 768),
-        _gemm(128, 3072, 768), _bmm(12, 128, 128, 64),
-        _conv(1, 64, 56, 64, 3, 1, 1), _conv(1, 128, 28, 128, 3, 1, 1), _conv(1, 256, 14, 256, 3, 1, 1),
-        _conv(1, 512, 7, 512, 3, 1, 1), _conv(1, 64, 56, 256, 1, 1, 0), _conv(1, 256, 56, 64, 1, 1, 0),
-        _conv(1, 3, 224, 64, 7, 2, 3), _conv(1, 128, 56, 128, 3, 2, 1),
-        _conv(1, 32, 112, 32, 3, 1, 1, g=32), _conv(1, 144, 56, 144, 3, 2, 1, g=144),
-        _maxpool(1, 64, 112, 3, 2, 1), _gap(1, 2048, 7), _softmax((12, 128, 128)),
+        _gemm(1024, 1024, 1024),
+        _gemm(256, 256, 256),
+        _gemm(1, 4096, 1024),
+        _gemm(128, 768, 768),
+        _gemm(128, 3072, 768),
+        _bmm(12, 128, 128, 64),
+        _conv(1, 64, 56, 64, 3, 1, 1),
+        _conv(1, 128, 28, 128, 3, 1, 1),
+        _conv(1, 256, 14, 256, 3, 1, 1),
+        _conv(1, 512, 7, 512, 3, 1, 1),
+        _conv(1, 64, 56, 256, 1, 1, 0),
+        _conv(1, 256, 56, 64, 1, 1, 0),
+        _conv(1, 3, 224, 64, 7, 2, 3),
+        _conv(1, 128, 56, 128, 3, 2, 1),
+        _conv(1, 32, 112, 32, 3, 1, 1, g=32),
+        _conv(1, 144, 56, 144, 3, 2, 1, g=144),
+        _maxpool(1, 64, 112, 3, 2, 1),
+        _gap(1, 2048, 7),
+        _softmax((12, 128, 128)),
     ]
 
 
@@ -125,7 +174,6 @@ def cases():
 
 def _onnx_session(spec, threads):
     try:
-        import onnx
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
@@ -133,11 +181,18 @@ def _onnx_session(spec, threads):
     op, attrs, feeds, inits = spec["onnx"]
     names = [f"x{i}" for i in range(len(feeds))]
     inames = [f"w{i}" for i in range(len(inits))]
-    inputs = [helper.make_tensor_value_info(nm, TensorProto.FLOAT, a.shape) for nm, a in zip(names, feeds)]
+    inputs = [
+        helper.make_tensor_value_info(nm, TensorProto.FLOAT, a.shape) for nm, a in zip(names, feeds)
+    ]
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     node = helper.make_node(op, names + inames, ["y"], **attrs)
-    graph = helper.make_graph([node], "bench", inputs, [out],
-                              [numpy_helper.from_array(a, nm) for nm, a in zip(inames, inits)])
+    graph = helper.make_graph(
+        [node],
+        "bench",
+        inputs,
+        [out],
+        [numpy_helper.from_array(a, nm) for nm, a in zip(inames, inits)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
@@ -186,7 +241,9 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
         if c["numpy"] is not None:
             nout = np.empty(c["out"], np.float32)
             impls["numpy"] = lambda f=c["numpy"], o=nout: f(o)
-        impls["torch"] = c["torch"](torch)
+        tfn, tarrays = c["torch"]
+        tins = [torch.from_numpy(a) for a in tarrays]
+        impls["torch"] = lambda tfn=tfn, tins=tins: tfn(torch, *tins)
         sess = _onnx_session(c, threads)
         if sess is not None:
             impls["onnxruntime"] = sess
@@ -210,10 +267,13 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
 
 def markdown(rows, threads, compile_s) -> str:
     names = ["ours", "numpy", "torch", "onnxruntime"]
-    lines = [f"Kernels vs references, {threads} threads, median ms (GFLOP/s for GEMM/conv); "
-             f"compile of all kernels in one module: {compile_s:.2f} s", "",
-             "| case | " + " | ".join(names) + " | ours / best other |",
-             "|---|" + "---|" * (len(names) + 1)]
+    lines = [
+        f"Kernels vs references, {threads} threads, median ms (GFLOP/s for GEMM/conv); "
+        f"compile of all kernels in one module: {compile_s:.2f} s",
+        "",
+        "| case | " + " | ".join(names) + " | ours / best other |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
     for c, med in rows:
         cells = []
         for n in names:

@@ -29,8 +29,8 @@ from .gemm_core import (
     pack_b_panels,
     plain_store_fn,
     store_function,
-    transposed_store_fn,
     thread_buffers,
+    transposed_store_fn,
 )
 from .geometry import SPATIAL, Window, data_view, layout_axes, ntuple, pad3, resolve_pads
 from .im2col import geom_args, im2col_cf_fn, im2col_cl_fn
@@ -60,8 +60,9 @@ def conv_window(in_types, out_types, attrs, nd: int, transpose: bool = False):
         pb, pe = resolve_pads({"padding": attr(attrs, "padding", 0)}, nd, in_sp, ks, strides, dil)
     else:
         pb, pe = resolve_pads(attrs, nd, in_sp, ks, strides, dil)
-    win = Window(nd, N, C, sp, osp, pad3(ks, 1), pad3(strides, 1), pad3(dil, 1), pad3(pb, 0),
-                 pad3(pe, 0))
+    win = Window(
+        nd, N, C, sp, osp, pad3(ks, 1), pad3(strides, 1), pad3(dil, 1), pad3(pb, 0), pad3(pe, 0)
+    )
     Cg = C // G
     Og = O // G
     return win, G, O, Cg, Og, kax, cl
@@ -87,8 +88,9 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
     if G > 1 and Cg == 1:
         from .conv_depthwise import emit_depthwise
 
-        return emit_depthwise(llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue,
-                              const_inputs)
+        return emit_depthwise(
+            llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue, const_inputs
+        )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
     w = kf.ins[1]
@@ -174,15 +176,19 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
         if tr:
-            abuf, bbuf = thread_buffers(b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1),
-                                        pc_max, Og, Kg)
+            abuf, bbuf = thread_buffers(
+                b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1), pc_max, Og, Kg
+            )
         else:
             b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
-            abuf, bbuf = thread_buffers(b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind,
-                                        Og, pc_max, Kg)
+            abuf, bbuf = thread_buffers(
+                b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind, Og, pc_max, Kg
+            )
         bu_n = i64(base_units)
-        few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
-                     b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
+        few = b.and_(
+            b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
+            b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))),
+        )
         parts = b.select(few, ntv, i64(1))
         u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
         with for_range(b, u0, u1, name="unit") as u:
@@ -212,8 +218,9 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                 a = PackedA(wg) if packed else RawA(wg, Kg, 1)
                 gemm_call(b, a, bsrc, Kg, c0, c1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
             if kf.ep:
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), c0, c1, p0, pc,
-                                OW)
+                _epilogue_chunk(
+                    b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), c0, c1, p0, pc, OW
+                )
         free_buffers(b, col, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
@@ -266,19 +273,30 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
             sp.insert(0, b.udiv(p, i64(OW * OH)))
         return [f[1], *sp, b.add(f[3], o)]
 
-    store_fn = store_function(
-        kf.b.module, f"{kf.fn.name}.store", [F32P, I64, I64, I64, *extra_t],
-        c_of=lambda b, f: (f[0], O), ep=kf.ep, index_fn=index_fn, extras_of=lambda b, f: f[4:],
-        vector_ok=Og >= NR,
-    ) if kf.ep else plain_store_fn(kf.b.module)
+    store_fn = (
+        store_function(
+            kf.b.module,
+            f"{kf.fn.name}.store",
+            [F32P, I64, I64, I64, *extra_t],
+            c_of=lambda b, f: (f[0], O),
+            ep=kf.ep,
+            index_fn=index_fn,
+            extras_of=lambda b, f: f[4:],
+            vector_ok=Og >= NR,
+        )
+        if kf.ep
+        else plain_store_fn(kf.b.module)
+    )
 
     def body(b, vals, tid, ntv):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * pc_max)), F32P)
         bu_n = i64(base_units)
-        few = b.and_(b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
-                     b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))))
+        few = b.and_(
+            b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
+            b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))),
+        )
         parts = b.select(few, ntv, i64(1))
         u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
         bw = gep(b, wp, i64(0))
@@ -329,5 +347,3 @@ def emit_conv2d(llmod, name, in_types, out_types, attrs, epilogue=None, const_in
 
 def emit_conv3d(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
     return emit_conv(llmod, name, in_types, out_types, attrs, epilogue, const_inputs, nd=3)
-
-

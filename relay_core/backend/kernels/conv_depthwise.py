@@ -8,8 +8,6 @@ taps accumulate whole channel vectors. Channel multipliers (Og > 1) are supporte
 
 from __future__ import annotations
 
-
-
 import llvmlite.ir as ir
 
 from .common import KernelInfo, epilogue_row, kernel_function, shape_of
@@ -35,8 +33,9 @@ from .llvm_util import (
 from .parallel import clamp_threads, parallel, split_range
 
 
-def emit_depthwise(llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue=None,
-                   const_inputs=()):
+def emit_depthwise(
+    llmod, name, in_types, out_types, win, G, Og, kax, cl, epilogue=None, const_inputs=()
+):
     from .conv import _runtime_permute, canonical_weight
 
     nd = win.nd
@@ -90,8 +89,13 @@ def _cf(kf, w, win, G, Og, O):
             # interior copy (the border stays zero: the interior is the same for every plane)
             with for_range(b, 0, D * H, name="cr") as r:
                 dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
-                prow = b.add(b.mul(b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)),
-                                         b.add(hh, i64(win.pb[1]))), i64(Wp)), i64(win.pb[2]))
+                prow = b.add(
+                    b.mul(
+                        b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)), b.add(hh, i64(win.pb[1]))),
+                        i64(Wp),
+                    ),
+                    i64(win.pb[2]),
+                )
                 with for_range(b, 0, W, name="cw") as j:
                     store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
             with for_range(b, 0, Og, name="j") as j:
@@ -168,7 +172,9 @@ def _row_memory(b, win, pad, Hp, Wp, od, oh, yrow, wo):
             with for_range(b, 0, OW, name="q") as q:
                 xv = load(b, srow, b.mul(q, i64(win.s[2])))
                 acc = load(b, yrow, q)
-                store(b, b.fadd(acc, b.fmul(wv, xv, flags=["contract"]), flags=["contract"]), yrow, q)
+                store(
+                    b, b.fadd(acc, b.fmul(wv, xv, flags=["contract"]), flags=["contract"]), yrow, q
+                )
 
 
 def _cl(kf, w, win, G, Og, O):
@@ -196,11 +202,15 @@ def _cl(kf, w, win, G, Og, O):
                     kw = b.urem(t, i64(KW))
                     kh = b.urem(b.udiv(t, i64(KW)), i64(KH))
                     kd = b.udiv(t, i64(KW * KH))
-                    pos = [b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(p)) for q, k, s, d, p
-                           in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)]
+                    pos = [
+                        b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(p))
+                        for q, k, s, d, p in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)
+                    ]
                     ok = None
                     for v, lim in zip(pos, (D, H, W)):
-                        cnd = b.and_(b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim)))
+                        cnd = b.and_(
+                            b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim))
+                        )
                         ok = cnd if ok is None else b.and_(ok, cnd)
                     with b.if_then(ok):
                         ip = b.add(b.mul(b.add(b.mul(pos[0], i64(H)), pos[1]), i64(W)), pos[2])
@@ -216,6 +226,3 @@ def _cl(kf, w, win, G, Og, O):
                     epilogue_row(b, kf.ep, extras, yrow, O, [n, *sp], 0)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
-
-
-

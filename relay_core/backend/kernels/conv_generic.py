@@ -84,11 +84,15 @@ def emit_generic_conv(llmod, name, in_types, out_types, attrs, epilogue=None, nd
                         kd = b.udiv(t, i64(KW * KH))
                         pos = [
                             b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(dd))), i64(pp))
-                            for q, k, s, dd, pp in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)
+                            for q, k, s, dd, pp in zip(
+                                (od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb
+                            )
                         ]
                         ok = None
                         for v, lim in zip(pos, (D, H, W)):
-                            c = b.and_(b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim)))
+                            c = b.and_(
+                                b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim))
+                            )
                             ok = c if ok is None else b.and_(ok, c)
                         with b.if_then(ok):
                             xo = b.add(xb, b.mul(ci, i64(xst[1])))
@@ -117,5 +121,3 @@ def emit_generic_conv(llmod, name, in_types, out_types, attrs, epilogue=None, nd
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
     kf.b.ret_void()
     return KernelInfo(kf.fn)
-
-

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .conv_generic import canonical_strides
-from .gemm_core import NR, RawA, RawB, StridedB, free_buffers, gemm_call, plain_store_fn, thread_buffers
+from .gemm_core import (
+    NR,
+    RawA,
+    RawB,
+    StridedB,
+    free_buffers,
+    gemm_call,
+    plain_store_fn,
+    thread_buffers,
+)
 from .gemm_generic import accumulate_dtype
 from .geometry import layout_axes
 from .llvm_util import (
@@ -95,8 +104,10 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
         b0 = StridedB(x, IP) if direct_b else RawB(x, IP, 1)
         abuf, bbuf = thread_buffers(b, a0, b0, M, lc_max, Cg)
         bu = i64(units0)
-        few = b.and_(b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
-                     b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))))
+        few = b.and_(
+            b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
+            b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))),
+        )
         parts = b.select(few, ntv, i64(1))
         u0, u1 = split_range(b, b.mul(bu, parts), tid, ntv)
         with for_range(b, u0, u1, name="unit") as u:
@@ -113,18 +124,34 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
                 lc = imin(b, i64(lc_max), b.sub(i64(IP), l0))
                 bsrc = StridedB(gep(b, xg, l0), IP) if direct_b else RawB(gep(b, xg, l0), IP, 1)
                 store_fn = plain_store_fn(b.module)
-                gemm_call(b, a, bsrc, Cg, b.mul(o0, i64(KK)), b.mul(o1, i64(KK)), 0, lc, store_fn,
-                          [cols, i64(lc_max)], abuf, bbuf)
+                gemm_call(
+                    b,
+                    a,
+                    bsrc,
+                    Cg,
+                    b.mul(o0, i64(KK)),
+                    b.mul(o1, i64(KK)),
+                    0,
+                    lc,
+                    store_fn,
+                    [cols, i64(lc_max)],
+                    abuf,
+                    bbuf,
+                )
                 _col2im(b, cols, lc_max, ybase, o0, o1, l0, lc, win)
             if kf.ep:
                 with for_range(b, o0, o1, name="eo") as o:
                     plane = gep(b, ybase, b.mul(o, i64(P)))
                     c = b.add(b.mul(g, i64(Og)), o)
                     with for_range(b, 0, OD * OH, name="er") as r:
-                        sp = [] if win.nd == 1 else ([r] if win.nd == 2 else
-                                                     [b.udiv(r, i64(OH)), b.urem(r, i64(OH))])
-                        epilogue_row(b, kf.ep, extras, gep(b, plane, b.mul(r, i64(OW))), OW,
-                                     [n, c, *sp], 0)
+                        sp = (
+                            []
+                            if win.nd == 1
+                            else ([r] if win.nd == 2 else [b.udiv(r, i64(OH)), b.urem(r, i64(OH))])
+                        )
+                        epilogue_row(
+                            b, kf.ep, extras, gep(b, plane, b.mul(r, i64(OW))), OW, [n, c, *sp], 0
+                        )
         free_buffers(b, abuf, bbuf, cols)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
@@ -148,10 +175,16 @@ def _col2im(b, cols, ld, ybase, o0, o1, l0, lc, win):
             crow = gep(b, cols, b.mul(b.add(b.mul(o, i64(KK)), t), i64(ld)))
             with for_range(b, r0, b.add(r1, i64(1)), name="cr") as r:
                 idd, ih = b.udiv(r, i64(H)), b.urem(r, i64(H))
-                od = b.add(b.sub(b.mul(idd, i64(win.s[0])), i64(win.pb[0])), b.mul(kd, i64(win.d[0])))
-                oh = b.add(b.sub(b.mul(ih, i64(win.s[1])), i64(win.pb[1])), b.mul(kh, i64(win.d[1])))
-                ok = b.and_(b.and_(b.icmp_signed(">=", od, i64(0)), b.icmp_signed("<", od, i64(OD))),
-                            b.and_(b.icmp_signed(">=", oh, i64(0)), b.icmp_signed("<", oh, i64(OH))))
+                od = b.add(
+                    b.sub(b.mul(idd, i64(win.s[0])), i64(win.pb[0])), b.mul(kd, i64(win.d[0]))
+                )
+                oh = b.add(
+                    b.sub(b.mul(ih, i64(win.s[1])), i64(win.pb[1])), b.mul(kh, i64(win.d[1]))
+                )
+                ok = b.and_(
+                    b.and_(b.icmp_signed(">=", od, i64(0)), b.icmp_signed("<", od, i64(OD))),
+                    b.and_(b.icmp_signed(">=", oh, i64(0)), b.icmp_signed("<", oh, i64(OH))),
+                )
                 with b.if_then(ok):
                     rbase = b.mul(r, i64(W))
                     a = b.sub(b.select(b.icmp_signed(">", l0, rbase), l0, rbase), rbase)
@@ -162,7 +195,9 @@ def _col2im(b, cols, ld, ybase, o0, o1, l0, lc, win):
                     # iw range with 0 <= iw*s + off < OW
                     s = win.s[2]
                     lo = clamp(b, floordiv_rt(b, b.add(b.neg(off), i64(s - 1)), i64(s)), a, e)
-                    hi = clamp(b, floordiv_rt(b, b.add(b.sub(i64(OW), off), i64(s - 1)), i64(s)), lo, e)
+                    hi = clamp(
+                        b, floordiv_rt(b, b.add(b.sub(i64(OW), off), i64(s - 1)), i64(s)), lo, e
+                    )
                     with for_range(b, lo, hi, name="ciw") as iw:
                         oo = b.add(b.mul(iw, i64(s)), off)
                         store(b, b.fadd(load(b, yrow, oo), load(b, src, iw)), yrow, oo)
@@ -194,16 +229,26 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
             n = b.udiv(e, i64(O * win.P))
             o = b.urem(b.udiv(e, i64(win.P)), i64(O))
             p = b.urem(e, i64(win.P))
-            opos = [b.udiv(p, i64(OW * OH)), b.urem(b.udiv(p, i64(OW)), i64(OH)), b.urem(p, i64(OW))]
+            opos = [
+                b.udiv(p, i64(OW * OH)),
+                b.urem(b.udiv(p, i64(OW)), i64(OH)),
+                b.urem(p, i64(OW)),
+            ]
             g, ol = b.udiv(o, i64(Og)), b.urem(o, i64(Og))
             b.store(const(acc_t, 0), slot)
             with for_range(b, 0, win.KK, name="t") as t:
-                taps = [b.udiv(t, i64(win.k[1] * win.k[2])), b.urem(b.udiv(t, i64(win.k[2])), i64(win.k[1])),
-                        b.urem(t, i64(win.k[2]))]
+                taps = [
+                    b.udiv(t, i64(win.k[1] * win.k[2])),
+                    b.urem(b.udiv(t, i64(win.k[2])), i64(win.k[1])),
+                    b.urem(t, i64(win.k[2])),
+                ]
                 ok, ipos = None, []
                 for op_, k, s, d, pb, n_in in zip(opos, taps, win.s, win.d, win.pb, win.sp):
                     num = b.sub(b.add(op_, i64(pb)), b.mul(k, i64(d)))
-                    c = b.and_(b.icmp_signed(">=", num, i64(0)), b.icmp_signed("==", b.srem(num, i64(s)), i64(0)))
+                    c = b.and_(
+                        b.icmp_signed(">=", num, i64(0)),
+                        b.icmp_signed("==", b.srem(num, i64(s)), i64(0)),
+                    )
                     q = b.sdiv(num, i64(s))
                     c = b.and_(c, b.icmp_signed("<", q, i64(n_in)))
                     ok = c if ok is None else b.and_(ok, c)
@@ -220,7 +265,9 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
                         xv = convert(b, load_as(b, x, xo, dx), dx, acc_dt)
                         wv = convert(b, load_as(b, w, wo, dw), dw, acc_dt)
                         old = b.load(slot)
-                        b.store(b.fadd(old, b.fmul(xv, wv)) if isf else b.add(old, b.mul(xv, wv)), slot)
+                        b.store(
+                            b.fadd(old, b.fmul(xv, wv)) if isf else b.add(old, b.mul(xv, wv)), slot
+                        )
             val = convert(b, b.load(slot), acc_dt, dy)
             yo = b.add(b.mul(n, i64(yst[0])), b.mul(o, i64(yst[1])))
             for v, s in zip(opos, yst[2:]):
@@ -238,4 +285,3 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
 
 def conv_transpose_kernels() -> dict:
     return {f"nn.conv{nd}d_transpose": emit_conv_transpose(nd) for nd in (1, 2, 3)}
-

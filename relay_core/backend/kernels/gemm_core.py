@@ -223,7 +223,9 @@ def _pack_b_fn(llmod) -> ir.Function:
                     inside = b.icmp_signed("<", jj, rem)
                     colo = b.mul(b.add(j0, b.add(nfull, imin(b, jj, b.sub(rem, i64(1))))), cs)
                     v = load(b, src, b.add(b.mul(b.add(p0, k), rs), colo))
-                    store(b, b.select(inside, v, const(F32, 0.0)), dst, b.add(b.mul(k, i64(NR)), jj))
+                    store(
+                        b, b.select(inside, v, const(F32, 0.0)), dst, b.add(b.mul(k, i64(NR)), jj)
+                    )
 
     return _shared(llmod, "relay.sgemm.pack_b", [F32P, I64, I64, F32P, I64, I64, I64, I64], build)
 
@@ -232,10 +234,23 @@ STORE_FN_T = ir.FunctionType(VOID, [I8P, F32P, I64, I64, I64, I64, I1, I1])
 
 # The driver's parameters, in order.
 _DRIVER_ARGS = [
-    ("a", F32P), ("a_rs", I64), ("a_cs", I64), ("a_kind", I32),
-    ("b", F32P), ("b_rs", I64), ("b_cs", I64), ("b_kind", I32),
-    ("m0", I64), ("m1", I64), ("n0", I64), ("n1", I64), ("K", I64),
-    ("abuf", F32P), ("bbuf", F32P), ("store", STORE_FN_T.as_pointer()), ("ctx", I8P),
+    ("a", F32P),
+    ("a_rs", I64),
+    ("a_cs", I64),
+    ("a_kind", I32),
+    ("b", F32P),
+    ("b_rs", I64),
+    ("b_cs", I64),
+    ("b_kind", I32),
+    ("m0", I64),
+    ("m1", I64),
+    ("n0", I64),
+    ("n1", I64),
+    ("K", I64),
+    ("abuf", F32P),
+    ("bbuf", F32P),
+    ("store", STORE_FN_T.as_pointer()),
+    ("ctx", I8P),
 ]
 
 
@@ -246,8 +261,26 @@ def _driver_fn(llmod) -> ir.Function:
     b_kind: B_RAW (b_rs, b_cs), B_PACKED (pack_b_panels over K) or B_STRIDED (row stride b_rs).
     """
 
-    def build(b, a, a_rs, a_cs, a_kind, bp, b_rs, b_cs, b_kind, m0, m1, n0, n1, K, abuf, bbuf,
-              store_fn, ctx):
+    def build(
+        b,
+        a,
+        a_rs,
+        a_cs,
+        a_kind,
+        bp,
+        b_rs,
+        b_cs,
+        b_kind,
+        m0,
+        m1,
+        n0,
+        n1,
+        K,
+        abuf,
+        bbuf,
+        store_fn,
+        ctx,
+    ):
         pack_a, pack_b = _pack_a_fn(llmod), _pack_b_fn(llmod)
         ukrs = [_ukr_fn(llmod, r) for r in range(1, MR + 1)]
         tile = entry_alloca(b, F32, MR * NR, name="tile")
@@ -393,12 +426,14 @@ def transposed_store_fn(llmod: ir.Module) -> ir.Function:
     fn = llmod.globals.get("relay.sgemm.store_t")
     if fn is not None:
         return fn
-    return store_function(llmod, "relay.sgemm.store_t", [F32P, I64], lambda b, f: (f[0], f[1]),
-                          col_major=True)
+    return store_function(
+        llmod, "relay.sgemm.store_t", [F32P, I64], lambda b, f: (f[0], f[1]), col_major=True
+    )
 
 
-def gemm_call(b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values,
-              abuf=None, bbuf=None) -> None:
+def gemm_call(
+    b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values, abuf=None, bbuf=None
+) -> None:
     """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose
     context struct holds `ctx_values`. m0 must be a multiple of 6 for PackedA, n0 a multiple
     of 16 for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB."""

@@ -16,13 +16,13 @@ from .llvm_util import (
     const,
     convert,
     for_range,
+    free,
     gep,
     i64,
     is_float_dtype,
     load,
     load_as,
     malloc,
-    free,
     store,
     store_from,
 )
@@ -63,7 +63,9 @@ def emit_generic_matmul(llmod, name, in_types, out_types, plan, epilogue=None):
         with for_range(b, u0, u1, name="row") as u:
             bidx = b.udiv(u, i64(M))
             m = b.urem(u, i64(M))
-            a_off = b.add(batch_offset(b, bidx, plan.batch, plan.a_bstrides), b.mul(m, i64(plan.a_rs)))
+            a_off = b.add(
+                batch_offset(b, bidx, plan.batch, plan.a_bstrides), b.mul(m, i64(plan.a_rs))
+            )
             b_off = b.mul(batch_offset(b, bidx, plan.batch, plan.b_bmat), i64(K * N))
             with for_range(b, 0, N, name="z") as n:
                 store(b, const(acc_t, 0), acc, n)

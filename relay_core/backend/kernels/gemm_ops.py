@@ -90,10 +90,20 @@ def plan_matmul(sa, sb, ta: bool, tb: bool) -> MatmulPlan:
         M = math.prod(m_dims)
         return MatmulPlan((), M, N, K, a_rs, a_cs, b_rs, b_cs, (), (), 1, out_dims, m_dims, has_n)
     return MatmulPlan(
-        batch, M, N, K, a_rs, a_cs, b_rs, b_cs,
+        batch,
+        M,
+        N,
+        K,
+        a_rs,
+        a_cs,
+        b_rs,
+        b_cs,
         _bcast_strides(abatch, batch, M * K),
         _bcast_strides(bbatch, batch, 1),
-        nb, out_dims, (M,) if has_m else (), has_n,
+        nb,
+        out_dims,
+        (M,) if has_m else (),
+        has_n,
     )
 
 
@@ -111,8 +121,17 @@ def _prepack_b(sb, tb: bool, plan: MatmulPlan):
     return pack
 
 
-def emit_matmul(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=(),
-                transpose_a=None, transpose_b=None):
+def emit_matmul(
+    llmod,
+    name,
+    in_types,
+    out_types,
+    attrs,
+    epilogue=None,
+    const_inputs=(),
+    transpose_a=None,
+    transpose_b=None,
+):
     """`void name(A*, B*, C*, [extras...], i32 nthreads)`: numpy matmul with transposes."""
     ta = bool(attr(attrs, "transpose_a", False)) if transpose_a is None else transpose_a
     tb = bool(attr(attrs, "transpose_b", False)) if transpose_b is None else transpose_b
@@ -137,16 +156,34 @@ def emit_matmul(llmod, name, in_types, out_types, attrs, epilogue=None, const_in
 
 def emit_dense(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
     """nn.dense: x (..., K) @ w(N, K).T."""
-    return emit_matmul(llmod, name, in_types, out_types, attrs, epilogue, const_inputs,
-                       transpose_a=False, transpose_b=True)
+    return emit_matmul(
+        llmod,
+        name,
+        in_types,
+        out_types,
+        attrs,
+        epilogue,
+        const_inputs,
+        transpose_a=False,
+        transpose_b=True,
+    )
 
 
 def emit_batch_matmul(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
     """nn.batch_matmul: matmul with transpose_b=True by default (TVM)."""
     ta = bool(attr(attrs, "transpose_a", False))
     tb = bool(attr(attrs, "transpose_b", True))
-    return emit_matmul(llmod, name, in_types, out_types, attrs, epilogue, const_inputs,
-                       transpose_a=ta, transpose_b=tb)
+    return emit_matmul(
+        llmod,
+        name,
+        in_types,
+        out_types,
+        attrs,
+        epilogue,
+        const_inputs,
+        transpose_a=ta,
+        transpose_b=tb,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

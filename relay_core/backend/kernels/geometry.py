@@ -56,7 +56,10 @@ def resolve_pads(attrs, nd: int, in_sp, ks, strides, dil) -> tuple[tuple, tuple]
     if auto == "VALID":
         return (0,) * nd, (0,) * nd
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pp = [same_pads(n, k, s, d, auto == "SAME_LOWER") for n, k, s, d in zip(in_sp, ks, strides, dil)]
+        pp = [
+            same_pads(n, k, s, d, auto == "SAME_LOWER")
+            for n, k, s, d in zip(in_sp, ks, strides, dil)
+        ]
         return tuple(p[0] for p in pp), tuple(p[1] for p in pp)
     return explicit_padding(attr(attrs, "padding", 0), nd)
 

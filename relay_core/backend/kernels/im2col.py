@@ -30,15 +30,50 @@ from .llvm_util import (
 
 # Geometry parameters, in order (all i64): channels of the group, input D H W, output OH OW,
 # window KD KH KW, strides, dilations, leading pads.
-GEOM = ["Cg", "D", "H", "W", "OH", "OW", "KD", "KH", "KW", "sd", "sh", "sw", "dd", "dh", "dw",
-        "pd", "ph", "pw"]
+GEOM = [
+    "Cg",
+    "D",
+    "H",
+    "W",
+    "OH",
+    "OW",
+    "KD",
+    "KH",
+    "KW",
+    "sd",
+    "sh",
+    "sw",
+    "dd",
+    "dh",
+    "dw",
+    "pd",
+    "ph",
+    "pw",
+]
 
 
 def geom_args(win, Cg: int) -> list:
     """The GEOM values of a geometry.Window, as i64 constants."""
-    d = dict(Cg=Cg, D=win.sp[0], H=win.sp[1], W=win.sp[2], OH=win.osp[1], OW=win.osp[2],
-             KD=win.k[0], KH=win.k[1], KW=win.k[2], sd=win.s[0], sh=win.s[1], sw=win.s[2],
-             dd=win.d[0], dh=win.d[1], dw=win.d[2], pd=win.pb[0], ph=win.pb[1], pw=win.pb[2])
+    d = dict(
+        Cg=Cg,
+        D=win.sp[0],
+        H=win.sp[1],
+        W=win.sp[2],
+        OH=win.osp[1],
+        OW=win.osp[2],
+        KD=win.k[0],
+        KH=win.k[1],
+        KW=win.k[2],
+        sd=win.s[0],
+        sh=win.s[1],
+        sw=win.s[2],
+        dd=win.d[0],
+        dh=win.d[1],
+        dw=win.d[2],
+        pd=win.pb[0],
+        ph=win.pb[1],
+        pw=win.pb[2],
+    )
     return [i64(d[k]) for k in GEOM]
 
 
@@ -161,8 +196,9 @@ def im2col_cl_fn(llmod: ir.Module) -> ir.Function:
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(llmod, ir.FunctionType(VOID, [F32P, F32P, I64, I64, I64] + [I64] * len(GEOM)),
-                     name=name)
+    fn = ir.Function(
+        llmod, ir.FunctionType(VOID, [F32P, F32P, I64, I64, I64] + [I64] * len(GEOM)), name=name
+    )
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     x, col, C, p0, pc, *g = fn.args
@@ -180,10 +216,14 @@ def im2col_cl_fn(llmod: ir.Module) -> ir.Function:
             okd = b.and_(b.icmp_signed(">=", idd, i64(0)), b.icmp_signed("<", idd, G["D"]))
             with for_range(b, 0, G["KH"], name="kh") as kh:
                 ih = b.sub(b.add(b.mul(oh, G["sh"]), b.mul(kh, G["dh"])), G["ph"])
-                okh = b.and_(okd, b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, G["H"])))
+                okh = b.and_(
+                    okd, b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, G["H"]))
+                )
                 with for_range(b, 0, G["KW"], name="kw") as kw:
                     iw = b.sub(b.add(b.mul(ow, G["sw"]), b.mul(kw, G["dw"])), G["pw"])
-                    ok = b.and_(okh, b.and_(b.icmp_signed(">=", iw, i64(0)), b.icmp_signed("<", iw, G["W"])))
+                    ok = b.and_(
+                        okh, b.and_(b.icmp_signed(">=", iw, i64(0)), b.icmp_signed("<", iw, G["W"]))
+                    )
                     tap = b.add(b.mul(b.add(b.mul(kd, G["KH"]), kh), G["KW"]), kw)
                     d = gep(b, dst, b.mul(tap, Cg))
                     with b.if_else(ok) as (then, other):

@@ -76,7 +76,9 @@ class KernelModule:
         name = f"kern{len(self.kernels)}"
         if const_inputs:
             kw["const_inputs"] = tuple(const_inputs)
-        info = emit(self.llmod, name, list(in_types), list(out_types), attrs, epilogue=epilogue, **kw)
+        info = emit(
+            self.llmod, name, list(in_types), list(out_types), attrs, epilogue=epilogue, **kw
+        )
         k = Compiled(self, name, info, in_types, out_types)
         self.kernels.append(k)
         return k
@@ -101,8 +103,9 @@ class Compiled:
         self.fn = None
 
     @classmethod
-    def build(cls, emit, in_types, out_types, attrs=None, epilogue=None, const_inputs=(), opt=3,
-              **kw):
+    def build(
+        cls, emit, in_types, out_types, attrs=None, epilogue=None, const_inputs=(), opt=3, **kw
+    ):
         """One kernel in a module of its own."""
         km = KernelModule()
         k = km.add(emit, in_types, out_types, attrs, epilogue, const_inputs, **kw)

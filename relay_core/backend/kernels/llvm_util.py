@@ -198,7 +198,9 @@ def splat(b: ir.IRBuilder, x: ir.Value, n: int = 8) -> ir.Value:
     """A vector of n copies of scalar x."""
     vt = ir.VectorType(x.type, n)
     v = b.insert_element(ir.Constant(vt, ir.Undefined), x, i32(0))
-    return b.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+    return b.shuffle_vector(
+        v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n)
+    )
 
 
 def entry_alloca(b: ir.IRBuilder, t: ir.Type, count: int | None = None, name: str = "") -> ir.Value:

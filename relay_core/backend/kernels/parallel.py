@@ -12,7 +12,19 @@ from collections.abc import Callable, Sequence
 
 import llvmlite.ir as ir
 
-from .llvm_util import I8P, I32, I64, VOID, as_i64, declare, entry_alloca, i32, i64, imin, new_function
+from .llvm_util import (
+    I8P,
+    I32,
+    I64,
+    VOID,
+    as_i64,
+    declare,
+    entry_alloca,
+    i32,
+    i64,
+    imin,
+    new_function,
+)
 
 _counter = itertools.count()
 

@@ -68,7 +68,8 @@ def _reduce_ops(b, kind: str, dtype: str, p: float):
         comb = lambda acc, x: b.fadd(acc, b.fmul(x, x))  # noqa: E731
     else:
         comb = lambda acc, x: b.fadd(  # noqa: E731
-            acc, call_intrinsic(b, "pow", [call_intrinsic(b, "fabs", [x]), const(t, p)]))
+            acc, call_intrinsic(b, "pow", [call_intrinsic(b, "fabs", [x]), const(t, p)])
+        )
     if p == 2.0:
         fin = lambda acc, cnt: call_intrinsic(b, "sqrt", [acc])  # noqa: E731
     elif p == 1.0:
@@ -87,8 +88,9 @@ def _window(in_types, out_types, attrs, nd):
     s = ntuple(attr(attrs, "strides", 1), nd)
     d = ntuple(attr(attrs, "dilation", 1), nd)
     pb, pe = resolve_pads(attrs, nd, sp[3 - nd :], k, s, d)
-    return Window(nd, N, C, sp, osp, pad3(k, 1), pad3(s, 1), pad3(d, 1), pad3(pb, 0),
-                  pad3(pe, 0)), cl
+    return Window(
+        nd, N, C, sp, osp, pad3(k, 1), pad3(s, 1), pad3(d, 1), pad3(pb, 0), pad3(pe, 0)
+    ), cl
 
 
 def _valid_range(b, o_count, k, s, d, pb, lo_bound, hi_bound):
@@ -116,8 +118,14 @@ def emit_pool(kind: str, nd: int):
         same_layout = (attr(attrs, "out_layout", "") or layout) == layout
         if win.N * win.C * win.P == 0:
             pass
-        elif same_layout and not cl and dtype == "float32" and kind != "lp" and \
-                win.s[2] in (1, 2) and win.KK <= 49:
+        elif (
+            same_layout
+            and not cl
+            and dtype == "float32"
+            and kind != "lp"
+            and win.s[2] in (1, 2)
+            and win.KK <= 49
+        ):
             _pool_cf_registers(kf, kind, win, cip)
         elif same_layout and not cl:
             _pool_cf(kf, kind, win, dtype, cip, p)
@@ -173,12 +181,22 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
                 b.store(i64(0), rows)
                 with for_range(b, 0, KD * KH, name="t") as tt:
                     kd, kh = b.udiv(tt, i64(KH)), b.urem(tt, i64(KH))
-                    idd = b.sub(b.add(b.mul(od, i64(win.s[0])), b.mul(kd, i64(win.d[0]))), i64(win.pb[0]))
-                    ih = b.sub(b.add(b.mul(oh, i64(win.s[1])), b.mul(kh, i64(win.d[1]))), i64(win.pb[1]))
+                    idd = b.sub(
+                        b.add(b.mul(od, i64(win.s[0])), b.mul(kd, i64(win.d[0]))), i64(win.pb[0])
+                    )
+                    ih = b.sub(
+                        b.add(b.mul(oh, i64(win.s[1])), b.mul(kh, i64(win.d[1]))), i64(win.pb[1])
+                    )
                     inside = b.and_(_in(b, idd, 0, D), _in(b, ih, 0, H))
                     if kind == "avg":
-                        counted = inside if not cip else b.and_(
-                            _in(b, idd, -win.pb[0], D + win.pe[0]), _in(b, ih, -win.pb[1], H + win.pe[1]))
+                        counted = (
+                            inside
+                            if not cip
+                            else b.and_(
+                                _in(b, idd, -win.pb[0], D + win.pe[0]),
+                                _in(b, ih, -win.pb[1], H + win.pe[1]),
+                            )
+                        )
                         b.store(b.add(b.load(rows), b.zext(counted, I64)), rows)
                     with b.if_then(inside):
                         src = gep(b, xp, b.mul(b.add(b.mul(idd, i64(H)), ih), i64(W)))
@@ -209,7 +227,7 @@ def _pool_cf_registers(kf, kind, win, cip):
     (padding -inf for max, 0 for avg), then 8 output columns at a time are reduced over the
     window in a register (stride-2 rows deinterleaved with a shuffle)."""
     from .conv_depthwise import _tap_rows
-    from .llvm_util import I32, V8F, memset0, splat, vstore
+    from .llvm_util import I32, memset0, splat, vstore
 
     D, H, W = win.sp
     OD, OH, OW = win.osp
@@ -244,8 +262,13 @@ def _pool_cf_registers(kf, kind, win, cip):
             src = gep(b, x, b.mul(u, i64(win.IP)))
             with for_range(b, 0, D * H, name="cr") as r:
                 dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
-                prow = b.add(b.mul(b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)),
-                                         b.add(hh, i64(win.pb[1]))), i64(Wp)), i64(win.pb[2]))
+                prow = b.add(
+                    b.mul(
+                        b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)), b.add(hh, i64(win.pb[1]))),
+                        i64(Wp),
+                    ),
+                    i64(win.pb[2]),
+                )
                 with for_range(b, 0, W, name="cw") as j:
                     store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
             yp = gep(b, y, b.mul(u, i64(win.P)))
@@ -259,9 +282,13 @@ def _pool_cf_registers(kf, kind, win, cip):
                     hi_b = [n_ + e for n_, e in zip(win.sp, win.pe)] if cip else list(win.sp)
                     cnt = i64(0)
                     for kd in range(KD):
-                        idd = b.sub(b.add(b.mul(od, i64(win.s[0])), i64(kd * win.d[0])), i64(win.pb[0]))
+                        idd = b.sub(
+                            b.add(b.mul(od, i64(win.s[0])), i64(kd * win.d[0])), i64(win.pb[0])
+                        )
                         for kh in range(KH):
-                            ih = b.sub(b.add(b.mul(oh, i64(win.s[1])), i64(kh * win.d[1])), i64(win.pb[1]))
+                            ih = b.sub(
+                                b.add(b.mul(oh, i64(win.s[1])), i64(kh * win.d[1])), i64(win.pb[1])
+                            )
                             ok = b.and_(_in(b, idd, lo_b[0], hi_b[0]), _in(b, ih, lo_b[1], hi_b[1]))
                             cnt = b.add(cnt, b.zext(ok, I64))
                     nrows = b.sitofp(cnt, F32)
@@ -276,8 +303,9 @@ def _pool_cf_registers(kf, kind, win, cip):
                             elif sw == 1:
                                 xv = vload(b, prow, base)
                             else:
-                                xv = b.shuffle_vector(vload(b, prow, base),
-                                                      vload(b, prow, b.add(base, i64(8))), even)
+                                xv = b.shuffle_vector(
+                                    vload(b, prow, base), vload(b, prow, b.add(base, i64(8))), even
+                                )
                             if acc is None:
                                 acc = xv
                             elif kind == "max":
@@ -341,13 +369,17 @@ def _pool_cl(kf, kind, win, dtype, cip, p):
                     kw = b.urem(tt, i64(KW))
                     kh = b.urem(b.udiv(tt, i64(KW)), i64(KH))
                     kd = b.udiv(tt, i64(KW * KH))
-                    pos = [b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(pp)) for q, k, s, d, pp
-                           in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)]
-                    inside = b.and_(b.and_(_in(b, pos[0], 0, D), _in(b, pos[1], 0, H)),
-                                    _in(b, pos[2], 0, W))
-                    counted = b.and_(b.and_(_in(b, pos[0], lo_b[0], hi_b[0]),
-                                            _in(b, pos[1], lo_b[1], hi_b[1])),
-                                     _in(b, pos[2], lo_b[2], hi_b[2]))
+                    pos = [
+                        b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(pp))
+                        for q, k, s, d, pp in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)
+                    ]
+                    inside = b.and_(
+                        b.and_(_in(b, pos[0], 0, D), _in(b, pos[1], 0, H)), _in(b, pos[2], 0, W)
+                    )
+                    counted = b.and_(
+                        b.and_(_in(b, pos[0], lo_b[0], hi_b[0]), _in(b, pos[1], lo_b[1], hi_b[1])),
+                        _in(b, pos[2], lo_b[2], hi_b[2]),
+                    )
                     b.store(b.add(b.load(cnt), b.zext(counted, I64)), cnt)
                     with b.if_then(inside):
                         ip = b.add(b.mul(b.add(b.mul(pos[0], i64(H)), pos[1]), i64(W)), pos[2])
@@ -370,8 +402,21 @@ def _pool_cl(kf, kind, win, dtype, cip, p):
 # Scalar paths: any layouts, argmax, adaptive bins.
 
 
-def _pool_scalar(kf, kind, win, dtype, cip, p, in_types, out_types, attrs, nd, argmax=False,
-                 storage_order=0, bins=None):
+def _pool_scalar(
+    kf,
+    kind,
+    win,
+    dtype,
+    cip,
+    p,
+    in_types,
+    out_types,
+    attrs,
+    nd,
+    argmax=False,
+    storage_order=0,
+    bins=None,
+):
     """One output element at a time; `bins(b, o_idx3) -> (starts3, ends3)` for adaptive pools."""
     layout = attr(attrs, "layout", DATA_LAYOUTS[nd])
     out_layout = attr(attrs, "out_layout", "") or layout
@@ -419,17 +464,25 @@ def _pool_scalar(kf, kind, win, dtype, cip, p, in_types, out_types, attrs, nd, a
                     kw = b.urem(tt, i64(win.k[2]))
                     kh = b.urem(b.udiv(tt, i64(win.k[2])), i64(win.k[1]))
                     kd = b.udiv(tt, i64(win.k[2] * win.k[1]))
-                    pos = [b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(pp)) for q, k, s, d, pp
-                           in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)]
+                    pos = [
+                        b.sub(b.add(b.mul(q, i64(s)), b.mul(k, i64(d))), i64(pp))
+                        for q, k, s, d, pp in zip((od, oh, ow), (kd, kh, kw), win.s, win.d, win.pb)
+                    ]
                 else:
                     (sd_, ld_), (sh_, lh_), (sw_, lw_) = ranges
-                    pos = [b.add(sd_, b.udiv(tt, b.mul(lh_, lw_))),
-                           b.add(sh_, b.urem(b.udiv(tt, lw_), lh_)),
-                           b.add(sw_, b.urem(tt, lw_))]
-                inside = b.and_(b.and_(_in(b, pos[0], 0, win.sp[0]), _in(b, pos[1], 0, win.sp[1])),
-                                _in(b, pos[2], 0, win.sp[2]))
-                counted = b.and_(b.and_(_in(b, pos[0], lo_b[0], hi_b[0]),
-                                        _in(b, pos[1], lo_b[1], hi_b[1])), _in(b, pos[2], lo_b[2], hi_b[2]))
+                    pos = [
+                        b.add(sd_, b.udiv(tt, b.mul(lh_, lw_))),
+                        b.add(sh_, b.urem(b.udiv(tt, lw_), lh_)),
+                        b.add(sw_, b.urem(tt, lw_)),
+                    ]
+                inside = b.and_(
+                    b.and_(_in(b, pos[0], 0, win.sp[0]), _in(b, pos[1], 0, win.sp[1])),
+                    _in(b, pos[2], 0, win.sp[2]),
+                )
+                counted = b.and_(
+                    b.and_(_in(b, pos[0], lo_b[0], hi_b[0]), _in(b, pos[1], lo_b[1], hi_b[1])),
+                    _in(b, pos[2], lo_b[2], hi_b[2]),
+                )
                 b.store(b.add(b.load(cnt), b.zext(counted if bins is None else inside, I64)), cnt)
                 with b.if_then(inside):
                     xo = b.add(b.mul(n, i64(xst[0])), b.mul(c, i64(xst[1])))
@@ -452,7 +505,7 @@ def _pool_scalar(kf, kind, win, dtype, cip, p, in_types, out_types, attrs, nd, a
             cntf = b.sitofp(b.load(cnt), t) if is_float_dtype(dtype) else None
             val = fin(b.load(acc), cntf)
             if kf.ep and not argmax:
-                canon = [n, c, od, oh, ow][: 2] + [od, oh, ow][3 - nd :]
+                canon = [n, c, od, oh, ow][:2] + [od, oh, ow][3 - nd :]
                 idx = [None] * (nd + 2)
                 for ci, a in enumerate(yax):
                     idx[a] = canon[ci]
@@ -477,8 +530,20 @@ def emit_argmax_pool(nd: int):
         win, _ = _window(in_types, out_types, attrs, nd)
         kf = kernel_function(llmod, name, in_types, out_types, None)
         if win.N * win.C * win.P:
-            _pool_scalar(kf, "max", win, in_types[0].dtype, False, 2.0, in_types, out_types, attrs,
-                         nd, argmax=True, storage_order=int(attr(attrs, "storage_order", 0)))
+            _pool_scalar(
+                kf,
+                "max",
+                win,
+                in_types[0].dtype,
+                False,
+                2.0,
+                in_types,
+                out_types,
+                attrs,
+                nd,
+                argmax=True,
+                storage_order=int(attr(attrs, "storage_order", 0)),
+            )
         kf.b.ret_void()
         return KernelInfo(kf.fn)
 
@@ -489,7 +554,9 @@ def emit_adaptive_pool(kind: str, nd: int):
     def emit(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
         layout = attr(attrs, "layout", DATA_LAYOUTS[nd])
         N, C, sp, _ = data_view(shape_of(in_types[0]), layout, nd)
-        _, _, osp, _ = data_view(shape_of(out_types[0]), attr(attrs, "out_layout", "") or layout, nd)
+        _, _, osp, _ = data_view(
+            shape_of(out_types[0]), attr(attrs, "out_layout", "") or layout, nd
+        )
         win = Window(nd, N, C, sp, osp, (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0))
         kf = kernel_function(llmod, name, in_types, out_types, epilogue)
 
@@ -497,12 +564,25 @@ def emit_adaptive_pool(kind: str, nd: int):
             starts, ends = [], []
             for o, n_in, n_out in zip(o3, sp, osp):
                 starts.append(b.udiv(b.mul(o, i64(n_in)), i64(n_out)))
-                ends.append(b.udiv(b.add(b.mul(b.add(o, i64(1)), i64(n_in)), i64(n_out - 1)), i64(n_out)))
+                ends.append(
+                    b.udiv(b.add(b.mul(b.add(o, i64(1)), i64(n_in)), i64(n_out - 1)), i64(n_out))
+                )
             return starts, ends
 
         if N * C * win.P and win.IP:
-            _pool_scalar(kf, kind, win, in_types[0].dtype, False, 2.0, in_types, out_types, attrs,
-                         nd, bins=bins)
+            _pool_scalar(
+                kf,
+                kind,
+                win,
+                in_types[0].dtype,
+                False,
+                2.0,
+                in_types,
+                out_types,
+                attrs,
+                nd,
+                bins=bins,
+            )
         kf.b.ret_void()
         return KernelInfo(kf.fn)
 
@@ -578,4 +658,3 @@ def pool_kernels() -> dict:
         for kind in ("max", "avg"):
             out[f"nn.adaptive_{kind}_pool{nd}d"] = emit_adaptive_pool(kind, nd)
     return out
-

@@ -125,8 +125,9 @@ def emit_softmax_family(kind: str):
                         _row(b, kind, xo, yo, L, dtype)
                     else:
                         _cols(b, kind, xo, yo, L, inner, dtype, rows)
-                    epilogue_block(b, kf.ep, extras, y, b.mul(o, i64(L * inner)), L * inner,
-                                   shape, dtype)
+                    epilogue_block(
+                        b, kf.ep, extras, y, b.mul(o, i64(L * inner)), L * inner, shape, dtype
+                    )
                 if rows is not None:
                     free(b, rows)
 

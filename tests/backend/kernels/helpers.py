@@ -16,18 +16,32 @@ def compile_kernel(op, in_types, out_types, attrs=None, epilogue=None, const_inp
     """Compile KERNELS[op] for the given types (cached per signature when no epilogue)."""
     from relay_core.backend.kernels import KERNELS
 
-    key = (op, tuple(in_types), tuple(out_types), repr(attrs), const_inputs) if epilogue is None else None
+    key = (
+        (op, tuple(in_types), tuple(out_types), repr(attrs), const_inputs)
+        if epilogue is None
+        else None
+    )
     if key is not None and key in _CACHE:
         return _CACHE[key]
-    k = Compiled.build(KERNELS[op], in_types, out_types, attrs, epilogue=epilogue,
-                       const_inputs=const_inputs)
+    k = Compiled.build(
+        KERNELS[op], in_types, out_types, attrs, epilogue=epilogue, const_inputs=const_inputs
+    )
     if key is not None:
         _CACHE[key] = k
     return k
 
 
-def run_kernel(op, inputs, out_shape, attrs=None, out_dtype=None, epilogue=None, const_inputs=(),
-               nthreads=1, extras=()):
+def run_kernel(
+    op,
+    inputs,
+    out_shape,
+    attrs=None,
+    out_dtype=None,
+    epilogue=None,
+    const_inputs=(),
+    nthreads=1,
+    extras=(),
+):
     ins = [np.asarray(x) for x in inputs]
     in_types = [tt(x.shape, str(x.dtype)) for x in ins]
     out_types = [tt(out_shape, out_dtype or str(ins[0].dtype))]
@@ -48,11 +62,21 @@ def run_batch(op, cases: list[dict]) -> list[np.ndarray]:
         ins = [np.asarray(x) for x in c["inputs"]]
         in_types = [tt(x.shape, str(x.dtype)) for x in ins]
         out_types = [tt(c["out_shape"], c.get("out_dtype") or str(ins[0].dtype))]
-        ks.append(km.add(KERNELS[op], in_types, out_types, c.get("attrs"), c.get("epilogue"),
-                         tuple(c.get("const_inputs", ()))))
+        ks.append(
+            km.add(
+                KERNELS[op],
+                in_types,
+                out_types,
+                c.get("attrs"),
+                c.get("epilogue"),
+                tuple(c.get("const_inputs", ())),
+            )
+        )
     km.compile()
-    return [k(*c["inputs"], nthreads=c.get("nthreads", 1), extras=c.get("extras", ()))[0]
-            for k, c in zip(ks, cases)]
+    return [
+        k(*c["inputs"], nthreads=c.get("nthreads", 1), extras=c.get("extras", ()))[0]
+        for k, c in zip(ks, cases)
+    ]
 
 
 # Epilogues ---------------------------------------------------------------------------------
@@ -72,7 +96,9 @@ def index_epilogue(weights):
         for w, i in zip(weights, idx):
             s = b.fadd(s, b.fmul(b.sitofp(as_i64(b, i), F32), const(F32, w)))
         if isinstance(v.type, ir.VectorType):
-            s = b.fadd(splat(b, s, v.type.count), b.fmul(_lane_offsets(v), const(v.type, weights[-1])))
+            s = b.fadd(
+                splat(b, s, v.type.count), b.fmul(_lane_offsets(v), const(v.type, weights[-1]))
+            )
         return b.fadd(b.fmul(v, const(v.type, 0.5)), s)
 
     return fn
@@ -104,4 +130,6 @@ def assert_close(got, want, rtol=1e-4, atol=1e-4):
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype or want.dtype == np.float64, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
+    )

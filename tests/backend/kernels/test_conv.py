@@ -22,16 +22,34 @@ def ref_conv(x, w, strides, dil, pb, pe, groups):
         pad += [pb[a], pe[a]]
     xt = F.pad(xt, pad)
     f = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
-    return f(xt, torch.from_numpy(w.astype(np.float64)), stride=strides, dilation=dil,
-             groups=groups).numpy()
+    return f(
+        xt, torch.from_numpy(w.astype(np.float64)), stride=strides, dilation=dil, groups=groups
+    ).numpy()
 
 
 def to_layout(a, canon: str, layout: str):
     return np.ascontiguousarray(a.transpose([canon.index(c) for c in layout]))
 
 
-def conv_case(nd, n, c, sp, o, k, s=1, p=0, d=1, g=1, layout=None, klayout=None, packed=True,
-              nthreads=1, dtype="float32", epilogue=None, pads=None):
+def conv_case(
+    nd,
+    n,
+    c,
+    sp,
+    o,
+    k,
+    s=1,
+    p=0,
+    d=1,
+    g=1,
+    layout=None,
+    klayout=None,
+    packed=True,
+    nthreads=1,
+    dtype="float32",
+    epilogue=None,
+    pads=None,
+):
     """A run_batch case and its expected output."""
     x = rng.standard_normal((n, c, *sp)).astype(dtype)
     w = rng.standard_normal((o, c // g, *([k] * nd))).astype(dtype)
@@ -42,13 +60,24 @@ def conv_case(nd, n, c, sp, o, k, s=1, p=0, d=1, g=1, layout=None, klayout=None,
     want = ref_conv(x, w, (s,) * nd, (d,) * nd, pb, pe, g)
     dl = layout or "NC" + SP[nd]
     kl = klayout or "OI" + SP[nd]
-    attrs = dict(strides=(s,) * nd, padding=tuple(pb) + tuple(pe), dilation=(d,) * nd, groups=g,
-                 data_layout=dl, kernel_layout=kl)
+    attrs = dict(
+        strides=(s,) * nd,
+        padding=tuple(pb) + tuple(pe),
+        dilation=(d,) * nd,
+        groups=g,
+        data_layout=dl,
+        kernel_layout=kl,
+    )
     canon_d, canon_k = "NC" + SP[nd], "OI" + SP[nd]
     want_l = to_layout(want, canon_d, dl)
-    case = dict(inputs=[to_layout(x, canon_d, dl), to_layout(w, canon_k, kl)],
-                out_shape=want_l.shape, attrs=attrs, const_inputs=(1,) if packed else (),
-                nthreads=nthreads, epilogue=epilogue)
+    case = dict(
+        inputs=[to_layout(x, canon_d, dl), to_layout(w, canon_k, kl)],
+        out_shape=want_l.shape,
+        attrs=attrs,
+        const_inputs=(1,) if packed else (),
+        nthreads=nthreads,
+        epilogue=epilogue,
+    )
     if np.dtype(dtype).kind in "iu":
         case["out_dtype"] = "int32"
         case["attrs"]["out_dtype"] = "int32"
@@ -57,10 +86,11 @@ def conv_case(nd, n, c, sp, o, k, s=1, p=0, d=1, g=1, layout=None, klayout=None,
 
 def _check(cases, op, tol=1e-4):
     outs = run_batch(op, [c for c, _ in cases])
-    for (c, want), y in zip(cases, outs):
+    for (_c, want), y in zip(cases, outs):
         scale = max(1.0, float(np.abs(want).max()))
-        assert_close(y, want.astype(y.dtype) if y.dtype.kind in "iu" else want,
-                     rtol=tol, atol=tol * scale)
+        assert_close(
+            y, want.astype(y.dtype) if y.dtype.kind in "iu" else want, rtol=tol, atol=tol * scale
+        )
 
 
 GEOMS_2D = [
@@ -88,21 +118,28 @@ DEPTHWISE_2D = [
 ]
 
 
-@pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NCHW", "HWIO"),
-                                            ("NHWC", "OHWI")])
+@pytest.mark.parametrize(
+    "layout,klayout", [("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NCHW", "HWIO"), ("NHWC", "OHWI")]
+)
 @pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_conv2d(layout, klayout, packed, nthreads):
-    cases = [conv_case(2, *g, layout=layout, klayout=klayout, packed=packed, nthreads=nthreads)
-             for g in GEOMS_2D + DEPTHWISE_2D]
+    cases = [
+        conv_case(2, *g, layout=layout, klayout=klayout, packed=packed, nthreads=nthreads)
+        for g in GEOMS_2D + DEPTHWISE_2D
+    ]
     _check(cases, "nn.conv2d")
 
 
 def test_conv2d_asymmetric_padding():
-    cases = [conv_case(2, 1, 4, (9, 8), 6, 3, pads=((0, 2), (1, 0)), layout=lay, klayout=kl)
-             for lay, kl in (("NCHW", "OIHW"), ("NHWC", "HWIO"))]
-    cases += [conv_case(2, 1, 4, (9, 8), 4, 3, g=4, pads=((2, 1), (0, 1)), layout=lay, klayout=kl)
-              for lay, kl in (("NCHW", "OIHW"), ("NHWC", "HWIO"))]
+    cases = [
+        conv_case(2, 1, 4, (9, 8), 6, 3, pads=((0, 2), (1, 0)), layout=lay, klayout=kl)
+        for lay, kl in (("NCHW", "OIHW"), ("NHWC", "HWIO"))
+    ]
+    cases += [
+        conv_case(2, 1, 4, (9, 8), 4, 3, g=4, pads=((2, 1), (0, 1)), layout=lay, klayout=kl)
+        for lay, kl in (("NCHW", "OIHW"), ("NHWC", "HWIO"))
+    ]
     _check(cases, "nn.conv2d")
 
 
@@ -111,8 +148,12 @@ def test_conv2d_same_upper():
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     # SAME_UPPER, stride 2: out = ceil(in / 2); total pad = (out-1)*2 + 3 - in, extra at the end
     want = ref_conv(x, w, (2, 2), (1, 1), (1, 0), (1, 1), 1)
-    case = dict(inputs=[x, w], out_shape=want.shape, const_inputs=(1,),
-                attrs=dict(strides=(2, 2), auto_pad="SAME_UPPER"))
+    case = dict(
+        inputs=[x, w],
+        out_shape=want.shape,
+        const_inputs=(1,),
+        attrs=dict(strides=(2, 2), auto_pad="SAME_UPPER"),
+    )
     (y,) = run_batch("nn.conv2d", [case])
     assert_close(y, want)
 
@@ -121,8 +162,12 @@ def test_conv2d_same_upper():
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_conv2d_index_epilogue(layout, klayout, nthreads):
     wts = (0.5, 0.25, 0.125, 0.0625)
-    cases = [conv_case(2, *g, layout=layout, klayout=klayout, nthreads=nthreads,
-                       epilogue=index_epilogue(wts)) for g in GEOMS_2D + DEPTHWISE_2D]
+    cases = [
+        conv_case(
+            2, *g, layout=layout, klayout=klayout, nthreads=nthreads, epilogue=index_epilogue(wts)
+        )
+        for g in GEOMS_2D + DEPTHWISE_2D
+    ]
     cases = [(c, index_expected(want, wts)) for c, want in cases]
     _check(cases, "nn.conv2d")
 
@@ -132,8 +177,9 @@ def test_conv2d_bias_relu_epilogue(layout, klayout, axis):
     cases = []
     for g in [GEOMS_2D[0], GEOMS_2D[8], GEOMS_2D[10], DEPTHWISE_2D[1]]:
         o = g[3]
-        c, want = conv_case(2, *g, layout=layout, klayout=klayout, nthreads=2,
-                            epilogue=bias_relu_epilogue(o, axis))
+        c, want = conv_case(
+            2, *g, layout=layout, klayout=klayout, nthreads=2, epilogue=bias_relu_epilogue(o, axis)
+        )
         bias = rng.standard_normal(o).astype(np.float32)
         c["extras"] = [bias]
         shape = [1] * want.ndim
@@ -145,28 +191,50 @@ def test_conv2d_bias_relu_epilogue(layout, klayout, axis):
 @pytest.mark.parametrize("layout,klayout", [("NCW", "OIW"), ("NWC", "WIO")])
 @pytest.mark.parametrize("packed", [True, False])
 def test_conv1d(layout, klayout, packed):
-    geoms = [(1, 3, (17,), 5, 3, 1, 1, 1, 1), (2, 4, (30,), 8, 5, 2, 2, 2, 2),
-             (1, 6, (9,), 6, 3, 1, 1, 1, 6), (1, 16, (64,), 16, 1, 1, 0, 1, 1)]
+    geoms = [
+        (1, 3, (17,), 5, 3, 1, 1, 1, 1),
+        (2, 4, (30,), 8, 5, 2, 2, 2, 2),
+        (1, 6, (9,), 6, 3, 1, 1, 1, 6),
+        (1, 16, (64,), 16, 1, 1, 0, 1, 1),
+    ]
     wts = (0.5, 0.25, 0.125)
-    cases = [conv_case(1, *g, layout=layout, klayout=klayout, packed=packed, nthreads=2)
-             for g in geoms]
-    cases += [(c, index_expected(w, wts)) for c, w in
-              [conv_case(1, *g, layout=layout, klayout=klayout, packed=packed,
-                         epilogue=index_epilogue(wts)) for g in geoms]]
+    cases = [
+        conv_case(1, *g, layout=layout, klayout=klayout, packed=packed, nthreads=2) for g in geoms
+    ]
+    cases += [
+        (c, index_expected(w, wts))
+        for c, w in [
+            conv_case(
+                1, *g, layout=layout, klayout=klayout, packed=packed, epilogue=index_epilogue(wts)
+            )
+            for g in geoms
+        ]
+    ]
     _check(cases, "nn.conv1d")
 
 
 @pytest.mark.parametrize("layout,klayout", [("NCDHW", "OIDHW"), ("NDHWC", "DHWIO")])
 @pytest.mark.parametrize("packed", [True, False])
 def test_conv3d(layout, klayout, packed):
-    geoms = [(1, 3, (5, 6, 7), 4, 3, 1, 1, 1, 1), (1, 4, (6, 6, 6), 6, 3, 2, 1, 1, 2),
-             (1, 4, (5, 5, 5), 4, 3, 1, 1, 1, 4), (1, 8, (4, 4, 4), 8, 1, 1, 0, 1, 1)]
+    geoms = [
+        (1, 3, (5, 6, 7), 4, 3, 1, 1, 1, 1),
+        (1, 4, (6, 6, 6), 6, 3, 2, 1, 1, 2),
+        (1, 4, (5, 5, 5), 4, 3, 1, 1, 1, 4),
+        (1, 8, (4, 4, 4), 8, 1, 1, 0, 1, 1),
+    ]
     wts = (0.5, 0.25, 0.125, 0.0625, 0.03125)
-    cases = [conv_case(3, *g, layout=layout, klayout=klayout, packed=packed, nthreads=2)
-             for g in geoms]
-    cases += [(c, index_expected(w, wts)) for c, w in
-              [conv_case(3, *g, layout=layout, klayout=klayout, packed=packed,
-                         epilogue=index_epilogue(wts)) for g in geoms]]
+    cases = [
+        conv_case(3, *g, layout=layout, klayout=klayout, packed=packed, nthreads=2) for g in geoms
+    ]
+    cases += [
+        (c, index_expected(w, wts))
+        for c, w in [
+            conv_case(
+                3, *g, layout=layout, klayout=klayout, packed=packed, epilogue=index_epilogue(wts)
+            )
+            for g in geoms
+        ]
+    ]
     _check(cases, "nn.conv3d")
 
 
@@ -178,7 +246,7 @@ def test_conv2d_generic_dtypes(dtype):
     tol = {"float64": 1e-10, "float16": 1e-2, "uint8": 0}[dtype]
     if dtype == "uint8":
         outs = run_batch("nn.conv2d", [c for c, _ in cases])
-        for (c, want), y in zip(cases, outs):
+        for (_c, want), y in zip(cases, outs):
             np.testing.assert_array_equal(y, want.astype(np.int32))
     else:
         _check(cases, "nn.conv2d", tol)

@@ -38,8 +38,9 @@ def test_dense_shapes(m, packed):
     for n, k in itertools.product(SIZES, SIZES):
         x, w = _rand((m, k)), _rand((n, k))
         nt = 2 if (m + n + k) % 2 else 1
-        cases.append(dict(inputs=[x, w], out_shape=(m, n), const_inputs=(1,) if packed else (),
-                          nthreads=nt))
+        cases.append(
+            dict(inputs=[x, w], out_shape=(m, n), const_inputs=(1,) if packed else (), nthreads=nt)
+        )
     for c, y in zip(cases, run_batch("nn.dense", cases)):
         x, w = c["inputs"]
         assert_close(y, x @ w.T, **_tol(x.shape[1]))
@@ -50,7 +51,9 @@ def test_dense_shapes(m, packed):
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_dense_large(m, n, k, packed, nthreads):
     x, w = _rand((m, k)), _rand((n, k))
-    y = run_kernel("nn.dense", [x, w], (m, n), const_inputs=(1,) if packed else (), nthreads=nthreads)
+    y = run_kernel(
+        "nn.dense", [x, w], (m, n), const_inputs=(1,) if packed else (), nthreads=nthreads
+    )
     assert_close(y, x @ w.T, **_tol(k))
 
 
@@ -58,19 +61,28 @@ def test_dense_large(m, n, k, packed, nthreads):
 @pytest.mark.parametrize("packed", [False, True])
 def test_dense_batched_data(shape, packed):
     x, w = _rand(shape), _rand((21, shape[-1]))
-    y = run_kernel("nn.dense", [x, w], shape[:-1] + (21,), const_inputs=(1,) if packed else (),
-                   nthreads=2)
+    y = run_kernel(
+        "nn.dense", [x, w], shape[:-1] + (21,), const_inputs=(1,) if packed else (), nthreads=2
+    )
     assert_close(y, x @ w.T, **_tol(shape[-1]))
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 17, 64), (17, 255, 5), (255, 64, 300), (64, 5, 17)])
+@pytest.mark.parametrize(
+    "m,n,k", [(1, 1, 1), (5, 17, 64), (17, 255, 5), (255, 64, 300), (64, 5, 17)]
+)
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_dense_index_epilogue(m, n, k, packed, nthreads):
     x, w = _rand((m, k)), _rand((n, k))
     wts = (0.25, 0.125)
-    y = run_kernel("nn.dense", [x, w], (m, n), epilogue=index_epilogue(wts),
-                   const_inputs=(1,) if packed else (), nthreads=nthreads)
+    y = run_kernel(
+        "nn.dense",
+        [x, w],
+        (m, n),
+        epilogue=index_epilogue(wts),
+        const_inputs=(1,) if packed else (),
+        nthreads=nthreads,
+    )
     assert_close(y, index_expected(x @ w.T, wts), **_tol(k))
 
 
@@ -78,8 +90,15 @@ def test_dense_index_epilogue(m, n, k, packed, nthreads):
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_dense_bias_relu_epilogue(m, n, k, nthreads):
     x, w, bias = _rand((m, k)), _rand((n, k)), _rand((n,))
-    y = run_kernel("nn.dense", [x, w], (m, n), epilogue=bias_relu_epilogue(n, -1),
-                   const_inputs=(1,), nthreads=nthreads, extras=[bias])
+    y = run_kernel(
+        "nn.dense",
+        [x, w],
+        (m, n),
+        epilogue=bias_relu_epilogue(n, -1),
+        const_inputs=(1,),
+        nthreads=nthreads,
+        extras=[bias],
+    )
     assert_close(y, np.maximum(x @ w.T + bias, 0), **_tol(k))
 
 
@@ -117,8 +136,14 @@ def test_matmul(sa, sb, ta, tb, packed, nthreads):
     a, b = _rand(sa), _rand(sb)
     want = _np_matmul(a, b, ta, tb)
     attrs = {"transpose_a": ta, "transpose_b": tb}
-    y = run_kernel("nn.matmul", [a, b], want.shape, attrs, const_inputs=(1,) if packed else (),
-                   nthreads=nthreads)
+    y = run_kernel(
+        "nn.matmul",
+        [a, b],
+        want.shape,
+        attrs,
+        const_inputs=(1,) if packed else (),
+        nthreads=nthreads,
+    )
     assert_close(y, want, **_tol(max(sa[-1], 1)))
 
 
@@ -132,14 +157,16 @@ def test_matmul_index_epilogue(sa, sb, ta, tb):
     assert_close(y, index_expected(want, wts), **_tol(sa[-1]))
 
 
-@pytest.mark.parametrize("sa,sb", [((3, 5, 17), (3, 64, 17)), ((1, 255, 64), (4, 7, 64)),
-                                   ((2, 1, 1), (2, 1, 1))])
+@pytest.mark.parametrize(
+    "sa,sb", [((3, 5, 17), (3, 64, 17)), ((1, 255, 64), (4, 7, 64)), ((2, 1, 1), (2, 1, 1))]
+)
 @pytest.mark.parametrize("packed", [False, True])
 def test_batch_matmul_default_transpose_b(sa, sb, packed):
     a, b = _rand(sa), _rand(sb)
     want = a @ np.swapaxes(b, -1, -2)
-    y = run_kernel("nn.batch_matmul", [a, b], want.shape, None, const_inputs=(1,) if packed else (),
-                   nthreads=2)
+    y = run_kernel(
+        "nn.batch_matmul", [a, b], want.shape, None, const_inputs=(1,) if packed else (), nthreads=2
+    )
     assert_close(y, want, **_tol(sa[-1]))
 
 
@@ -161,9 +188,16 @@ def test_matmul_other_float_dtypes(dtype, sa, sb, ta, tb):
     assert_close(y, want.astype(dtype), rtol=tol, atol=tol * 10)
 
 
-@pytest.mark.parametrize("da,db,out", [("uint8", "int8", "int32"), ("int8", "int8", "int32"),
-                                       ("uint8", "uint8", "int32"), ("int32", "int32", "int32"),
-                                       ("int64", "int64", "int64")])
+@pytest.mark.parametrize(
+    "da,db,out",
+    [
+        ("uint8", "int8", "int32"),
+        ("int8", "int8", "int32"),
+        ("uint8", "uint8", "int32"),
+        ("int32", "int32", "int32"),
+        ("int64", "int64", "int64"),
+    ],
+)
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 17, 64), (17, 5, 255)])
 def test_matmul_integer(da, db, out, m, n, k):
     a, b = _rand((m, k), da), _rand((k, n), db)

@@ -55,31 +55,63 @@ def to_layout(a, canon, layout):
     return np.ascontiguousarray(a.transpose([canon.index(c) for c in layout]))
 
 
-def pool_case(kind, nd, n, c, sp, k, s=None, d=1, pads=0, ceil=False, cip=False, p=2.0,
-              layout=None, dtype="float32", nthreads=1, epilogue=None):
+def pool_case(
+    kind,
+    nd,
+    n,
+    c,
+    sp,
+    k,
+    s=None,
+    d=1,
+    pads=0,
+    ceil=False,
+    cip=False,
+    p=2.0,
+    layout=None,
+    dtype="float32",
+    nthreads=1,
+    epilogue=None,
+):
     s = s or k
     kk, ss, dd = (k,) * nd, (s,) * nd, (d,) * nd
     pb, pe = pads if isinstance(pads, tuple) else ((pads,) * nd, (pads,) * nd)
     x = rng.standard_normal((n, c, *sp)).astype(dtype)
     want = ref_pool(x, kind, kk, ss, dd, pb, pe, ceil, cip, p)
     lay = layout or "NC" + SP[nd]
-    attrs = dict(pool_size=kk, strides=ss, dilation=dd, padding=tuple(pb) + tuple(pe),
-                 layout=lay, ceil_mode=ceil)
+    attrs = dict(
+        pool_size=kk,
+        strides=ss,
+        dilation=dd,
+        padding=tuple(pb) + tuple(pe),
+        layout=lay,
+        ceil_mode=ceil,
+    )
     if kind == "avg":
         attrs["count_include_pad"] = cip
     if kind == "lp":
         attrs["p"] = p
     want = to_layout(want, "NC" + SP[nd], lay)
     x = to_layout(x, "NC" + SP[nd], lay)
-    return dict(inputs=[x], out_shape=want.shape, attrs=attrs, nthreads=nthreads,
-                epilogue=epilogue), want
+    return dict(
+        inputs=[x], out_shape=want.shape, attrs=attrs, nthreads=nthreads, epilogue=epilogue
+    ), want
 
 
 GEOMS = {
-    1: [(2, 3, (9,), 3, 2, 1, 1, False), (1, 4, (10,), 2, None, 1, 0, True), (1, 2, (11,), 3, 2, 2, 2, True)],
-    2: [(2, 3, (7, 6), 3, 2, 1, 1, False), (1, 5, (9, 9), 2, None, 1, 0, True),
-        (1, 4, (11, 10), 3, 2, 2, 1, True), (1, 3, (8, 8), 3, 1, 1, ((0, 2), (1, 0)), False),
-        (1, 32, (56, 56), 3, 2, 1, 1, False), (1, 2, (5, 5), 5, 1, 1, 2, False)],
+    1: [
+        (2, 3, (9,), 3, 2, 1, 1, False),
+        (1, 4, (10,), 2, None, 1, 0, True),
+        (1, 2, (11,), 3, 2, 2, 2, True),
+    ],
+    2: [
+        (2, 3, (7, 6), 3, 2, 1, 1, False),
+        (1, 5, (9, 9), 2, None, 1, 0, True),
+        (1, 4, (11, 10), 3, 2, 2, 1, True),
+        (1, 3, (8, 8), 3, 1, 1, ((0, 2), (1, 0)), False),
+        (1, 32, (56, 56), 3, 2, 1, 1, False),
+        (1, 2, (5, 5), 5, 1, 1, 2, False),
+    ],
     3: [(1, 3, (5, 6, 7), 3, 2, 1, 1, False), (1, 2, (6, 6, 6), 2, None, 1, 0, True)],
 }
 
@@ -97,14 +129,23 @@ def _cases(kind, nd, layout, **kw):
 
 def _check(op, cases, tol=1e-5):
     outs = run_batch(op, [c for c, _ in cases])
-    for (c, want), y in zip(cases, outs):
+    for (_c, want), y in zip(cases, outs):
         assert_close(y, want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
 @pytest.mark.parametrize("cl", [False, True])
-@pytest.mark.parametrize("kind,extra", [("max", {}), ("avg", {"cip": False}), ("avg", {"cip": True}),
-                                        ("lp", {"p": 2.0}), ("lp", {"p": 3.0}), ("lp", {"p": 1.0})])
+@pytest.mark.parametrize(
+    "kind,extra",
+    [
+        ("max", {}),
+        ("avg", {"cip": False}),
+        ("avg", {"cip": True}),
+        ("lp", {"p": 2.0}),
+        ("lp", {"p": 3.0}),
+        ("lp", {"p": 1.0}),
+    ],
+)
 def test_pool(nd, cl, kind, extra):
     layout = "N" + SP[nd] + "C" if cl else None
     cases = _cases(kind, nd, layout, nthreads=2, **extra)
@@ -135,8 +176,9 @@ def test_avg_pool_matches_torch():
     cases, wants = [], []
     for cip in (False, True):
         want = F.avg_pool2d(torch.from_numpy(x), 3, 2, 1, ceil_mode=True, count_include_pad=cip)
-        attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True,
-                     count_include_pad=cip)
+        attrs = dict(
+            pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True, count_include_pad=cip
+        )
         cases.append(dict(inputs=[x], out_shape=tuple(want.shape), attrs=attrs))
         wants.append(want.numpy())
     for y, want in zip(run_batch("nn.avg_pool2d", cases), wants):
@@ -145,7 +187,11 @@ def test_avg_pool_matches_torch():
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "int8", "uint8", "int32"])
 def test_max_pool_dtypes(dtype):
-    x = rng.integers(-100, 100, (2, 3, 7, 6)) if dtype != "uint8" else rng.integers(0, 255, (2, 3, 7, 6))
+    x = (
+        rng.integers(-100, 100, (2, 3, 7, 6))
+        if dtype != "uint8"
+        else rng.integers(0, 255, (2, 3, 7, 6))
+    )
     x = x.astype(dtype)
     cases = []
     for layout in ("NCHW", "NHWC"):
@@ -154,7 +200,7 @@ def test_max_pool_dtypes(dtype):
         want = to_layout(want, "NCHW", layout)
         attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout)
         cases.append((dict(inputs=[xi], out_shape=want.shape, attrs=attrs), want))
-    for (c, want), y in zip(cases, run_batch("nn.max_pool2d", [c for c, _ in cases])):
+    for (_c, want), y in zip(cases, run_batch("nn.max_pool2d", [c for c, _ in cases])):
         assert y.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(y, want)
 
@@ -164,8 +210,12 @@ def test_max_pool_dtypes(dtype):
 def test_global_pool(nd, kind):
     cases = []
     for layout in ("NC" + SP[nd], "N" + SP[nd] + "C"):
-        for shape in [(2, 3) + (5,) * nd, (1, 17) + (9,) * nd, (1, 4) + (1,) * nd,
-                      (2, 64) + (40 if nd < 3 else 12,) * nd]:
+        for shape in [
+            (2, 3) + (5,) * nd,
+            (1, 17) + (9,) * nd,
+            (1, 4) + (1,) * nd,
+            (2, 64) + (40 if nd < 3 else 12,) * nd,
+        ]:
             x = rng.standard_normal(shape).astype(np.float32)
             axes = tuple(range(2, nd + 2))
             if kind == "max":
@@ -176,11 +226,24 @@ def test_global_pool(nd, kind):
                 want = np.sqrt((x.astype(np.float64) ** 2).sum(axis=axes, keepdims=True))
             want = to_layout(want, "NC" + SP[nd], layout)
             xi = to_layout(x, "NC" + SP[nd], layout)
-            wts = tuple(0.5 ** i for i in range(1, nd + 3))
-            cases.append((dict(inputs=[xi], out_shape=want.shape, attrs={"layout": layout},
-                               nthreads=2), want))
-            cases.append((dict(inputs=[xi], out_shape=want.shape, attrs={"layout": layout},
-                               epilogue=index_epilogue(wts)), index_expected(want, wts)))
+            wts = tuple(0.5**i for i in range(1, nd + 3))
+            cases.append(
+                (
+                    dict(inputs=[xi], out_shape=want.shape, attrs={"layout": layout}, nthreads=2),
+                    want,
+                )
+            )
+            cases.append(
+                (
+                    dict(
+                        inputs=[xi],
+                        out_shape=want.shape,
+                        attrs={"layout": layout},
+                        epilogue=index_epilogue(wts),
+                    ),
+                    index_expected(want, wts),
+                )
+            )
     _check(f"nn.global_{kind}_pool{nd}d", cases, 1e-5)
 
 
@@ -189,15 +252,26 @@ def test_global_pool(nd, kind):
 def test_adaptive_pool(nd, kind):
     f = getattr(F, f"adaptive_{kind}_pool{nd}d")
     cases = []
-    for sp, osz in [((7,) * nd, (3,) * nd), ((10,) * nd, (4,) * nd), ((5,) * nd, (5,) * nd),
-                    ((4,) * nd, (7,) * nd)]:
+    for sp, osz in [
+        ((7,) * nd, (3,) * nd),
+        ((10,) * nd, (4,) * nd),
+        ((5,) * nd, (5,) * nd),
+        ((4,) * nd, (7,) * nd),
+    ]:
         x = rng.standard_normal((2, 3, *sp)).astype(np.float32)
         want = f(torch.from_numpy(x), osz).numpy()
         for layout in ("NC" + SP[nd], "N" + SP[nd] + "C"):
-            cases.append((dict(inputs=[to_layout(x, "NC" + SP[nd], layout)],
-                               out_shape=to_layout(want, "NC" + SP[nd], layout).shape,
-                               attrs={"layout": layout, "output_size": osz}, nthreads=2),
-                          to_layout(want, "NC" + SP[nd], layout)))
+            cases.append(
+                (
+                    dict(
+                        inputs=[to_layout(x, "NC" + SP[nd], layout)],
+                        out_shape=to_layout(want, "NC" + SP[nd], layout).shape,
+                        attrs={"layout": layout, "output_size": osz},
+                        nthreads=2,
+                    ),
+                    to_layout(want, "NC" + SP[nd], layout),
+                )
+            )
     _check(f"nn.adaptive_{kind}_pool{nd}d", cases, 1e-5)
 
 
@@ -210,10 +284,15 @@ def test_max_pool_with_argmax(storage_order, layout):
     want = ref_pool(x, "max", (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
     xi = to_layout(x, "NCHW", layout)
     wl = to_layout(want, "NCHW", layout)
-    attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout,
-                 storage_order=storage_order)
-    k = Compiled.build(KERNELS["nn.max_pool2d_with_argmax"], [tt(xi.shape)],
-                       [tt(wl.shape), tt(wl.shape, "int64")], attrs)
+    attrs = dict(
+        pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout, storage_order=storage_order
+    )
+    k = Compiled.build(
+        KERNELS["nn.max_pool2d_with_argmax"],
+        [tt(xi.shape)],
+        [tt(wl.shape), tt(wl.shape, "int64")],
+        attrs,
+    )
     y, idx = k(xi)
     assert_close(y, wl, 0, 0)
     if storage_order == 0:

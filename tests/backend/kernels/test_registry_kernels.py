@@ -47,7 +47,9 @@ def test_kernel_matches_ref(name):
         want = list(want) if isinstance(want, tuple) else [want]
         got = kern(*s.inputs, nthreads=nt)
         for g, w in zip(got, want):
-            where = f"{name} {[x.shape for x in s.inputs]} {s.attrs} const={kern.info.prepack.keys()}"
+            where = (
+                f"{name} {[x.shape for x in s.inputs]} {s.attrs} const={kern.info.prepack.keys()}"
+            )
             assert g.shape == w.shape and g.dtype == w.dtype, where
             if w.dtype.kind in "iub":
                 np.testing.assert_array_equal(g, w, err_msg=where)

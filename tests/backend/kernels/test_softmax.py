@@ -42,8 +42,20 @@ def np_hardmax(x, axis):
     return y
 
 
-SHAPES = [((7,), -1), ((3, 5), -1), ((3, 5), 0), ((2, 1, 4), 1), ((2, 3, 4, 5), 1),
-          ((2, 3, 4, 5), -1), ((4, 1000), -1), ((1, 1), 0), ((2, 37, 9), 1), ((16, 64), 0), ((64, 1000), -1), ((8, 300, 40), 1)]
+SHAPES = [
+    ((7,), -1),
+    ((3, 5), -1),
+    ((3, 5), 0),
+    ((2, 1, 4), 1),
+    ((2, 3, 4, 5), 1),
+    ((2, 3, 4, 5), -1),
+    ((4, 1000), -1),
+    ((1, 1), 0),
+    ((2, 37, 9), 1),
+    ((16, 64), 0),
+    ((64, 1000), -1),
+    ((8, 300, 40), 1),
+]
 REFS = {"nn.softmax": np_softmax, "nn.log_softmax": np_log_softmax, "nn.hardmax": np_hardmax}
 
 
@@ -53,17 +65,21 @@ def test_softmax_family(op, dtype):
     cases = []
     for shape, axis in SHAPES:
         x = (rng.standard_normal(shape) * 4).astype(dtype)
-        cases.append((dict(inputs=[x], out_shape=shape, attrs={"axis": axis}, nthreads=2),
-                      REFS[op](x, axis)))
+        cases.append(
+            (dict(inputs=[x], out_shape=shape, attrs={"axis": axis}, nthreads=2), REFS[op](x, axis))
+        )
     tol = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3}[dtype]
-    for (c, want), y in zip(cases, run_batch(op, [c for c, _ in cases])):
+    for (_c, want), y in zip(cases, run_batch(op, [c for c, _ in cases])):
         assert y.dtype == np.dtype(dtype)
         assert_close(y, want, rtol=tol * 10, atol=tol)
 
 
 def test_softmax_extremes():
-    x = np.array([[1e30, -1e30, 0, 5], [-np.inf, 0, 1, 2], [100, 100, 100, 100],
-                  [-1000, -1001, -999, -1000]] * 3, np.float32)
+    x = np.array(
+        [[1e30, -1e30, 0, 5], [-np.inf, 0, 1, 2], [100, 100, 100, 100], [-1000, -1001, -999, -1000]]
+        * 3,
+        np.float32,
+    )
     cases = [dict(inputs=[x], out_shape=x.shape, attrs={"axis": a}) for a in (-1, 0)]
     for op in ("nn.softmax", "nn.log_softmax"):
         for c, y in zip(cases, run_batch(op, cases)):
@@ -77,9 +93,18 @@ def test_softmax_epilogue():
     cases = []
     for axis in (-1, 1):
         x = rng.standard_normal((2, 9, 20)).astype(np.float32)
-        cases.append((dict(inputs=[x], out_shape=x.shape, attrs={"axis": axis},
-                           epilogue=index_epilogue(wts)), index_expected(np_softmax(x, axis), wts)))
-    for (c, want), y in zip(cases, run_batch("nn.softmax", [c for c, _ in cases])):
+        cases.append(
+            (
+                dict(
+                    inputs=[x],
+                    out_shape=x.shape,
+                    attrs={"axis": axis},
+                    epilogue=index_epilogue(wts),
+                ),
+                index_expected(np_softmax(x, axis), wts),
+            )
+        )
+    for (_c, want), y in zip(cases, run_batch("nn.softmax", [c for c, _ in cases])):
         assert_close(y, want, rtol=1e-5, atol=1e-6)
 
 
@@ -92,8 +117,10 @@ def _math_kernel(fn, n):
         x, y, _ = f.args
         with for_range(b, 0, n, 8) as j:
             vstore(b, fn(b, vload(b, x, j)), y, j)
-        b.store(fn(b, b.load(b.gep(x, [ir.Constant(ir.IntType(64), 0)]))),
-                b.gep(y, [ir.Constant(ir.IntType(64), n)]))
+        b.store(
+            fn(b, b.load(b.gep(x, [ir.Constant(ir.IntType(64), 0)]))),
+            b.gep(y, [ir.Constant(ir.IntType(64), n)]),
+        )
         b.ret_void()
         from relay_core.backend.kernels import KernelInfo
 
@@ -114,7 +141,9 @@ def _ulp_err(got, want):
 
 
 def test_exp_accuracy():
-    x = np.concatenate([np.linspace(-87, 88.7, 4000), rng.uniform(-10, 10, 4000)]).astype(np.float32)
+    x = np.concatenate([np.linspace(-87, 88.7, 4000), rng.uniform(-10, 10, 4000)]).astype(
+        np.float32
+    )
     n = len(x) // 8 * 8
     x = x[: n + 1]
     (y,) = _math_kernel(exp_f32, n)(x)
@@ -126,8 +155,13 @@ def test_exp_accuracy():
 
 
 def test_log_accuracy():
-    x = np.concatenate([np.exp(np.linspace(-87, 88, 4000)), rng.uniform(0, 10, 4000),
-                        np.array([1e-40, 3e-45, 1.0, 2.0])]).astype(np.float32)
+    x = np.concatenate(
+        [
+            np.exp(np.linspace(-87, 88, 4000)),
+            rng.uniform(0, 10, 4000),
+            np.array([1e-40, 3e-45, 1.0, 2.0]),
+        ]
+    ).astype(np.float32)
     n = len(x) // 8 * 8
     x = x[: n + 1]
     (y,) = _math_kernel(log_f32, n)(x)
