@@ -49,7 +49,7 @@ def emit_generic_conv(llmod, name, in_types, out_types, attrs, epilogue=None, nd
     wst = canonical_strides(ws, kax, nd)
     yst = canonical_strides(ys, yax, nd)
     dx, dw, dy = in_types[0].dtype, in_types[1].dtype, out_types[0].dtype
-    acc_dt = accumulate_dtype(dx, dw)
+    acc_dt = accumulate_dtype(dx, dw, terms=Cg * win.KK)
     acc_t = compute_type(acc_dt)
     isf = is_float_dtype(acc_dt)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)

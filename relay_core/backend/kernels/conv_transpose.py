@@ -213,7 +213,7 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
     yax = layout_axes(out_layout, nd, "N", "C")
     yst = canonical_strides(ys, yax, nd)
     dx, dw, dy = in_types[0].dtype, in_types[1].dtype, out_types[0].dtype
-    acc_dt = accumulate_dtype(dx, dw)
+    acc_dt = accumulate_dtype(dx, dw, terms=Cg * win.KK)
     acc_t = compute_type(acc_dt)
     isf = is_float_dtype(acc_dt)
     total = win.N * O * win.P

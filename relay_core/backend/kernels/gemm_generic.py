@@ -29,9 +29,14 @@ from .llvm_util import (
 from .parallel import clamp_threads, parallel, split_range
 
 
-def accumulate_dtype(*dtypes: str) -> str:
+def accumulate_dtype(*dtypes: str, terms: int | None = None) -> str:
+    """float64 / float32 for floats; for integers int64, or int32 when the sum of `terms`
+    products of 8-bit values cannot overflow it (then exact, and faster)."""
     if all(is_float_dtype(d) for d in dtypes):
         return "float64" if "float64" in dtypes else "float32"
+    small = all(d in ("int8", "uint8", "bool") for d in dtypes)
+    if small and terms is not None and terms * 255 * 255 < 2**31:
+        return "int32"
     return "int64"
 
 
@@ -40,10 +45,10 @@ def emit_generic_matmul(llmod, name, in_types, out_types, plan, epilogue=None):
     from .gemm_ops import batch_offset, out_indices, zero_fill
 
     da, db, do = in_types[0].dtype, in_types[1].dtype, out_types[0].dtype
-    acc_dt = accumulate_dtype(da, db)
+    M, N, K = plan.M, plan.N, plan.K
+    acc_dt = accumulate_dtype(da, db, terms=K)
     acc_t = compute_type(acc_dt)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    M, N, K = plan.M, plan.N, plan.K
     nbatch = math.prod(plan.batch)
     if M * N * nbatch == 0:
         kf.b.ret_void()

@@ -231,3 +231,27 @@ def index_epilogue64(weights):
         return b.fadd(b.fmul(v, const(F64, 0.5)), s)
 
     return fn
+
+
+@pytest.mark.parametrize("da,db", [("uint8", "uint8"), ("int8", "int8"), ("uint8", "int8")])
+def test_matmul_integer_extremes(da, db):
+    """Sums of the largest 8-bit products stay exact (int32 accumulation when it cannot
+    overflow, int64 otherwise)."""
+    cases = []
+    for k in (1000, 40000):
+        lo_a, hi_a = (0, 255) if da == "uint8" else (-128, 127)
+        lo_b, hi_b = (0, 255) if db == "uint8" else (-128, 127)
+        a = np.where(rng.random((3, k)) < 0.5, lo_a, hi_a).astype(da)
+        b = np.where(rng.random((k, 5)) < 0.5, lo_b, hi_b).astype(db)
+        cases.append(
+            dict(
+                inputs=[a, b],
+                out_shape=(3, 5),
+                attrs={"out_dtype": "int64"},
+                out_dtype="int64",
+                nthreads=2,
+            )
+        )
+    for c, y in zip(cases, run_batch("nn.matmul", cases)):
+        a, b = c["inputs"]
+        np.testing.assert_array_equal(y, a.astype(np.int64) @ b.astype(np.int64))
