@@ -27,6 +27,7 @@ from .conv_transpose import conv_transpose_kernels
 from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
 from .pool import pool_kernels
 from .softmax import softmax_kernels
+from .vision import vision_kernels
 
 KERNELS: dict = {
     "nn.dense": emit_dense,
@@ -38,6 +39,7 @@ KERNELS: dict = {
     **conv_transpose_kernels(),
     **pool_kernels(),
     **softmax_kernels(),
+    **vision_kernels(),
 }
 
 __all__ = ["KERNELS", "KernelInfo", "Epilogue"]
