@@ -16,11 +16,13 @@ lanes are consecutive elements of the output's last axis; `indices` are the i64 
 the (first) element in the output's shape. It is called exactly once per output element, after
 the element's final value is known, possibly from several threads at once.
 
-`KERNELS` maps op names to generators.
+`KERNELS` maps op names to generators. `BOUNDED_KERNELS` maps ops whose output shape depends on
+input values (non_max_suppression) to (bound, emit): see relay_core.backend.kernels.bounded.
 """
 
 from __future__ import annotations
 
+from .bounded import BOUNDED_KERNELS
 from .common import Epilogue, KernelInfo
 from .conv import emit_conv1d, emit_conv2d, emit_conv3d
 from .conv_transpose import conv_transpose_kernels
@@ -42,4 +44,4 @@ KERNELS: dict = {
     **vision_kernels(),
 }
 
-__all__ = ["KERNELS", "KernelInfo", "Epilogue"]
+__all__ = ["KERNELS", "BOUNDED_KERNELS", "KernelInfo", "Epilogue"]
