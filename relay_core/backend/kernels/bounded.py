@@ -2,8 +2,9 @@
 
 Convention (BOUNDED_KERNELS): `bound(in_types, attrs) -> TensorType` gives a static type large
 enough for any output; the kernel is emitted with out_types = [that type, TensorType((), "int64")]
-and writes the real output into the first rows of out0 and its number of rows into out1. The
-caller then uses out0[:count] (a view; no copy is needed since rows are contiguous).
+and writes into out1 the size of the output's one dynamic dimension, and the output itself, in
+row-major order, into the first elements of out0. The caller reshapes that prefix (no copy):
+non_max_suppression and argwhere give (count, k) rows, nonzero gives (rank, count).
 
 vision.non_max_suppression: ONNX NonMaxSuppression-11 semantics as the op registry defines them
 (candidates above the score threshold, best first with ties by index; each selected box removes
@@ -32,6 +33,7 @@ from .llvm_util import (
     load_as,
     malloc,
     store,
+    unravel,
 )
 
 
@@ -168,8 +170,69 @@ def emit_nms(llmod, name, in_types, out_types, attrs, epilogue=None, const_input
     return KernelInfo(kf.fn)
 
 
+def _nonzero_bound(in_types, attrs) -> TensorType:
+    shape = shape_of(in_types[0])
+    n = 1
+    for d in shape:
+        n *= d
+    return TensorType((len(shape), n) if shape else (0, 1), "int64")
+
+
+def _argwhere_bound(in_types, attrs) -> TensorType:
+    t = _nonzero_bound(in_types, attrs)
+    return TensorType((t.shape[1], t.shape[0]), "int64")
+
+
+def _emit_nonzero(transposed: bool):
+    def emit(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
+        """Indices of the non-zero elements (row-major order): `void name(x*, out*, count*,
+        i32)`; nonzero writes (rank, count), argwhere (count, rank)."""
+        if len(out_types) != 2:
+            raise NotImplementedError("nonzero needs the bounded-output convention")
+        shape = shape_of(in_types[0])
+        dtype = in_types[0].dtype
+        kf = kernel_function(llmod, name, in_types, out_types, None)
+        b = kf.b
+        x, (out, count) = kf.ins[0], kf.outs
+        size = 1
+        for d in shape:
+            size *= d
+        n = entry_alloca(b, I64)
+        b.store(i64(0), n)
+
+        def nz(i):
+            v = load_as(b, x, i, dtype)
+            z = const(v.type, 0)
+            if dtype in ("float16", "bfloat16", "float32", "float64"):
+                return b.fcmp_unordered("!=", v, z)
+            return b.icmp_unsigned("!=", v, z)
+
+        with for_range(b, 0, size, name="cnt") as i:
+            b.store(b.add(b.load(n), b.zext(nz(i), I64)), n)
+        total = b.load(n)
+        store(b, total, count, i64(0))
+        if shape:
+            b.store(i64(0), n)
+            with for_range(b, 0, size, name="fill") as i:
+                with b.if_then(nz(i)):
+                    j = b.load(n)
+                    for d, ix in enumerate(unravel(b, i, list(shape))):
+                        if transposed:
+                            off = b.add(b.mul(j, i64(len(shape))), i64(d))
+                        else:
+                            off = b.add(b.mul(i64(d), total), j)
+                        store(b, ix, out, off)
+                    b.store(b.add(j, i64(1)), n)
+        b.ret_void()
+        return KernelInfo(kf.fn)
+
+    return emit
+
+
 BOUNDED_KERNELS: dict = {
     "vision.non_max_suppression": (nms_bound, emit_nms),
+    "nonzero": (_nonzero_bound, _emit_nonzero(False)),
+    "argwhere": (_argwhere_bound, _emit_nonzero(True)),
 }
 
 __all__ = ["BOUNDED_KERNELS", "nms_bound", "emit_nms"]

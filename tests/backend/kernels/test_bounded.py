@@ -26,7 +26,10 @@ def _run(op, cases):
     for k, (inputs, attrs) in zip(ks, cases):
         out, count = k(*inputs)
         want = opdef.ref(list(inputs), opdef.make_attrs(**attrs))
-        got = out[: int(count)]
+        dyn = 1 if op == "nonzero" else 0  # the dynamic dimension
+        shape = list(out.shape)
+        shape[dyn] = int(count)
+        got = out.reshape(-1)[: int(np.prod(shape))].reshape(shape)
         assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
         np.testing.assert_array_equal(got, want)
 
@@ -80,3 +83,14 @@ def test_nms_samples():
     op = all_ops()["vision.non_max_suppression"]
     cases = [(s.inputs, s.attrs) for s in op.samples(np.random.default_rng(0))]
     _run("vision.non_max_suppression", cases)
+
+
+@pytest.mark.parametrize("op", ["nonzero", "argwhere"])
+def test_nonzero(op):
+    opdef = all_ops()[op]
+    cases = [(s.inputs, s.attrs) for s in opdef.samples(np.random.default_rng(0))]
+    x = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    x[x < 0.3] = 0
+    x[0, 0, 0] = np.nan
+    cases += [([x], {}), ([x > 0], {}), ([np.nan_to_num(x * 3).astype(np.int8)], {})]
+    _run(op, cases)
