@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import conv_winograd as winograd
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     MR,
@@ -93,6 +94,10 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    if not cl and winograd.usable(win, G, Cg, Og, packed):
+        winograd.emit(kf, kf.ins[1], win, O, Cg)
+        kf.b.ret_void()
+        return KernelInfo(kf.fn, {1: _with_axes(winograd.prepack, kax)})
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))

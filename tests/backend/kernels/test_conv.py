@@ -258,3 +258,32 @@ def test_conv2d_out_layout_differs():
     c["out_shape"] = want.transpose(0, 2, 3, 1).shape
     (y,) = run_batch("nn.conv2d", [c])
     assert_close(y, want.transpose(0, 2, 3, 1))
+
+
+WINOGRAD_2D = [  # 3x3 stride 1, >= 16 channels, constant weights: Winograd F(2x2, 3x3)
+    (1, 16, (4, 4), 16, 3, 1, 1, 1, 1),
+    (2, 17, (9, 11), 19, 3, 1, 1, 1, 1),
+    (1, 32, (23, 40), 24, 3, 1, 0, 1, 1),
+    (1, 16, (6, 35), 32, 3, 1, 2, 1, 1),
+    (1, 48, (30, 30), 64, 3, 1, 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("klayout", ["OIHW", "HWIO"])
+def test_conv2d_winograd(nthreads, klayout):
+    cases = [conv_case(2, *g, klayout=klayout, nthreads=nthreads) for g in WINOGRAD_2D]
+    cases += [
+        conv_case(
+            2, 1, 20, (13, 10), 18, 3, pads=((0, 2), (1, 0)), klayout=klayout, nthreads=nthreads
+        )
+    ]
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, klayout=klayout, nthreads=nthreads, epilogue=index_epilogue(wts))
+            for g in WINOGRAD_2D
+        ]
+    ]
+    _check(cases, "nn.conv2d")

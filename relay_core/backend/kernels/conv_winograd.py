@@ -1,0 +1,282 @@
+"""Winograd F(2x2, 3x3) for float32 channel-first 3x3 stride-1 convolutions (groups 1, constant
+weights): 2.25x fewer multiplications than im2col + GEMM.
+
+Each 2x2 output tile needs a 4x4 input patch d; with U = G g G^T (the weights, transformed at
+compile time) and V = B^T d B (the patch), the tile is A^T [sum_c U_c * V_c] A. The sum over
+channels, for each of the 16 positions xi of the 4x4 transformed tile, is a GEMM
+M_xi[o, t] = U_xi[o, c] @ V_xi[c, t] over tiles t, run on the sgemm engine with U_xi prepacked.
+Tiles are processed in chunks of whole tile rows (V and M of a chunk stay in L2): the input
+transform works on 8 tiles at a time (stride-2 patch columns deinterleaved with shuffles) from a
+zero-padded slab of the chunk's input rows; the output transform writes 8 tiles' 2x2 outputs
+with interleaving shuffles. F(2, 3)'s transforms only add and halve, so results stay within a
+few ulp of the direct convolution.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from .gemm_core import (
+    MR,
+    NR,
+    PackedA,
+    StridedB,
+    free_buffers,
+    gemm_call,
+    pack_a_panels,
+    plain_store_fn,
+)
+from .llvm_util import (
+    F32,
+    F32P,
+    I32,
+    const,
+    for_range,
+    gep,
+    i64,
+    imin,
+    load,
+    malloc,
+    memset0,
+    store,
+    vload,
+    vstore,
+)
+from .parallel import clamp_threads, parallel, split_range
+
+G_MAT = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+BUDGET = 1 << 20  # bytes of V + M per thread
+
+
+def usable(win, G: int, Cg: int, Og: int, packed: bool) -> bool:
+    """Whether a convolution is one Winograd F(2x2, 3x3) serves well."""
+    return (
+        packed
+        and G == 1
+        and win.nd == 2
+        and win.k == (1, 3, 3)
+        and win.s == (1, 1, 1)
+        and win.d == (1, 1, 1)
+        and Cg >= 16
+        and Og >= 16
+        and win.osp[1] >= 4
+        and win.osp[2] >= 4
+    )
+
+
+def prepack(wc: np.ndarray) -> np.ndarray:
+    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of 6-row A panels of U_xi (O x C)."""
+    w = wc.reshape(wc.shape[0], wc.shape[1], 3, 3).astype(np.float64)
+    u = np.einsum("ai,ocij,bj->aboc", G_MAT, w, G_MAT)  # (4, 4, O, C)
+    return np.concatenate(
+        [pack_a_panels(u[a, b].astype(np.float32)) for a in range(4) for b in range(4)]
+    )
+
+
+def emit(kf, w, win, O, C):
+    """The kernel body (the caller made `kf` and handles the epilogue through `epilogue_rows`)."""
+    from .conv import _epilogue_chunk
+
+    H, W = win.sp[1], win.sp[2]
+    OH, OW = win.osp[1], win.osp[2]
+    pt, pl = win.pb[1], win.pb[2]
+    TH, TW = -(-OH // 2), -(-OW // 2)
+    rows = max(1, min(TH, BUDGET // (16 * 4 * (C + O)) // TW))
+    nchunks = -(-TH // rows)
+    if nchunks > 1 and nchunks % 2:  # an even number of chunks splits over 2 threads
+        alt = -(-TH // (nchunks + 1))
+        if -(-TH // alt) % 2 == 0:
+            rows, nchunks = alt, -(-TH // alt)
+    tc_max = rows * TW
+    ld = -(-tc_max // NR) * NR
+    ld = ld if (ld // NR) % 2 else ld + NR  # an odd number of cache lines per row
+    slab_w = 2 * TW + 2 + 16
+    slab_h = 2 * rows + 2
+    units0 = win.N * nchunks
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
+    store_fn = plain_store_fn(kf.b.module)
+
+    def body(b, vals, tid, ntv):
+        x, up, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        vb = b.bitcast(malloc(b, i64(4 * 16 * C * ld)), F32P)
+        mb = b.bitcast(malloc(b, i64(4 * 16 * O * ld)), F32P)
+        slab = b.bitcast(malloc(b, i64(4 * slab_h * slab_w)), F32P)
+        memset0(b, vb, i64(4 * 16 * C * ld))  # tile columns beyond a chunk stay zero
+        bu = i64(units0)
+        few = b.and_(
+            b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
+            b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))),
+        )
+        parts = b.select(few, ntv, i64(1))
+        u0, u1 = split_range(b, b.mul(bu, parts), tid, ntv)
+        with for_range(b, u0, u1, name="unit") as u:
+            un, part = b.udiv(u, parts), b.urem(u, parts)
+            n, ch = b.udiv(un, i64(nchunks)), b.urem(un, i64(nchunks))
+            ty0 = b.mul(ch, i64(rows))
+            nty = imin(b, i64(rows), b.sub(i64(TH), ty0))
+            tc = b.mul(nty, i64(TW))
+            o0, o1 = split_range(b, O, part, parts, MR)
+            xn = gep(b, x, b.mul(n, i64(C * H * W)))
+            with for_range(b, 0, C, name="c") as c:
+                _fill_slab(
+                    b,
+                    gep(b, xn, b.mul(c, i64(H * W))),
+                    slab,
+                    ty0,
+                    nty,
+                    H,
+                    W,
+                    pt,
+                    pl,
+                    slab_w,
+                    slab_h,
+                )
+                _input_transform(b, slab, gep(b, vb, b.mul(c, i64(ld))), nty, TW, slab_w, C * ld)
+            for xi in range(16):
+                a = PackedA(gep(b, up, i64(xi * O * C)))
+                bsrc = StridedB(gep(b, vb, i64(xi * C * ld)), ld)
+                gemm_call(
+                    b, a, bsrc, C, o0, o1, 0, tc, store_fn, [gep(b, mb, i64(xi * O * ld)), i64(ld)]
+                )
+            yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
+            with for_range(b, o0, o1, name="o") as o:
+                _output_transform(
+                    b,
+                    gep(b, mb, b.mul(o, i64(ld))),
+                    O * ld,
+                    gep(b, yn, b.mul(o, i64(OH * OW))),
+                    ty0,
+                    nty,
+                    TW,
+                    OH,
+                    OW,
+                )
+            if kf.ep:
+                p0 = b.mul(ty0, i64(2 * OW))
+                pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+        free_buffers(b, vb, mb, slab)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+def _fill_slab(b, plane, slab, ty0, nty, H, W, pt, pl, slab_w, slab_h):
+    """slab[r][j] = input[2*ty0 - pt + r][j - pl] (zero outside), r < 2*nty + 2."""
+    r_in0 = b.sub(b.mul(ty0, i64(2)), i64(pt))
+    c_end = min(pl + W, slab_w)
+    with for_range(b, 0, b.add(b.mul(nty, i64(2)), i64(2)), name="sr") as r:
+        ih = b.add(r_in0, r)
+        srow = gep(b, slab, b.mul(r, i64(slab_w)))
+        inside = b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, i64(H)))
+        with b.if_else(inside) as (then, other):
+            with then:
+                src = gep(b, plane, b.sub(b.mul(ih, i64(W)), i64(pl)))
+                with for_range(b, 0, pl, name="sl") as j:
+                    store(b, const(F32, 0.0), srow, j)
+                with for_range(b, pl, c_end, name="sc") as j:
+                    store(b, load(b, src, j), srow, j)
+                with for_range(b, c_end, slab_w, name="sr") as j:
+                    store(b, const(F32, 0.0), srow, j)
+            with other:
+                with for_range(b, 0, slab_w, name="sz") as j:
+                    store(b, const(F32, 0.0), srow, j)
+
+
+def _bt(b, d):
+    """B^T d for d a list of 4 values (rows or columns of the patch)."""
+    return [b.fsub(d[0], d[2]), b.fadd(d[1], d[2]), b.fsub(d[2], d[1]), b.fsub(d[1], d[3])]
+
+
+def _at(b, m):
+    """A^T m for m a list of 4 values."""
+    return [b.fadd(b.fadd(m[0], m[1]), m[2]), b.fsub(b.fsub(m[1], m[2]), m[3])]
+
+
+def _input_transform(b, slab, vc, nty, TW, slab_w, xi_stride):
+    """V_xi[c][t] for the chunk's tiles (vc points at V_0[c][0]; V_xi at + xi * xi_stride)."""
+    even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
+    odd = ir.Constant(ir.VectorType(I32, 8), list(range(1, 16, 2)))
+    nvec = TW // 8 * 8
+    with for_range(b, 0, nty, name="ty") as ty:
+        rowp = [
+            gep(b, slab, b.mul(b.add(b.mul(ty, i64(2)), i64(i)), i64(slab_w))) for i in range(4)
+        ]
+        tbase = b.mul(ty, i64(TW))
+
+        def patch(tx, width):
+            d = []
+            for i in range(4):
+                base = b.mul(tx, i64(2))
+                if width == 8:
+                    lo, hi = vload(b, rowp[i], base), vload(b, rowp[i], b.add(base, i64(8)))
+                    lo2, hi2 = (
+                        vload(b, rowp[i], b.add(base, i64(2))),
+                        vload(b, rowp[i], b.add(base, i64(10))),
+                    )
+                    d.append(
+                        [
+                            b.shuffle_vector(lo, hi, even),
+                            b.shuffle_vector(lo, hi, odd),
+                            b.shuffle_vector(lo2, hi2, even),
+                            b.shuffle_vector(lo2, hi2, odd),
+                        ]
+                    )
+                else:
+                    d.append([load(b, rowp[i], b.add(base, i64(j))) for j in range(4)])
+            return d
+
+        def transform(tx, width):
+            d = patch(tx, width)
+            cols = [_bt(b, [d[i][j] for i in range(4)]) for j in range(4)]  # cols[j][a]
+            t = b.add(tbase, tx)
+            for a in range(4):
+                v = _bt(b, [cols[j][a] for j in range(4)])
+                for bb in range(4):
+                    dst = gep(b, vc, i64((a * 4 + bb) * xi_stride))
+                    (vstore if width == 8 else store)(b, v[bb], dst, t)
+
+        with for_range(b, 0, nvec, 8, name="tx8") as tx:
+            transform(tx, 8)
+        with for_range(b, nvec, TW, name="tx1") as tx:
+            transform(tx, 1)
+
+
+def _output_transform(b, mo, xi_stride, yo, ty0, nty, TW, OH, OW):
+    """y[2ty+i][2tx+j] from M_xi[o][t] (mo points at M_0[o][0]) for the chunk's tiles."""
+    lo_mask = ir.Constant(ir.VectorType(I32, 8), [0, 8, 1, 9, 2, 10, 3, 11])
+    hi_mask = ir.Constant(ir.VectorType(I32, 8), [4, 12, 5, 13, 6, 14, 7, 15])
+    nvec = (OW // 2) // 8 * 8  # tile groups whose 16 output columns all exist
+    with for_range(b, 0, nty, name="oy") as ty:
+        tbase = b.mul(ty, i64(TW))
+        oy = b.mul(b.add(ty0, ty), i64(2))
+
+        def tiles(tx, width):
+            t = b.add(tbase, tx)
+            m = [
+                [
+                    (vload if width == 8 else load)(b, gep(b, mo, i64((a * 4 + c) * xi_stride)), t)
+                    for c in range(4)
+                ]
+                for a in range(4)
+            ]
+            rows = [_at(b, [m[a][c] for a in range(4)]) for c in range(4)]  # rows[c][i]
+            return [_at(b, [rows[c][i] for c in range(4)]) for i in range(2)]  # y[i][j]
+
+        with for_range(b, 0, nvec, 8, name="ox8") as tx:
+            yv = tiles(tx, 8)
+            for i in range(2):
+                row = b.add(oy, i64(i))
+                with b.if_then(b.icmp_signed("<", row, i64(OH))):
+                    p = gep(b, yo, b.add(b.mul(row, i64(OW)), b.mul(tx, i64(2))))
+                    vstore(b, b.shuffle_vector(yv[i][0], yv[i][1], lo_mask), p, 0)
+                    vstore(b, b.shuffle_vector(yv[i][0], yv[i][1], hi_mask), p, 8)
+        with for_range(b, nvec, TW, name="ox1") as tx:
+            yv = tiles(tx, 1)
+            for i in range(2):
+                for j in range(2):
+                    row, col = b.add(oy, i64(i)), b.add(b.mul(tx, i64(2)), i64(j))
+                    ok = b.and_(b.icmp_signed("<", row, i64(OH)), b.icmp_signed("<", col, i64(OW)))
+                    with b.if_then(ok):
+                        store(b, yv[i][j], yo, b.add(b.mul(row, i64(OW)), col))
