@@ -31,6 +31,7 @@ from .llvm_util import (
     F32,
     F32P,
     I32,
+    I64,
     const,
     for_range,
     gep,
@@ -119,40 +120,22 @@ def emit(kf, w, win, O, C):
             tc = b.mul(nty, i64(TW))
             o0, o1 = split_range(b, O, part, parts, MR)
             xn = gep(b, x, b.mul(n, i64(C * H * W)))
+            fill = _shared(b.module, "relay.wino.fill", _fill_slab)
+            geo = [i64(v) for v in (H, W, pt, pl, slab_w)]
             with for_range(b, 0, C, name="c") as c:
-                _fill_slab(
-                    b,
-                    gep(b, xn, b.mul(c, i64(H * W))),
-                    slab,
-                    ty0,
-                    nty,
-                    H,
-                    W,
-                    pt,
-                    pl,
-                    slab_w,
-                    slab_h,
-                )
-                _input_transform(b, slab, gep(b, vb, b.mul(c, i64(ld))), nty, TW, slab_w, C * ld)
-            for xi in range(16):
-                a = PackedA(gep(b, up, i64(xi * O * C)))
-                bsrc = StridedB(gep(b, vb, i64(xi * C * ld)), ld)
-                gemm_call(
-                    b, a, bsrc, C, o0, o1, 0, tc, store_fn, [gep(b, mb, i64(xi * O * ld)), i64(ld)]
-                )
+                b.call(fill, [gep(b, xn, b.mul(c, i64(H * W))), slab, ty0, nty, *geo])
+                vc = gep(b, vb, b.mul(c, i64(ld)))
+                # the transforms are emitted inline: constant strides make much better code
+                _input_transform(b, slab, vc, nty, i64(TW), i64(slab_w), i64(C * ld))
+            with for_range(b, 0, 16, name="xi") as xi:
+                a = PackedA(gep(b, up, b.mul(xi, i64(O * C))))
+                bsrc = StridedB(gep(b, vb, b.mul(xi, i64(C * ld))), ld)
+                cp = gep(b, mb, b.mul(xi, i64(O * ld)))
+                gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)])
             yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
             with for_range(b, o0, o1, name="o") as o:
-                _output_transform(
-                    b,
-                    gep(b, mb, b.mul(o, i64(ld))),
-                    O * ld,
-                    gep(b, yn, b.mul(o, i64(OH * OW))),
-                    ty0,
-                    nty,
-                    TW,
-                    OH,
-                    OW,
-                )
+                mo, yo = gep(b, mb, b.mul(o, i64(ld))), gep(b, yn, b.mul(o, i64(OH * OW)))
+                _output_transform(b, mo, i64(O * ld), yo, ty0, nty, i64(TW), i64(OH), i64(OW))
             if kf.ep:
                 p0 = b.mul(ty0, i64(2 * OW))
                 pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
@@ -162,17 +145,34 @@ def emit(kf, w, win, O, C):
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
 
-def _fill_slab(b, plane, slab, ty0, nty, H, W, pt, pl, slab_w, slab_h):
+_SIGS = {"relay.wino.fill": [F32P, F32P] + [I64] * 7}  # shared helpers' argument types
+
+
+def _shared(llmod, name, build):
+    """The module's one copy of a helper, built by build(b, *args) on first use."""
+    fn = llmod.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(llmod, ir.FunctionType(ir.VoidType(), _SIGS[name]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")  # one copy per module, however many convolutions call it
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    build(b, *fn.args)
+    b.ret_void()
+    return fn
+
+
+def _fill_slab(b, plane, slab, ty0, nty, H, W, pt, pl, slab_w):
     """slab[r][j] = input[2*ty0 - pt + r][j - pl] (zero outside), r < 2*nty + 2."""
-    r_in0 = b.sub(b.mul(ty0, i64(2)), i64(pt))
-    c_end = min(pl + W, slab_w)
+    r_in0 = b.sub(b.mul(ty0, i64(2)), pt)
+    c_end = imin(b, b.add(pl, W), slab_w)
     with for_range(b, 0, b.add(b.mul(nty, i64(2)), i64(2)), name="sr") as r:
         ih = b.add(r_in0, r)
-        srow = gep(b, slab, b.mul(r, i64(slab_w)))
-        inside = b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, i64(H)))
+        srow = gep(b, slab, b.mul(r, slab_w))
+        inside = b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, H))
         with b.if_else(inside) as (then, other):
             with then:
-                src = gep(b, plane, b.sub(b.mul(ih, i64(W)), i64(pl)))
+                src = gep(b, plane, b.sub(b.mul(ih, W), pl))
                 with for_range(b, 0, pl, name="sl") as j:
                     store(b, const(F32, 0.0), srow, j)
                 with for_range(b, pl, c_end, name="sc") as j:
@@ -198,12 +198,10 @@ def _input_transform(b, slab, vc, nty, TW, slab_w, xi_stride):
     """V_xi[c][t] for the chunk's tiles (vc points at V_0[c][0]; V_xi at + xi * xi_stride)."""
     even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
     odd = ir.Constant(ir.VectorType(I32, 8), list(range(1, 16, 2)))
-    nvec = TW // 8 * 8
+    nvec = b.and_(TW, i64(~7))
     with for_range(b, 0, nty, name="ty") as ty:
-        rowp = [
-            gep(b, slab, b.mul(b.add(b.mul(ty, i64(2)), i64(i)), i64(slab_w))) for i in range(4)
-        ]
-        tbase = b.mul(ty, i64(TW))
+        rowp = [gep(b, slab, b.mul(b.add(b.mul(ty, i64(2)), i64(i)), slab_w)) for i in range(4)]
+        tbase = b.mul(ty, TW)
 
         def patch(tx, width):
             d = []
@@ -234,7 +232,7 @@ def _input_transform(b, slab, vc, nty, TW, slab_w, xi_stride):
             for a in range(4):
                 v = _bt(b, [cols[j][a] for j in range(4)])
                 for bb in range(4):
-                    dst = gep(b, vc, i64((a * 4 + bb) * xi_stride))
+                    dst = gep(b, vc, b.mul(i64(a * 4 + bb), xi_stride))
                     (vstore if width == 8 else store)(b, v[bb], dst, t)
 
         with for_range(b, 0, nvec, 8, name="tx8") as tx:
@@ -247,16 +245,18 @@ def _output_transform(b, mo, xi_stride, yo, ty0, nty, TW, OH, OW):
     """y[2ty+i][2tx+j] from M_xi[o][t] (mo points at M_0[o][0]) for the chunk's tiles."""
     lo_mask = ir.Constant(ir.VectorType(I32, 8), [0, 8, 1, 9, 2, 10, 3, 11])
     hi_mask = ir.Constant(ir.VectorType(I32, 8), [4, 12, 5, 13, 6, 14, 7, 15])
-    nvec = (OW // 2) // 8 * 8  # tile groups whose 16 output columns all exist
+    nvec = b.and_(b.udiv(OW, i64(2)), i64(~7))  # tile groups whose 16 output columns exist
     with for_range(b, 0, nty, name="oy") as ty:
-        tbase = b.mul(ty, i64(TW))
+        tbase = b.mul(ty, TW)
         oy = b.mul(b.add(ty0, ty), i64(2))
 
         def tiles(tx, width):
             t = b.add(tbase, tx)
             m = [
                 [
-                    (vload if width == 8 else load)(b, gep(b, mo, i64((a * 4 + c) * xi_stride)), t)
+                    (vload if width == 8 else load)(
+                        b, gep(b, mo, b.mul(i64(a * 4 + c), xi_stride)), t
+                    )
                     for c in range(4)
                 ]
                 for a in range(4)
@@ -268,8 +268,8 @@ def _output_transform(b, mo, xi_stride, yo, ty0, nty, TW, OH, OW):
             yv = tiles(tx, 8)
             for i in range(2):
                 row = b.add(oy, i64(i))
-                with b.if_then(b.icmp_signed("<", row, i64(OH))):
-                    p = gep(b, yo, b.add(b.mul(row, i64(OW)), b.mul(tx, i64(2))))
+                with b.if_then(b.icmp_signed("<", row, OH)):
+                    p = gep(b, yo, b.add(b.mul(row, OW), b.mul(tx, i64(2))))
                     vstore(b, b.shuffle_vector(yv[i][0], yv[i][1], lo_mask), p, 0)
                     vstore(b, b.shuffle_vector(yv[i][0], yv[i][1], hi_mask), p, 8)
         with for_range(b, nvec, TW, name="ox1") as tx:
@@ -277,6 +277,6 @@ def _output_transform(b, mo, xi_stride, yo, ty0, nty, TW, OH, OW):
             for i in range(2):
                 for j in range(2):
                     row, col = b.add(oy, i64(i)), b.add(b.mul(tx, i64(2)), i64(j))
-                    ok = b.and_(b.icmp_signed("<", row, i64(OH)), b.icmp_signed("<", col, i64(OW)))
+                    ok = b.and_(b.icmp_signed("<", row, OH), b.icmp_signed("<", col, OW))
                     with b.if_then(ok):
-                        store(b, yv[i][j], yo, b.add(b.mul(row, i64(OW)), col))
+                        store(b, yv[i][j], yo, b.add(b.mul(row, OW), col))
