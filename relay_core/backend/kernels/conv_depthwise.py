@@ -16,6 +16,7 @@ from .llvm_util import (
     F32P,
     I32,
     V8F,
+    clamp,
     const,
     fma,
     for_range,
@@ -177,7 +178,77 @@ def _row_memory(b, win, pad, Hp, Wp, od, oh, yrow, wo):
                 )
 
 
+def _cl_registers(kf, w, win, C):
+    """Channel-last depthwise (multiplier 1): each output position accumulates its taps in
+    registers, 8 channels at a time; positions whose window is inside the input skip the bounds
+    checks, the others read clamped addresses with the weight masked to zero."""
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    KD, KH, KW = win.k
+    units = win.N * OD * OH
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * win.P * C * win.KK, units)
+    c8 = C // 8 * 8
+    taps = [(kd, kh, kw) for kd in range(KD) for kh in range(KH) for kw in range(KW)]
+
+    def body(b, vals, tid, ntv):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        u0, u1 = split_range(b, units, tid, ntv)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(OD * OH))
+            r = b.urem(u, i64(OD * OH))
+            od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+            xn = gep(b, x, b.mul(n, i64(win.IP * C)))
+            with for_range(b, 0, OW, name="ow") as ow:
+                pos0 = [
+                    b.sub(b.mul(q, i64(s_)), i64(p_))
+                    for q, s_, p_ in zip((od, oh, ow), win.s, win.pb)
+                ]
+                # per tap: the clamped input position and whether it is inside
+                tapinfo, inside_all = [], None
+                for kd, kh, kw in taps:
+                    pos = [b.add(p0, i64(k * d_)) for p0, k, d_ in zip(pos0, (kd, kh, kw), win.d)]
+                    ok = None
+                    for v, lim in zip(pos, (D, H, W)):
+                        cnd = b.and_(
+                            b.icmp_signed(">=", v, i64(0)), b.icmp_signed("<", v, i64(lim))
+                        )
+                        ok = cnd if ok is None else b.and_(ok, cnd)
+                    cl = [clamp(b, v, i64(0), i64(lim - 1)) for v, lim in zip(pos, (D, H, W))]
+                    ip = b.add(b.mul(b.add(b.mul(cl[0], i64(H)), cl[1]), i64(W)), cl[2])
+                    tapinfo.append((gep(b, xn, b.mul(ip, i64(C))), ok))
+                    inside_all = ok if inside_all is None else b.and_(inside_all, ok)
+                yrow = gep(b, y, b.mul(b.add(b.mul(u, i64(OW)), ow), i64(C)))
+
+                def accumulate(width, c, checked):
+                    zero = const(V8F if width == 8 else F32, 0.0)
+                    acc = zero
+                    for t, (xp, ok) in enumerate(tapinfo):
+                        ld = vload if width == 8 else load
+                        xv = ld(b, xp, c)
+                        wv = ld(b, wp, b.add(i64(t * C), c))
+                        if checked:
+                            wv = b.select(ok, wv, zero)
+                        acc = fma(b, xv, wv, acc)
+                    (vstore if width == 8 else store)(b, acc, yrow, c)
+
+                with b.if_else(inside_all) as (fast, slow):
+                    for checked, blk in ((False, fast), (True, slow)):
+                        with blk:
+                            with for_range(b, 0, c8, 8, name="c8") as c:
+                                accumulate(8, c, checked)
+                            with for_range(b, c8, C, name="c1") as c:
+                                accumulate(1, c, checked)
+                if kf.ep:
+                    sp = [od, oh, ow][3 - win.nd :]
+                    epilogue_row(b, kf.ep, extras, yrow, C, [n, *sp], 0)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
 def _cl(kf, w, win, G, Og, O):
+    if Og == 1 and win.KK <= 49:
+        return _cl_registers(kf, w, win, G)
     D, H, W = win.sp
     OD, OH, OW = win.osp
     KD, KH, KW = win.k
