@@ -129,6 +129,8 @@ def emit_pool(kind: str, nd: int):
             _pool_cf_registers(kf, kind, win, cip)
         elif same_layout and not cl:
             _pool_cf(kf, kind, win, dtype, cip, p)
+        elif same_layout and dtype == "float32" and kind != "lp" and win.KK <= 64:
+            _pool_cl_registers(kf, kind, win, cip)
         elif same_layout:
             _pool_cl(kf, kind, win, dtype, cip, p)
         else:
@@ -336,6 +338,82 @@ def _pool_cf_registers(kf, kind, win, cip):
 
 def _in(b, v, lo, hi):
     return b.and_(b.icmp_signed(">=", v, i64(lo)), b.icmp_signed("<", v, i64(hi)))
+
+
+def _pool_cl_registers(kf, kind, win, cip):
+    """float32 channel-last max / avg pooling: per output position, the window's taps are
+    reduced in registers 8 channels at a time (taps outside the input read a clamped address
+    and are replaced by -inf / 0)."""
+    from .llvm_util import V8F, clamp, splat, vstore
+
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    C = win.C
+    units = win.N * OD * OH
+    nt = clamp_threads(kf.b, kf.nthreads, float(win.N * C * win.P * win.KK), units)
+    lo_b = [-v for v in win.pb] if cip else [0, 0, 0]
+    hi_b = [n + e for n, e in zip(win.sp, win.pe)] if cip else list(win.sp)
+    taps = [
+        (kd, kh, kw) for kd in range(win.k[0]) for kh in range(win.k[1]) for kw in range(win.k[2])
+    ]
+    c8 = C // 8 * 8
+    fill = float("-inf") if kind == "max" else 0.0
+
+    def body(b, vals, tid, ntv):
+        x, y = vals[0], vals[1]
+        extras = vals[2:]
+        u0, u1 = split_range(b, units, tid, ntv)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(OD * OH))
+            r = b.urem(u, i64(OD * OH))
+            od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+            xn = gep(b, x, b.mul(n, i64(win.IP * C)))
+            with for_range(b, 0, OW, name="ow") as ow:
+                info, cnt = [], i64(0)
+                for tap in taps:
+                    pos = [
+                        b.sub(b.add(b.mul(q, i64(s_)), i64(k * d_)), i64(p_))
+                        for q, k, s_, d_, p_ in zip((od, oh, ow), tap, win.s, win.d, win.pb)
+                    ]
+                    ok = b.and_(
+                        b.and_(_in(b, pos[0], 0, D), _in(b, pos[1], 0, H)), _in(b, pos[2], 0, W)
+                    )
+                    counted = b.and_(
+                        b.and_(_in(b, pos[0], lo_b[0], hi_b[0]), _in(b, pos[1], lo_b[1], hi_b[1])),
+                        _in(b, pos[2], lo_b[2], hi_b[2]),
+                    )
+                    cnt = b.add(cnt, b.zext(counted, I64))
+                    cl = [clamp(b, v, i64(0), i64(lim - 1)) for v, lim in zip(pos, (D, H, W))]
+                    ip = b.add(b.mul(b.add(b.mul(cl[0], i64(H)), cl[1]), i64(W)), cl[2])
+                    info.append((gep(b, xn, b.mul(ip, i64(C))), ok))
+                cntf = b.sitofp(cnt, F32) if kind == "avg" else None
+                yrow = gep(b, y, b.mul(b.add(b.mul(u, i64(OW)), ow), i64(C)))
+
+                def reduce(width, c):
+                    t = V8F if width == 8 else F32
+                    acc = None
+                    for xp, ok in info:
+                        xv = (vload if width == 8 else load)(b, xp, c)
+                        xv = b.select(ok, xv, const(t, fill))
+                        if acc is None:
+                            acc = xv
+                        elif kind == "max":
+                            acc = b.select(b.fcmp_unordered(">", xv, acc), xv, acc)
+                        else:
+                            acc = b.fadd(acc, xv)
+                    if kind == "avg":
+                        acc = b.fdiv(acc, splat(b, cntf) if width == 8 else cntf)
+                    (vstore if width == 8 else store)(b, acc, yrow, c)
+
+                with for_range(b, 0, c8, 8, name="c8") as c:
+                    reduce(8, c)
+                with for_range(b, c8, C, name="c1") as c:
+                    reduce(1, c)
+                if kf.ep:
+                    sp = [od, oh, ow][3 - win.nd :]
+                    epilogue_row(b, kf.ep, extras, yrow, C, [n, *sp], 0)
+
+    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
 
 
 def _pool_cl(kf, kind, win, dtype, cip, p):
