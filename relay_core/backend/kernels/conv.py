@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import conv_winograd as winograd
+from . import conv_winograd_cl as winograd_cl
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     MR,
@@ -94,10 +95,11 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    if not cl and winograd.usable(win, G, Cg, Og, packed):
-        winograd.emit(kf, kf.ins[1], win, O, Cg)
+    if winograd.usable(win, G, Cg, Og, packed):
+        impl = winograd_cl if cl else winograd
+        impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(winograd.prepack, kax)})
+        return KernelInfo(kf.fn, {1: _with_axes(impl.prepack, kax)})
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))

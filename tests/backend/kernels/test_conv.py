@@ -270,20 +270,16 @@ WINOGRAD_2D = [  # 3x3 stride 1, >= 16 channels, constant weights: Winograd F(2x
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
-@pytest.mark.parametrize("klayout", ["OIHW", "HWIO"])
-def test_conv2d_winograd(nthreads, klayout):
-    cases = [conv_case(2, *g, klayout=klayout, nthreads=nthreads) for g in WINOGRAD_2D]
-    cases += [
-        conv_case(
-            2, 1, 20, (13, 10), 18, 3, pads=((0, 2), (1, 0)), klayout=klayout, nthreads=nthreads
-        )
-    ]
+@pytest.mark.parametrize(
+    "layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO"), ("NHWC", "HWIO"), ("NHWC", "OIHW")]
+)
+def test_conv2d_winograd(nthreads, layout, klayout):
+    kw = dict(layout=layout, klayout=klayout, nthreads=nthreads)
+    cases = [conv_case(2, *g, **kw) for g in WINOGRAD_2D]
+    cases += [conv_case(2, 1, 20, (13, 10), 18, 3, pads=((0, 2), (1, 0)), **kw)]
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
-        for c, want in [
-            conv_case(2, *g, klayout=klayout, nthreads=nthreads, epilogue=index_epilogue(wts))
-            for g in WINOGRAD_2D
-        ]
+        for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in WINOGRAD_2D]
     ]
     _check(cases, "nn.conv2d")
