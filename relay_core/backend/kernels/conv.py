@@ -7,7 +7,9 @@ lands directly in the NCHW output. 1x1 stride-1 convolutions skip im2col (B is t
 The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
 weights packed into 16-column panels; the epilogue runs on tiles in registers.
-Depthwise convolutions go to conv_depthwise; other dtypes and layouts to conv_generic.
+3x3 stride-1 convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3)
+(conv_winograd, conv_winograd_cl). Depthwise convolutions go to conv_depthwise; other dtypes and
+layouts to conv_generic.
 """
 
 from __future__ import annotations
