@@ -66,6 +66,17 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool) -> bool:
     )
 
 
+def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
+    """(tile rows per chunk, chunks): V and M of a chunk within BUDGET, and an even number of
+    chunks when possible (two threads then split them evenly)."""
+    rows = max(1, min(TH, BUDGET // (16 * 4 * (C + O)) // TW))
+    for r in range(rows, max(1, rows // 2) - 1, -1):
+        n = -(-TH // r)
+        if n == 1 or n % 2 == 0:
+            return r, n
+    return rows, -(-TH // rows)
+
+
 def prepack(wc: np.ndarray) -> np.ndarray:
     """(O, C, 1, 3, 3) canonical weights -> 16 blocks of 6-row A panels of U_xi (O x C)."""
     w = wc.reshape(wc.shape[0], wc.shape[1], 3, 3).astype(np.float64)
@@ -83,12 +94,7 @@ def emit(kf, w, win, O, C):
     OH, OW = win.osp[1], win.osp[2]
     pt, pl = win.pb[1], win.pb[2]
     TH, TW = -(-OH // 2), -(-OW // 2)
-    rows = max(1, min(TH, BUDGET // (16 * 4 * (C + O)) // TW))
-    nchunks = -(-TH // rows)
-    if nchunks > 1 and nchunks % 2:  # an even number of chunks splits over 2 threads
-        alt = -(-TH // (nchunks + 1))
-        if -(-TH // alt) % 2 == 0:
-            rows, nchunks = alt, -(-TH // alt)
+    rows, nchunks = tile_rows(TH, TW, C, O)
     tc_max = rows * TW
     ld = -(-tc_max // NR) * NR
     ld = ld if (ld // NR) % 2 else ld + NR  # an odd number of cache lines per row

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv_winograd import BUDGET, G_MAT, _at, _bt
+from .conv_winograd import G_MAT, _at, _bt, tile_rows
 from .gemm_core import (
     NR,
     PackedB,
@@ -54,12 +54,7 @@ def emit(kf, w, win, O, C):
     OH, OW = win.osp[1], win.osp[2]
     pt, pl = win.pb[1], win.pb[2]
     TH, TW = -(-OH // 2), -(-OW // 2)
-    rows = max(1, min(TH, BUDGET // (16 * 4 * (C + O)) // TW))
-    nchunks = -(-TH // rows)
-    if nchunks > 1 and nchunks % 2:
-        alt = -(-TH // (nchunks + 1))
-        if -(-TH // alt) % 2 == 0:
-            rows, nchunks = alt, -(-TH // alt)
+    rows, nchunks = tile_rows(TH, TW, C, O)
     tc_max = rows * TW
     npan = -(-O // NR)
     units0 = win.N * nchunks
