@@ -70,10 +70,11 @@ def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
     """(tile rows per chunk, chunks): V and M of a chunk within BUDGET, and an even number of
     chunks when possible (two threads then split them evenly)."""
     rows = max(1, min(TH, BUDGET // (16 * 4 * (C + O)) // TW))
-    for r in range(rows, max(1, rows // 2) - 1, -1):
-        n = -(-TH // r)
-        if n == 1 or n % 2 == 0:
-            return r, n
+    for d in range(rows):  # nearest row counts first, larger ones preferred
+        for r in (rows + d, rows - d):
+            n = -(-TH // r)
+            if 1 <= r <= TH and (n == 1 or n % 2 == 0) and 2 * r >= rows and 2 * rows >= r:
+                return r, n
     return rows, -(-TH // rows)
 
 
