@@ -2,10 +2,11 @@
 
     python benchmarks/kernels.py [--threads 2] [--rounds 5] [--reps 10] [--only conv] [--md FILE]
 
-Each case runs every implementation in interleaved rounds (a few untimed calls first in each
-round, so that the previous runtime's spinning threads have gone to sleep); the figure is the
-median over all timed calls. Our kernels are called through ctypes with prepacked constant
-weights, as the compiled model calls them (ctypes adds ~1 us per call).
+Each case runs every implementation in interleaved rounds (untimed calls for >= 50 ms first in
+each round, so that the previous runtime's spinning threads have gone to sleep); the figure is
+the median over all timed calls. numpy's OpenBLAS and torch get the same thread count. Our
+kernels are called through ctypes with prepacked constant weights, as the compiled model calls
+them (ctypes adds ~1 us per call).
 """
 
 from __future__ import annotations
@@ -202,9 +203,28 @@ def _onnx_session(spec, threads):
     return lambda: sess.run(None, feed)
 
 
-def _time(fn, reps, warm=2):
-    for _ in range(warm):
+def _openblas_threads(n: int) -> None:
+    """Set the thread count of the OpenBLAS numpy bundles (its symbol, found by name)."""
+    import ctypes
+    import glob
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in glob.glob(os.path.join(libs, "libscipy_openblas*.so*")):
+        lib = ctypes.CDLL(path)
+        for sym in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_"):
+            if hasattr(lib, sym):
+                getattr(lib, sym)(ctypes.c_int(n))
+                return
+
+
+def _time(fn, reps, warm=2, warm_s=0.05):
+    """Per-call times; the warm-up runs >= warm calls and >= warm_s seconds, so that threads
+    another runtime left spinning have gone to sleep (onnxruntime spins for ~20 ms)."""
+    t0 = time.perf_counter()
+    k = 0
+    while k < warm or time.perf_counter() - t0 < warm_s:
         fn()
+        k += 1
     out = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -217,6 +237,7 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
     import torch
 
     torch.set_num_threads(threads)
+    _openblas_threads(threads)
     sel = [c for c in cases() if not only or only in c["group"] or only in c["name"]]
     km = KernelModule()
     built = []

@@ -143,12 +143,17 @@ def _shared(llmod: ir.Module, name: str, args: list, build: Callable) -> ir.Func
 
 
 def _ukr_fn(llmod, mr: int) -> ir.Function:
-    """tile[0:mr, 0:16] = A-panel (kc x mr) @ B-panel (kc rows of 16, row stride ldb)."""
+    """tile[0:mr, 0:16] = A-panel (kc x mr) @ B-panel (kc rows of 16, row stride ldb).
+
+    Fewer than 4 rows give fewer than 8 independent accumulators, and the FMA latency (4
+    cycles) would bound the loop: those keep `sets` copies of the accumulators, one per k
+    modulo `sets`, added up at the end."""
+    sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)
 
     def build(b, kc, a_ptr, b_ptr, ldb, tile):
         zero = const(V8F, 0.0)
 
-        def step(k, accs):
+        def one(k, accs):
             bk = b.mul(k, ldb)
             b0 = vload(b, b_ptr, bk)
             b1 = vload(b, b_ptr, b.add(bk, i64(8)))
@@ -160,7 +165,22 @@ def _ukr_fn(llmod, mr: int) -> ir.Function:
                 out.append(fma(b, av, b1, accs[2 * i + 1]))
             return out
 
-        accs = for_carry(b, 0, kc, [zero] * (2 * mr), step, name="kk")
+        def step(k, accs):  # `sets` consecutive k, each into its own accumulators
+            n = 2 * mr
+            out = []
+            for s_ in range(sets):
+                out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
+            return out
+
+        main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
+        accs = for_carry(b, 0, main, [zero] * (2 * mr * sets), step, step=sets, name="kk")
+        if sets > 1:
+            first = for_carry(b, main, kc, accs[: 2 * mr], one, name="kt")
+            accs = list(first) + list(accs[2 * mr :])
+            total = accs[: 2 * mr]
+            for s_ in range(1, sets):
+                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
+            accs = total
         for j, v in enumerate(accs):
             vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
 
@@ -247,6 +267,7 @@ _DRIVER_ARGS = [
     ("n0", I64),
     ("n1", I64),
     ("K", I64),
+    ("kcb", I64),
     ("abuf", F32P),
     ("bbuf", F32P),
     ("store", STORE_FN_T.as_pointer()),
@@ -276,6 +297,7 @@ def _driver_fn(llmod) -> ir.Function:
         n0,
         n1,
         K,
+        kcb,
         abuf,
         bbuf,
         store_fn,
@@ -289,8 +311,8 @@ def _driver_fn(llmod) -> ir.Function:
         b_packed = b.icmp_signed("==", b_kind, i32(B_PACKED))
         with for_range(b, n0, n1, NC, name="jc") as jc:
             nc = imin(b, i64(NC), b.sub(n1, jc))
-            with for_range(b, 0, K, KC, name="pc") as pc:
-                kc = imin(b, i64(KC), b.sub(K, pc))
+            with for_range(b, 0, K, kcb, name="pc") as pc:
+                kc = imin(b, kcb, b.sub(K, pc))
                 first = b.icmp_signed("==", pc, i64(0))
                 last = b.icmp_signed("==", b.add(pc, kc), K)
                 with b.if_then(b_raw):
@@ -432,7 +454,19 @@ def transposed_store_fn(llmod: ir.Module) -> ir.Function:
 
 
 def gemm_call(
-    b: ir.IRBuilder, a, bsrc, K: int, m0, m1, n0, n1, store_fn, ctx_values, abuf=None, bbuf=None
+    b: ir.IRBuilder,
+    a,
+    bsrc,
+    K: int,
+    m0,
+    m1,
+    n0,
+    n1,
+    store_fn,
+    ctx_values,
+    abuf=None,
+    bbuf=None,
+    kc_block: int = KC,
 ) -> None:
     """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose
     context struct holds `ctx_values`. m0 must be a multiple of 6 for PackedA, n0 a multiple
@@ -454,25 +488,33 @@ def gemm_call(
         b_args = [bsrc.ptr, i64(0), i64(0), i32(B_PACKED)]
     else:
         b_args = [bsrc.ptr, as_i64(b, bsrc.ld), i64(1), i32(B_STRIDED)]
-    args = a_args + b_args + [as_i64(b, v) for v in (m0, m1, n0, n1)] + [i64(K)]
+    args = a_args + b_args + [as_i64(b, v) for v in (m0, m1, n0, n1)] + [i64(K), i64(kc_block)]
     args += [abuf if abuf is not None else null, bbuf if bbuf is not None else null]
     args += [store_fn, b.bitcast(slot, I8P)]
     b.call(driver, args)
 
 
-def buffer_sizes(a, bsrc, M: int, N: int, K: int) -> tuple[int, int]:
+def buffer_sizes(a, bsrc, M: int, N: int, K: int, kc_block: int = KC) -> tuple[int, int]:
     """Floats needed per thread for packing A and B at run time, for a product of at most
     M x N x K (small products get small buffers)."""
     mc = min(MC, -(-M // MR) * MR)
-    kc = min(KC, K)
+    kc = min(kc_block, K)
     nc = min(NC, -(-N // NR) * NR)
     return (mc * kc if isinstance(a, RawA) else 0), (kc * nc if isinstance(bsrc, RawB) else 0)
 
 
-def thread_buffers(b: ir.IRBuilder, a, bsrc, M: int = 1 << 30, N: int = 1 << 30, K: int = 1 << 30):
+def thread_buffers(
+    b: ir.IRBuilder,
+    a,
+    bsrc,
+    M: int = 1 << 30,
+    N: int = 1 << 30,
+    K: int = 1 << 30,
+    kc_block: int = KC,
+):
     """malloc the per-thread packing buffers (None when not needed) for products of at most
     M x N x K; pair with free_buffers."""
-    na, nb = buffer_sizes(a, bsrc, M, N, K)
+    na, nb = buffer_sizes(a, bsrc, M, N, K, kc_block)
     abuf = b.bitcast(malloc(b, i64(4 * na)), F32P) if na else None
     bbuf = b.bitcast(malloc(b, i64(4 * nb)), F32P) if nb else None
     return abuf, bbuf

@@ -17,6 +17,7 @@ import numpy as np
 
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
+    KC,
     MR,
     NR,
     PackedB,
@@ -254,6 +255,8 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         vector_ok=plan.has_n and N >= NR,
     )
     bmat = npan * K * NR if packed else K * N
+    # one row block against packed panels: stream each panel over the whole K (no K blocking)
+    kcb = K if (M <= MR and packed) else KC
 
     def body(b, vals, tid, ntv):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
@@ -268,7 +271,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
             p = gep(b, b_ptr, b.mul(mat, i64(bmat)))
             return PackedB(p) if packed else RawB(p, plan.b_rs, plan.b_cs)
 
-        abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K)
+        abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K, kcb)
         nbv = i64(nbatch)
         parts = b.select(b.icmp_unsigned("==", b.urem(nbv, ntv), i64(0)), i64(1), ntv)
         u0, u1 = split_range(b, b.mul(nbv, parts), tid, ntv)
@@ -282,7 +285,9 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
                 m0, m1 = split_range(b, M, part, parts, MR)
                 n0, n1 = i64(0), i64(N)
             ctx = [gep(b, c_ptr, b.mul(bidx, i64(M * N))), bidx, *extras]
-            gemm_call(b, a_src(bidx), b_src(bidx), K, m0, m1, n0, n1, store_fn, ctx, abuf, bbuf)
+            gemm_call(
+                b, a_src(bidx), b_src(bidx), K, m0, m1, n0, n1, store_fn, ctx, abuf, bbuf, kcb
+            )
         free_buffers(b, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)

@@ -219,8 +219,9 @@ def entry_alloca(b: ir.IRBuilder, t: ir.Type, count: int | None = None, name: st
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, start, stop, step: int = 1, name: str = "i"):
-    """`for i in range(start, stop, step)` (step > 0); yields the i64 induction value."""
+def for_range(b: ir.IRBuilder, start, stop, step=1, name: str = "i"):
+    """`for i in range(start, stop, step)` (step > 0, an int or an i64 value); yields the i64
+    induction value."""
     start, stop = as_i64(b, start), as_i64(b, stop)
     pre = b.block
     head = b.append_basic_block(f"{name}.head")
@@ -233,7 +234,7 @@ def for_range(b: ir.IRBuilder, start, stop, step: int = 1, name: str = "i"):
     b.cbranch(b.icmp_signed("<", iv, stop), body, end)
     b.position_at_end(body)
     yield iv
-    nxt = b.add(iv, i64(step), name=f"{name}.next")
+    nxt = b.add(iv, as_i64(b, step), name=f"{name}.next")
     iv.add_incoming(nxt, b.block)
     b.branch(head)
     b.position_at_end(end)
