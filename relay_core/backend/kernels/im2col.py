@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 from .llvm_util import (
     F32,
     F32P,
+    I32,
     I64,
     VOID,
     clamp,
@@ -26,6 +27,8 @@ from .llvm_util import (
     imin,
     load,
     store,
+    vload,
+    vstore,
 )
 
 # Geometry parameters, in order (all i64): channels of the group, input D H W, output OH OW,
@@ -179,14 +182,31 @@ def im2col_cf_fn(llmod: ir.Module, win=None, Cg: int = 0) -> ir.Function:
                                         with for_range(b, lo, hi, name="c1") as ow:
                                             store(b, load(b, src, ow), dst, ow)
                                     with u2:
-                                        with for_range(b, lo, hi, name="cs") as ow:
-                                            store(b, load(b, src, b.mul(ow, G["sw"])), dst, ow)
+                                        _strided_copy(b, src, dst, lo, hi, G["sw"], W, off_w)
                                 _zero(b, dst, hi, e)
                             with other:
                                 _zero(b, dst, a, e)
                     _zero(b, row, pc, tail_end)
     b.ret_void()
     return fn
+
+
+def _strided_copy(b, src, dst, lo, hi, sw, W, off_w):
+    """dst[ow] = src[ow * sw] for ow in [lo, hi); stride 2 deinterleaves 8 at a time while the
+    16 floats read stay inside the input row (src[j] is input column j + off_w)."""
+    even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
+    two = b.icmp_signed("==", sw, i64(2))
+    gmax = imin(b, b.sub(hi, i64(8)), floordiv_rt(b, b.sub(b.sub(W, i64(16)), off_w), i64(2)))
+    ngroups = b.select(
+        b.icmp_signed(">=", gmax, lo), b.add(b.sdiv(b.sub(gmax, lo), i64(8)), i64(1)), i64(0)
+    )
+    vend = b.select(two, b.add(lo, b.mul(ngroups, i64(8))), lo)
+    with for_range(b, lo, vend, 8, name="c2") as ow:
+        s0 = b.mul(ow, i64(2))
+        v = b.shuffle_vector(vload(b, src, s0), vload(b, src, b.add(s0, i64(8))), even)
+        vstore(b, v, dst, ow)
+    with for_range(b, vend, hi, name="cs") as ow:
+        store(b, load(b, src, b.mul(ow, sw)), dst, ow)
 
 
 def im2col_cl_fn(llmod: ir.Module) -> ir.Function:
