@@ -141,14 +141,18 @@ def _runtime_permute(kf, w, wshape, kax, nd, cl):
 
 
 def _chunk(P: int, K: int) -> int:
-    """Output positions per im2col chunk: K x chunk floats within the L2 budget."""
-    c = max(4 * NR, (L2_BUDGET // (4 * max(K, 1))) // NR * NR)
-    c = min(c, -(-P // NR) * NR)
-    if -(-P // c) % 2 and P > c:  # prefer an even number of chunks (two threads split evenly)
-        for d in (NR, -NR, 2 * NR, -2 * NR, 3 * NR):
-            if c + d >= NR and -(-P // (c + d)) % 2 == 0:
-                return c + d
-    return c
+    """Output positions per im2col chunk: a multiple of 16 near K x chunk floats = the L2 budget,
+    chosen so that two threads get equal shares of the chunks."""
+    c0 = max(4 * NR, (L2_BUDGET // (4 * max(K, 1))) // NR * NR)
+    if c0 >= P:
+        return -(-P // NR) * NR
+
+    def cost(c):
+        n = -(-P // c)
+        first = min(P, -(-n // 2) * c)  # thread 0 takes the first half of the chunks
+        return (max(first, P - first), abs(c - c0))
+
+    return min((NR * j for j in range(max(1, c0 // (2 * NR)), 2 * c0 // NR + 1)), key=cost)
 
 
 def _spatial_prefix(b, win: Window, r):
@@ -167,6 +171,9 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     # 1x1 stride-1 unpadded: B is the input itself, packed by the driver (reading it strided
     # in place would alias L1 sets whenever the plane is an even number of cache lines)
     direct = win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
+    # few input channels: B read in place (its Kg rows fit L1 whatever their alignment; rows
+    # are read in whole 16-float panels, so the plane must be a multiple of 16)
+    inplace = direct and Kg <= 64 and P % NR == 0
     pc_max = _chunk(P, Kg)
     nchunks = -(-P // pc_max)
     ld = pc_max if (pc_max // NR) % 2 else pc_max + NR  # odd number of cache lines per row
@@ -189,7 +196,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                 b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1), pc_max, Og, Kg
             )
         else:
-            b_kind = RawB(x, P, 1) if direct else StridedB(x, 1)
+            b_kind = RawB(x, P, 1) if direct and not inplace else StridedB(x, 1)
             abuf, bbuf = thread_buffers(
                 b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind, Og, pc_max, Kg
             )
@@ -222,7 +229,10 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                 gemm_call(b, a, bsrc, Kg, 0, pc, c0, c1, store_fn, [ybase, i64(P)], abuf, bbuf)
             else:  # A = weight panels, B = the im2col chunk (or the input for 1x1)
                 c0, c1 = split_range(b, Og, part, parts, MR)
-                bsrc = RawB(gep(b, xg, p0), P, 1) if direct else StridedB(col, ld)
+                if inplace:
+                    bsrc = StridedB(gep(b, xg, p0), P)
+                else:
+                    bsrc = RawB(gep(b, xg, p0), P, 1) if direct else StridedB(col, ld)
                 wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
                 a = PackedA(wg) if packed else RawA(wg, Kg, 1)
                 gemm_call(b, a, bsrc, Kg, c0, c1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
