@@ -32,7 +32,7 @@ from .llvm_util import (
     vstore,
 )
 from .parallel import clamp_threads, parallel, split_range
-from .vmath import exp_f32, log_f32
+from .vmath import exp_f32, exp_nonpos_f32, log_f32
 
 
 class _Ops:
@@ -68,6 +68,9 @@ class _Ops:
 
     def exp(self, x):
         return exp_f32(self.b, x) if self._f32() else call_intrinsic(self.b, "exp", [x])
+
+    def exp_shifted(self, x):  # e^x for x = value - max <= 0
+        return exp_nonpos_f32(self.b, x) if self._f32() else call_intrinsic(self.b, "exp", [x])
 
     def log(self, x):
         return log_f32(self.b, x) if self._f32() else call_intrinsic(self.b, "log", [x])
@@ -168,7 +171,7 @@ def _row(b, kind, x, y, L, dtype):
     def psum(ops, j):
         _, s = acc_slot(ops)
         mm = splat(b, mx) if ops.w == 8 else mx
-        e = ops.exp(b.fsub(ops.ld(x, j), mm))
+        e = ops.exp_shifted(b.fsub(ops.ld(x, j), mm))
         if kind == "softmax":
             ops.st(e, y, j) if dtype == "float32" else None
         b.store(b.fadd(b.load(s), e), s)
@@ -186,7 +189,7 @@ def _row(b, kind, x, y, L, dtype):
                 ops.st(b.fmul(ops.ld(y, j), iv), y, j)
             else:  # recompute: y may be narrower than the compute type
                 mm = mx
-                ops.st(b.fmul(ops.exp(b.fsub(ops.ld(x, j), mm)), iv), y, j)
+                ops.st(b.fmul(ops.exp_shifted(b.fsub(ops.ld(x, j), mm)), iv), y, j)
 
         _vec_loop(b, L, dtype, scale)
     else:
@@ -220,7 +223,7 @@ def _cols(b, kind, x, y, L, inner, dtype, rows):
         base = b.mul(l_, i64(inner))
 
         def psum(ops, j):
-            e = ops.exp(b.fsub(ops.ld(x, b.add(base, j)), ops.ldacc(mrow, j)))
+            e = ops.exp_shifted(b.fsub(ops.ld(x, b.add(base, j)), ops.ldacc(mrow, j)))
             ops.stacc(b.fadd(ops.ldacc(srow, j), e), srow, j)
 
         _vec_loop(b, inner, dtype, psum)
@@ -242,7 +245,7 @@ def _cols(b, kind, x, y, L, inner, dtype, rows):
             if kind == "log_softmax":
                 v = b.fsub(b.fsub(xv, ops.ldacc(mrow, j)), ops.ldacc(srow, j))
             else:
-                v = b.fmul(ops.exp(b.fsub(xv, ops.ldacc(mrow, j))), ops.ldacc(srow, j))
+                v = b.fmul(ops.exp_shifted(b.fsub(xv, ops.ldacc(mrow, j))), ops.ldacc(srow, j))
             ops.st(v, y, b.add(base, j))
 
         _vec_loop(b, inner, dtype, out)

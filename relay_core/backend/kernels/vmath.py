@@ -74,6 +74,24 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(nan, x0, y)
 
 
+def exp_nonpos_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """e^x for x <= 0 or NaN (softmax's x - max): exp_f32 without the overflow handling."""
+    t = x.type
+    small = b.fcmp_ordered("<", x, const(t, -87.33654))  # false for NaN, which propagates
+    xc = b.select(small, const(t, -87.33654), x)
+    n = call_intrinsic(b, "rint", [b.fmul(xc, const(t, LOG2E))])
+    r = fma(b, n, const(t, -LN2_HI), xc)
+    r = fma(b, n, const(t, -LN2_LO), r)
+    p = const(t, _EXP_P[0])
+    for c in _EXP_P[1:]:
+        p = fma(b, p, r, const(t, c))
+    y = fma(b, p, b.fmul(r, r), b.fadd(r, const(t, 1.0)))
+    it = _int_type(t)
+    ni = b.fptosi(b.select(b.fcmp_unordered("uno", n, n), const(t, 0.0), n), it)
+    y = b.fmul(y, b.bitcast(b.shl(b.add(ni, const(it, 127)), const(it, 23)), t))
+    return b.select(small, const(t, 0.0), y)
+
+
 def log_f32(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """ln x for a float32 scalar or vector (0 -> -inf, x < 0 -> NaN, inf -> inf)."""
     t = x.type
