@@ -17,7 +17,7 @@ from relay_core.backend.kernels.llvm_util import (
     vload,
     vstore,
 )
-from relay_core.backend.kernels.vmath import exp_f32, log_f32
+from relay_core.backend.kernels.vmath import exp_f32, exp_nonpos_f32, log_f32
 
 from .helpers import assert_close, index_epilogue, index_expected, run_batch
 
@@ -170,3 +170,15 @@ def test_log_accuracy():
     (ys,) = _math_kernel(log_f32, 8)(special)
     assert ys[0] == -np.inf and np.isnan(ys[1]) and ys[2] == np.inf and np.isnan(ys[3])
     assert ys[4] == 0 and abs(ys[5] - np.log(np.float64(np.float32(1e-44)))) < 1e-4
+
+
+def test_exp_nonpos_accuracy():
+    x = np.concatenate([np.linspace(-87, 0, 4000), rng.uniform(-10, 0, 4000)]).astype(np.float32)
+    n = len(x) // 8 * 8
+    x = x[: n + 1]
+    (y,) = _math_kernel(exp_nonpos_f32, n)(x)
+    assert _ulp_err(y[:n], np.exp(x[:n].astype(np.float64))).max() <= 4
+    special = np.array([0, -np.inf, np.nan, -100, -88, -1, -0.5, -1e-8, 0], np.float32)
+    (ys,) = _math_kernel(exp_nonpos_f32, 8)(special)
+    assert ys[0] == 1 and ys[1] == 0 and np.isnan(ys[2]) and ys[3] == 0 and ys[4] == 0
+    np.testing.assert_allclose(ys[5:8], np.exp(special[5:8].astype(np.float64)), rtol=3e-7)
