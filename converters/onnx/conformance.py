@@ -162,13 +162,49 @@ def run_case(case: Case, cleanup: bool = True) -> None:
     from . import from_onnx
     from .values import run
 
-    mod = from_onnx(case.model, cleanup=cleanup)
+    mod = from_onnx(case.model, cleanup=cleanup, shapes=_open_shapes(case))
     for k, (inputs, expected) in enumerate(case.data_sets):
+        inputs = [_normalize(x) for x in inputs]
+        expected = [_normalize(x) for x in expected]
         outputs = run(mod, list(inputs))
         if len(outputs) != len(expected):
             raise AssertionError(f"{len(outputs)} outputs, expected {len(expected)}")
         for i, (e, a) in enumerate(zip(expected, outputs)):
             assert_close(e, a, case.rtol, case.atol, f"data set {k} output {i}")
+
+
+def _normalize(x):
+    """Data sets may hold TensorProtos (as onnx's runner notes); arrays otherwise."""
+    if hasattr(x, "SerializeToString") and hasattr(x, "dims"):
+        from onnx import numpy_helper
+
+        return numpy_helper.to_array(x)
+    return x
+
+
+def _open_shapes(case: Case) -> dict | None:
+    """For inputs whose type leaves the rank open (no shape), the rank the case's data has,
+    with every dim unknown: a user would pass the same through `shapes=`."""
+    import onnx
+
+    model = case.model if not isinstance(case.model, str) else onnx.load(
+        case.model, load_external_data=False)
+    if not case.data_sets:
+        return None
+    inits = {t.name for t in model.graph.initializer}
+    ins = [i for i in model.graph.input if i.name not in inits]
+    out = {}
+    for vi, value in zip(ins, case.data_sets[0][0]):
+        value = _normalize(value)
+        tp = vi.type
+        while tp.WhichOneof("value") in ("sequence_type", "optional_type"):
+            tp = getattr(tp, tp.WhichOneof("value")).elem_type
+            if isinstance(value, list):
+                value = value[0] if value else None
+        if tp.WhichOneof("value") == "tensor_type" and not tp.tensor_type.HasField("shape"):
+            if value is not None:
+                out[vi.name] = (None,) * np.asarray(value).ndim
+    return out or None
 
 
 def assert_close(expected, actual, rtol: float, atol: float, where: str = "output") -> None:

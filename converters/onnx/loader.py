@@ -14,6 +14,7 @@ Order of checks, so that nothing unsafe is opened or allocated:
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 from relay_core.errors import ModelLoadError, ResourceLimitError
@@ -113,9 +114,12 @@ def _in_function_body(msg: str) -> bool:
     # onnx's strict inference fails inside some standard ops' own function bodies (e.g.
     # MeanVarianceNormalization at opset 9-12); the model is fine, the converter does not
     # use those bodies.
-    return msg.count("(op_type:") >= 2 and "ShapeInferenceError" in msg and (
-        "Inference error(s)" in msg
-    )
+    return _NESTED.search(msg) is not None
+
+
+_NESTED = re.compile(
+    r"\(op_type:\w+[^)]*\): \[ShapeInferenceError\] Inference error\(s\): \(op_type:"
+)
 
 
 # ---------------------------------------------------------------------------------------------

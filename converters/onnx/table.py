@@ -50,6 +50,9 @@ def _load_families() -> None:
     from . import (  # noqa: F401
         control_flow,
         elementwise,
+        nn,
+        reduce,
+        tensor,
     )
 
 
