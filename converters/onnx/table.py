@@ -50,6 +50,7 @@ def _load_families() -> None:
     from . import (  # noqa: F401
         control_flow,
         elementwise,
+        image,
         nn,
         reduce,
         tensor,

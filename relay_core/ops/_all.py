@@ -11,3 +11,4 @@ from . import sort  # noqa: F401
 from . import quantize  # noqa: F401
 from . import random  # noqa: F401
 from . import dyn  # noqa: F401
+from . import onnx_extra  # noqa: F401  (ONNX frontend: dyn twins, forget_shape)

@@ -293,9 +293,18 @@ def _pad_samples(rng):
     yield Sample([x, np.array([0, -1, 0, 2], np.int64)], {"pad_mode": "edge"})
 
 
-_reg("dyn.nn.pad", _pad_rel, _pad_ref, DynPadAttrs, (2, 3),
-     "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, then "
-     "all ends)", _pad_samples, _pad_static, OpPattern.INJECTIVE)
+def _have(name: str) -> bool:
+    # Twins of ops from other families register only when that family is present
+    # (_all.py imports this module last).
+    from .registry import _REGISTRY
+
+    return name in _REGISTRY
+
+
+if _have("nn.pad"):
+    _reg("dyn.nn.pad", _pad_rel, _pad_ref, DynPadAttrs, (2, 3),
+         "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
+         "then all ends)", _pad_samples, _pad_static, OpPattern.INJECTIVE)
 
 
 # -- cumsum / cumprod with an axis tensor --------------------------------------------------------
@@ -361,3 +370,130 @@ _reg("forget_shape", _forget_rel, lambda xs, a: xs[0], None, (1, 1),
      "the identity, typed with every dim unknown (a common type for values of different "
      "shapes: If branches, sequence elements); never folded", _forget_samples,
      stateful=True, shape_inputs=())
+
+
+# -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
+def onnx_resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
+    """ONNX Resize's inputs (values for every axis, or for `axes`) as the spatial
+    (size, scale, roi) of image.resizeNd; the batch and channel axes must stay as they are."""
+    r = len(shape)
+    axes = list(range(r)) if axes is None else [a + r if a < 0 else a for a in axes]
+    roi = None if roi is None or np.asarray(roi).size == 0 else [float(v) for v in _flat(roi)]
+    scales = None if scales is None or np.asarray(scales).size == 0 else list(_flat(scales))
+    sizes = None if sizes is None or np.asarray(sizes).size == 0 else _ints(sizes)
+    if scales is None and sizes is None:
+        raise OpTypeError("Resize needs scales or sizes")
+    full_scale = [1.0] * r
+    full_roi = [0.0] * r + [1.0] * r
+    if roi is not None:
+        n = len(axes)
+        if len(roi) != 2 * n:
+            raise OpTypeError(f"Resize: roi has {len(roi)} values, needs {2 * n}")
+        for i, a in enumerate(axes):
+            full_roi[a], full_roi[r + a] = roi[i], roi[n + i]
+    if sizes is not None:
+        if len(sizes) != len(axes):
+            raise OpTypeError(f"Resize: sizes has {len(sizes)} values for {len(axes)} axes")
+        out = list(shape)
+        for a, s in zip(axes, sizes):
+            out[a] = s
+        for a in axes:
+            full_scale[a] = out[a] / shape[a] if shape[a] else 1.0
+        if policy != "stretch":
+            pick = min if policy == "not_larger" else max
+            s = pick(full_scale[a] for a in axes)
+            for a in axes:
+                full_scale[a] = s
+                out[a] = int(s * shape[a] + 0.5)
+    else:
+        if len(scales) != len(axes):
+            raise OpTypeError(f"Resize: scales has {len(scales)} values for {len(axes)} axes")
+        for a, s in zip(axes, scales):
+            full_scale[a] = float(s)
+        out = [int(np.floor(d * s)) for d, s in zip(shape, full_scale)]
+    for a in (0, 1):
+        if a < r and (out[a] != shape[a] or full_roi[a] != 0.0 or full_roi[r + a] != 1.0):
+            raise OpTypeError("Resize of the batch or channel axis is not supported")
+    size = tuple(out[2:])
+    scale = tuple(full_scale[2:])
+    sp_roi = tuple(full_roi[2:r] + full_roi[r + 2:]) if roi is not None else None
+    return size, scale, sp_roi
+
+
+def _flat(x):
+    return [v for v in np.asarray(x, dtype=np.float64).reshape(-1)]
+
+
+@dataclass(frozen=True)
+class DynResizeAttrs:
+    method: str = "nearest_neighbor"
+    coordinate_transformation_mode: str = "half_pixel"
+    rounding_method: str = "round_prefer_floor"
+    cubic_alpha: float = -0.75
+    cubic_exclude: int = 0
+    extrapolation_value: float = 0.0
+    antialias: bool = False
+    axes: tuple[int, ...] | None = None
+    keep_aspect_ratio_policy: str = "stretch"
+
+
+_RESIZE_KEYS = ("method", "coordinate_transformation_mode", "rounding_method", "cubic_alpha",
+                "cubic_exclude", "extrapolation_value", "antialias")
+
+
+def _resize_rel(args, attrs):
+    t = R.tensor(args[0])
+    if t.ndim not in (3, 4, 5):
+        raise OpTypeError(f"dyn.image.resize needs rank 3 to 5, got {t.ndim}")
+    for i, what in ((1, "roi"), (2, "scales"), (3, "sizes")):
+        R.tensor(args[i], what)
+    return TensorType(t.shape[:2] + (Any,) * (t.ndim - 2), t.dtype)
+
+
+def _resize_static_attrs(shape, roi, scales, sizes, attrs):
+    size, scale, sp_roi = onnx_resize_plan(shape, roi, scales, sizes, attrs.axes,
+                                           attrs.keep_aspect_ratio_policy)
+    kw = {k: getattr(attrs, k) for k in _RESIZE_KEYS}
+    return f"image.resize{len(shape) - 2}d", dict(size=size, scale=scale, roi=sp_roi, **kw)
+
+
+def _resize_ref(xs, attrs):
+    x = xs[0]
+    try:
+        name, kw = _resize_static_attrs(x.shape, xs[1], xs[2], xs[3], attrs)
+    except OpTypeError as e:
+        raise EvalError(str(e)) from None
+    op = lookup(name)
+    return op.ref([x], op.make_attrs(**kw))
+
+
+def _resize_static(call):
+    from ..ir.expr import Constant
+
+    data = call.args[0]
+    if not all(isinstance(a, Constant) for a in call.args[1:]) or not data.has_type:
+        return None
+    t = data.checked_type
+    if not isinstance(t, TensorType) or not t.is_static:
+        return None
+    name, kw = _resize_static_attrs(t.shape, *(a.data for a in call.args[1:]), call.attrs)
+    return _static_call(call, name, [data], **kw)
+
+
+def _resize_samples(rng):
+    x = random_array(rng, (1, 2, 4, 4), "float32")
+    e = np.zeros((0,), np.float32)
+    yield Sample([x, e, np.array([1, 1, 2, 1.5], np.float32), np.zeros((0,), np.int64)])
+    yield Sample([x, e, e, np.array([1, 2, 3, 5], np.int64)], {"method": "linear"})
+    yield Sample([x, e, e, np.array([3, 2], np.int64)],
+                 {"axes": (3, 2), "keep_aspect_ratio_policy": "not_larger", "method": "cubic"})
+    yield Sample([x, np.array([0, 0, 0.2, 0.3, 1, 1, 0.8, 0.9], np.float32), e,
+                  np.array([1, 2, 3, 3], np.int64)],
+                 {"method": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"})
+
+
+if _have("image.resize2d"):
+    _reg("dyn.image.resize", _resize_rel, _resize_ref, DynResizeAttrs, (4, 4),
+         "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
+         "(empty tensors for absent ones); spatial axes only", _resize_samples, _resize_static,
+         shape_inputs=())
