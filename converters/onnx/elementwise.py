@@ -107,3 +107,23 @@ def Identity(ctx, x):
 
 
 __all__ = ["cast_like_value"]
+
+
+@converter("Clip", 1)
+def Clip_1(ctx, x, *, min=None, max=None, consumed_inputs=None):  # noqa: A002
+    return ctx.call("clip", x, a_min=min, a_max=max)
+
+
+@converter("Clip", 11)
+def Clip(ctx, x, min=None, max=None):  # noqa: A002 - the ONNX names
+    lo, hi = ctx.value(min), ctx.value(max)
+    if (min is None or lo is not None) and (max is None or hi is not None):
+        a_min = None if lo is None else lo.reshape(-1)[0].item()
+        a_max = None if hi is None else hi.reshape(-1)[0].item()
+        return ctx.call("clip", x, a_min=a_min, a_max=a_max)
+    out = x
+    if min is not None:
+        out = ctx.call("maximum", out, min)
+    if max is not None:
+        out = ctx.call("minimum", out, max)
+    return out

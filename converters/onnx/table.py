@@ -52,6 +52,7 @@ def _load_families() -> None:
         elementwise,
         image,
         nn,
+        quantized,
         reduce,
         tensor,
     )

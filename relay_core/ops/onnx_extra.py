@@ -296,8 +296,9 @@ def _pad_samples(rng):
 def _have(name: str) -> bool:
     # Twins of ops from other families register only when that family is present
     # (_all.py imports this module last).
-    from .registry import _REGISTRY
+    from .registry import _REGISTRY, _ensure_loaded
 
+    _ensure_loaded()  # when this module is imported directly, load the families first
     return name in _REGISTRY
 
 
