@@ -49,7 +49,7 @@ def from_onnx(
     ensure_loaded()
     proto = load_model(model, byte_budget=byte_budget, base_dir=base_dir)
     check_opsets(proto)
-    gc = GraphConverter(proto, custom_convert_map, shapes)
+    gc = GraphConverter(proto, custom_convert_map, shapes, byte_budget)
     check_supported("onnx", gc.unsupported(), lambda entry: False)
     mod = gc.convert_model()
     return run_cleanup(mod, byte_budget) if cleanup else _infer(mod)

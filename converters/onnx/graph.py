@@ -13,11 +13,15 @@ from dataclasses import dataclass
 
 from converters.common import ConversionError, sanitize_name
 from relay_core.errors import RelayError, UnsupportedOpsError
-from relay_core.ir import Constant, Expr, Let, TupleType, Type, Var
+from relay_core.ir import Constant, Expr, Let, TensorType, TupleType, Type, Var
 
 from .context import OnnxContext
 from .dtypes import relay_type, sparse_to_numpy, tensor_to_numpy, type_proto_of
 from .table import DEFAULT_DOMAIN, SUPPORTED_OPSETS, lookup, norm_domain
+
+
+# Ops whose result depends only on their input's type: folded when that type is static.
+_SHAPE_OPS = frozenset({"Shape", "Size"})
 
 
 class Scope:
@@ -153,8 +157,10 @@ def call_converter(fn, ctx: OnnxContext, inputs: list, attrs: dict):
 class GraphConverter:
     """Converts one model's graphs. See `converters.onnx.from_onnx`."""
 
-    def __init__(self, model, custom_convert_map: dict | None = None, shapes: dict | None = None):
+    def __init__(self, model, custom_convert_map: dict | None = None, shapes: dict | None = None,
+                 byte_budget: int | None = None):
         self.model = model
+        self.byte_budget = byte_budget
         self.custom = dict(custom_convert_map or {})
         self.shapes = dict(shapes or {})
         self.opsets = {norm_domain(o.domain): int(o.version) for o in model.opset_import}
@@ -338,6 +344,10 @@ class GraphConverter:
                     )
                 inputs.append(e)
             outs = self.convert_node(node, inputs, opsets, label)
+            if node.op_type in _SHAPE_OPS or all(
+                x is None or isinstance(x, Constant) for x in inputs
+            ):
+                outs = [self.fold(e) for e in outs]
             for name, e in zip(node.output, outs):
                 if name and e is not None:
                     scope.bind(name, e)
@@ -368,6 +378,35 @@ class GraphConverter:
             raise ConversionError(
                 f"{ctx._where()}converter failed: {type(e).__name__}: {e}"
             ) from e
+
+    def fold(self, e):
+        """`e` after the FoldConstant pass when that makes it a Constant, else `e`.
+
+        The driver (not the converters) calls it on the outputs of nodes whose inputs are all
+        constants, and of Shape / Size: ONNX function bodies compute shapes that later nodes
+        need as constants for their result rank to be known. The byte budget applies.
+        """
+        if e is None or isinstance(e, Constant) or not isinstance(e, Expr):
+            return e
+        from relay_core import passes
+        from relay_core.ir import Function, IRModule
+        from relay_core.ir.visitor import free_vars
+
+        fold = passes.all_passes().get("FoldConstant")
+        if fold is None:
+            return e
+        try:
+            t = self.ctx.type_of(e)
+        except ConversionError:
+            return e
+        if not isinstance(t, TensorType):
+            return e
+        mod = IRModule.from_expr(Function(tuple(free_vars(e)), e))
+        kw = {"max_bytes": self.byte_budget} if self.byte_budget else {}
+        body = fold(**kw)(mod)["main"].body
+        if isinstance(body, Constant):
+            return Constant(body.data, span=e.span)
+        return e
 
     def split_outputs(self, out, node) -> list:
         n = len(node.output)
