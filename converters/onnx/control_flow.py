@@ -11,6 +11,8 @@ from relay_core.ir import Any, Call, Function, If as RelayIf, Let, TensorType, T
 from relay_core.ir import dtype as dt
 from relay_core.ir.types import TypeCall
 
+from converters.common import ConversionError
+
 from .graph import wrap_captures
 from .table import converter
 from .util import scalar
@@ -87,6 +89,31 @@ def If(ctx, cond, *, then_branch, else_branch):
     return RelayIf(_scalar_bool(ctx, cond), t, e, span=ctx.span)
 
 
+def _unknown_dims(t):
+    """`t` with tensor dims unknown (inside lists and options too)."""
+    if isinstance(t, TensorType):
+        return TensorType((Any,) * t.ndim, t.dtype)
+    if isinstance(t, TypeCall):
+        return TypeCall(t.func, tuple(_unknown_dims(a) for a in t.args))
+    if isinstance(t, TupleType):
+        return TupleType(tuple(_unknown_dims(f) for f in t.fields))
+    return t
+
+
+def _incomplete(t) -> bool:
+    from relay_core.ir import IncompleteType
+
+    return isinstance(t, TypeCall) and any(isinstance(a, IncompleteType) for a in t.args)
+
+
+def _open(t):
+    from relay_core.ir import IncompleteType
+
+    if isinstance(t, TypeCall):
+        return TypeCall(t.func, tuple(IncompleteType() for _ in t.args))
+    return _unknown_dims(t)
+
+
 def _stack_init(ctx, t: TensorType, what: str):
     """An empty accumulator (0, *t.shape) for a scan output of element type `t`."""
     if not t.is_static:
@@ -102,9 +129,12 @@ def _append(ctx, acc, x, front=False):
 @converter("Loop", 1)
 def Loop(ctx, M=None, cond=None, *v_initial, body):
     n_v = len(v_initial)
-    carried = [ctx.type_of(v) for v in v_initial]
+    init = [_initial_type(ctx, v, body.input[2 + k]) for k, v in enumerate(v_initial)]
+    carried = [t for t, _ in init]
+    flexible = [f for _, f in init]
     # The body's outputs: cond, carried..., scan outputs...
-    params, outs, caps, carried = _settle(ctx, body, [I64, BOOL], carried, 1, "Loop")
+    params, outs, caps, carried = _settle(ctx, body, [I64, BOOL], carried, 1, "Loop",
+                                          flexible)
     i_var, c_var, v_vars = params[0], params[1], params[2:]
     scan_outs = outs[1 + n_v :]
     elem_types = [ctx.type_of(s) for s in scan_outs]
@@ -142,20 +172,52 @@ def Loop(ctx, M=None, cond=None, *v_initial, body):
     return [ctx.item(expr, i) for i in range(n_v + len(scan_outs))]
 
 
-def _settle(ctx, body, fixed, carried, offset, what):
+def _initial_type(ctx, v, body_input):
+    """The type of a loop's initial value; an empty list of unknown element type takes the
+    type the body declares for it."""
+    from .dtypes import relay_type
+
+    try:
+        return ctx.type_of(v), False
+    except ConversionError:
+        t = relay_type(body_input.type, f"Loop body input {body_input.name!r}")
+        if t is None:
+            raise
+        return t, True
+
+
+def _settle(ctx, body, fixed, carried, offset, what, flexible=None):
     """Convert `body` (inputs: fixed..., carried...; outputs: offset values, carried...)
-    until the carried types are stable: dims that change between iterations become Any."""
+    until the carried types are stable: dims that change between iterations become Any.
+    A `flexible` carried type (an initial value whose type was only guessed) takes the
+    body's output type when the two disagree."""
     n = len(carried)
+    flexible = list(flexible or [False] * n)
     for _ in range(8):
-        params, outs, caps = ctx.body(body, fixed + carried)
-        if len(outs) < offset + n:
-            raise ctx.error(f"{what} body returns {len(outs)} values, needs {offset + n}")
+        try:
+            params, outs, caps = ctx.body(body, fixed + carried)
+            if len(outs) < offset + n:
+                raise ctx.error(f"{what} body returns {len(outs)} values, needs {offset + n}")
+            got_types = [ctx.type_of(o) for o in outs[offset : offset + n]]
+        except ConversionError:
+            if not any(flexible):
+                raise
+            # Let the body's uses decide the element types of guessed lists / options.
+            carried = [_open(t) if f else t for t, f in zip(carried, flexible)]
+            flexible = [False] * n
+            continue
         new = []
-        for i, (want, o) in enumerate(zip(carried, outs[offset : offset + n])):
+        for i, (want, got) in enumerate(zip(carried, got_types)):
             try:
-                new.append(generalize(want, ctx.type_of(o)))
+                new.append(generalize(want, got))
             except ValueError as err:
-                raise ctx.error(f"loop-carried value {i}: {err}") from None
+                if _incomplete(want):
+                    new.append(_unknown_dims(got))
+                    continue
+                if not flexible[i]:
+                    raise ctx.error(f"loop-carried value {i}: {err}") from None
+                new.append(_unknown_dims(got))
+                flexible[i] = False
         if new == carried:
             return params, outs, caps, carried
         carried = new

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from relay_core.errors import ModelLoadError
-from relay_core.ir import Any, GlobalTypeVar, ShapeVar, TensorType, TupleType, Type, TypeCall
+from relay_core.ir import (
+    Any,
+    GlobalTypeVar,
+    IncompleteType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
 from relay_core.ir import dtype as dt
 
 # TensorProto.DataType -> Relay dtype (None: no Relay equivalent).
@@ -124,11 +133,16 @@ def relay_type(tp, what: str = "value", shape_override=None) -> Type | None:
             return None  # rank unknown: cannot be typed statically
         return TensorType(tuple(dim_of(d) for d in tt.shape.dim), dtype)
     if which == "sequence_type":
-        elem = relay_type(tp.sequence_type.elem_type, what)
-        return None if elem is None else TypeCall(LIST, (elem,))
+        # Elements of one sequence may differ in shape: their dims are all unknown.
+        # An element rank the model leaves open is inferred from the sequence's uses (a
+        # rank-0 element declaration is taken as open too: exporters write it for "unknown").
+        elem = relay_type(tp.sequence_type.elem_type, what, shape_override)
+        if isinstance(elem, TensorType):
+            elem = TensorType((Any,) * elem.ndim, elem.dtype) if elem.ndim else None
+        return TypeCall(LIST, (IncompleteType() if elem is None else elem,))
     if which == "optional_type":
-        elem = relay_type(tp.optional_type.elem_type, what)
-        return None if elem is None else TypeCall(OPTION, (elem,))
+        elem = relay_type(tp.optional_type.elem_type, what, shape_override)
+        return TypeCall(OPTION, (IncompleteType() if elem is None else elem,))
     if which is None:
         return None
     raise ModelLoadError(f"{what} has ONNX type {which}, which the converter does not support")

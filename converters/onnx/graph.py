@@ -12,7 +12,7 @@ import inspect
 from dataclasses import dataclass
 
 from converters.common import ConversionError, sanitize_name
-from relay_core.errors import RelayError, UnsupportedOpsError
+from relay_core.errors import RelayError, RelayTypeError, UnsupportedOpsError
 from relay_core.ir import Constant, Expr, Let, TensorType, TupleType, Type, Var
 
 from .context import OnnxContext
@@ -308,6 +308,8 @@ class GraphConverter:
                     f"input {inp.name!r} has no shape in the model; pass "
                     f"shapes={{{inp.name!r}: (...)}}"
                 )
+            if not isinstance(t, TensorType):
+                self.use_prelude()
             hint = sanitize_name(inp.name)
             base, k = hint, 1
             while hint in used:
@@ -401,9 +403,15 @@ class GraphConverter:
             return e
         if not isinstance(t, TensorType):
             return e
-        mod = IRModule.from_expr(Function(tuple(free_vars(e)), e))
+        mod = IRModule.from_expr(Function(tuple(free_vars(e)), e),
+                                 type_definitions=self.mod.type_definitions)
+        for gv, f in self.mod.functions.items():  # the prelude, when the model uses it
+            mod.functions.setdefault(gv, f)
         kw = {"max_bytes": self.byte_budget} if self.byte_budget else {}
-        body = fold(**kw)(mod)["main"].body
+        try:
+            body = fold(**kw)(mod)["main"].body
+        except RelayTypeError:
+            return e
         if isinstance(body, Constant):
             return Constant(body.data, span=e.span)
         return e

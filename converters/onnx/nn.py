@@ -163,13 +163,32 @@ def InstanceNormalization(ctx, x, scale, b, *, epsilon=1e-5):
 
 @converter("LayerNormalization", 17)
 def LayerNormalization(ctx, x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1):
-    if ctx.num_outputs > 1 and any(ctx.output_names[1:]):
-        raise ctx.error("the Mean / InvStdDev outputs are not supported")
     axis = normalize_axis(ctx, axis, ctx.ndim(x))
+    if ctx.num_outputs > 1 and any(ctx.output_names[1:]):
+        return _layer_norm_stats(ctx, x, scale, b, axis, epsilon, stash_type)
     center = b is not None
     if b is None:
         b = ctx.call("zeros_like", scale)
     return ctx.call("nn.layer_norm", x, scale, b, axis=axis, epsilon=epsilon, center=center)
+
+
+def _layer_norm_stats(ctx, x, scale, b, axis, epsilon, stash_type):
+    """LayerNormalization with its Mean and InvStdDev outputs, computed in the stash type."""
+    from .dtypes import relay_dtype
+
+    dtype = ctx.dtype(x)
+    sd = relay_dtype(stash_type)
+    axes = tuple(range(axis, ctx.ndim(x)))
+    xs = cast(ctx, x, sd)
+    mean = ctx.call("mean", xs, axis=axes, keepdims=True)
+    d = ctx.call("subtract", xs, mean)
+    var = ctx.call("mean", ctx.call("multiply", d, d), axis=axes, keepdims=True)
+    inv = ctx.call("rsqrt", ctx.call("add", var, scalar(ctx, epsilon, sd)))
+    y = cast(ctx, ctx.call("multiply", d, inv), dtype)
+    y = ctx.call("multiply", y, scale)
+    if b is not None:
+        y = ctx.call("add", y, b)
+    return [y, mean, inv]
 
 
 @converter("GroupNormalization", 18)
@@ -345,22 +364,33 @@ def Hardmax(ctx, x, *, axis=-1):
 
 
 @converter("Dropout", 1)
-def Dropout(ctx, x, ratio=None, training_mode=None, *, seed=None, is_test=None,
-            consumed_inputs=None):
-    if training_mode is not None:
-        t = ctx.value(training_mode)
-        if t is None or bool(t.reshape(-1)[0]):
-            r = ctx.value(ratio) if ratio is not None else None
-            if r is None or float(r.reshape(-1)[0]) != 0.0:
-                raise ctx.error("training-mode dropout is not supported (inference only)")
-    if ctx.num_outputs > 1 and ctx.output_names[1]:
-        return [x, ctx.call("ones_like", cast(ctx, x, "bool"))]
-    return x
+def Dropout_1(ctx, x, *, ratio=0.5, is_test=0, consumed_inputs=None, seed=None):
+    return _dropout_outputs(ctx, x)
 
 
-@converter("Dropout", 7)
-def Dropout_7(ctx, x, ratio=None, training_mode=None, *, seed=None):
-    return Dropout(ctx, x, ratio, training_mode, seed=seed)
+def _dropout_outputs(ctx, x):
+    mask = ctx.call("ones_like", cast(ctx, x, "bool"))
+    return [x, mask] if ctx.num_outputs > 1 else x
+
+
+@converter("Dropout", 12)
+def Dropout(ctx, x, ratio=None, training_mode=None, *, seed=None):
+    t = ctx.value(training_mode) if training_mode is not None else np.array(False)
+    if t is not None and not bool(t.reshape(-1)[0]):
+        return _dropout_outputs(ctx, x)
+    # Training mode: keep each element with probability 1 - ratio, scaled by 1 / (1 - ratio).
+    dtype = ctx.dtype(x)
+    r = cast(ctx, ratio, dtype) if ratio is not None else scalar(ctx, 0.5, dtype)
+    u = ctx.call("random.uniform_like", x, seed=seed)
+    keep = ctx.call("greater_equal", u, r)
+    one = scalar(ctx, 1, dtype)
+    y = ctx.call("where", keep, ctx.call("divide", x, ctx.call("subtract", one, r)),
+                 scalar(ctx, 0, dtype))
+    if t is None:  # decided at run time
+        train = ctx.call("reshape", cast(ctx, training_mode, "bool"), newshape=())
+        y = ctx.call("where", train, y, x)
+        keep = ctx.call("logical_or", keep, ctx.call("logical_not", train))
+    return [y, keep] if ctx.num_outputs > 1 else y
 
 
 # -- matrix products ---------------------------------------------------------------------------

@@ -104,7 +104,8 @@ def Shape(ctx, x, *, start=0, end=None):
 
 @converter("Size", 1)
 def Size(ctx, x):
-    return ctx.call("ndarray_size", x, dtype="int64")
+    out = ctx.call("ndarray_size", x, dtype="int64")
+    return out if ctx.shape_of(out) == () else ctx.call("reshape", out, newshape=())
 
 
 @converter("Reshape", 1)
