@@ -54,6 +54,7 @@ def _load_families() -> None:
         nn,
         quantized,
         reduce,
+        rnn,
         sequence,
         tensor,
     )
