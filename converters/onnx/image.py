@@ -87,3 +87,41 @@ def GridSample(ctx, x, grid, *, align_corners=0, mode="bilinear", padding_mode="
 def AffineGrid(ctx, theta, size, *, align_corners=0):
     return ctx.call("image.affine_grid", theta, size=tuple(ctx.ints(size, "size")),
                     align_corners=bool(align_corners))
+
+
+@converter("RoiAlign", 10)
+def RoiAlign_10(ctx, x, rois, batch_indices, *, mode="avg", output_height=1, output_width=1,
+                sampling_ratio=0, spatial_scale=1.0):
+    return RoiAlign(ctx, x, rois, batch_indices, mode=mode, output_height=output_height,
+                    output_width=output_width, sampling_ratio=sampling_ratio,
+                    spatial_scale=spatial_scale,
+                    coordinate_transformation_mode="output_half_pixel")
+
+
+@converter("RoiAlign", 16)
+def RoiAlign(ctx, x, rois, batch_indices, *, coordinate_transformation_mode="half_pixel",
+             mode="avg", output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0):
+    return ctx.call("vision.roi_align", x, rois, batch_indices,
+                    pooled_size=(output_height, output_width), spatial_scale=spatial_scale,
+                    sample_ratio=sampling_ratio, mode=mode,
+                    coordinate_transformation_mode=coordinate_transformation_mode)
+
+
+@converter("MaxRoiPool", 1)
+def MaxRoiPool(ctx, x, rois, *, pooled_shape, spatial_scale=1.0):
+    return ctx.call("vision.roi_pool", x, rois, pooled_size=tuple(pooled_shape),
+                    spatial_scale=spatial_scale)
+
+
+@converter("NonMaxSuppression", 10)
+def NonMaxSuppression(ctx, boxes, scores, max_output_boxes_per_class=None,
+                      iou_threshold=None, score_threshold=None, *, center_point_box=0):
+    args = [boxes, scores]
+    given = [max_output_boxes_per_class, iou_threshold, score_threshold]
+    n = max((i + 1 for i, e in enumerate(given) if e is not None), default=0)
+    defaults = [np.array(0, np.int64), np.array(0.0), None]
+    for e, dtype, d in zip(given[:n], ("int64", ctx.dtype(boxes), ctx.dtype(boxes)), defaults):
+        if e is None:  # an absent input before a given one: its default
+            e = ctx.const(d)
+        args.append(cast(ctx, e, dtype))
+    return ctx.call("vision.non_max_suppression", *args, center_point_box=center_point_box)
