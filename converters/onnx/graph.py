@@ -413,7 +413,10 @@ class GraphConverter:
         except RelayTypeError:
             return e
         if isinstance(body, Constant):
-            return Constant(body.data, span=e.span)
+            data = body.data
+            if t.is_static and data.shape != t.shape and data.size == t.size:
+                data = data.reshape(t.shape)  # keep the type's shape (a scalar stays one)
+            return Constant(data, span=e.span)
         return e
 
     def split_outputs(self, out, node) -> list:

@@ -85,6 +85,9 @@ def GridSample(ctx, x, grid, *, align_corners=0, mode="bilinear", padding_mode="
 
 @converter("AffineGrid", 20)
 def AffineGrid(ctx, theta, size, *, align_corners=0):
+    if ctx.value(size) is None:
+        return ctx.call("dyn.image.affine_grid", theta, cast(ctx, size, "int64"),
+                        align_corners=bool(align_corners))
     return ctx.call("image.affine_grid", theta, size=tuple(ctx.ints(size, "size")),
                     align_corners=bool(align_corners))
 

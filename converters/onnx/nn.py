@@ -149,11 +149,24 @@ def MaxUnpool(ctx, x, indices, output_shape=None, *, kernel_shape, pads=None, st
 def BatchNormalization(ctx, x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9,
                        training_mode=0, spatial=1, is_test=1, consumed_inputs=None):
     if training_mode:
-        raise ctx.error("training_mode=1 is not supported (inference only)")
+        return _batch_norm_training(ctx, x, scale, b, mean, var, epsilon, momentum)
     out = ctx.call("nn.batch_norm", x, scale, b, mean, var, axis=1, epsilon=epsilon)
     if ctx.num_outputs > 1:
         return [out, mean, var][: ctx.num_outputs]
     return out
+
+
+def _batch_norm_training(ctx, x, scale, b, mean, var, epsilon, momentum):
+    """Normalise with the batch's statistics; also return the updated running ones."""
+    axes = tuple(i for i in range(ctx.ndim(x)) if i != 1)
+    bmean = ctx.call("mean", x, axis=axes)
+    bvar = ctx.call("variance", x, axis=axes)
+    y = ctx.call("nn.batch_norm", x, scale, b, bmean, bvar, axis=1, epsilon=epsilon)
+    m = scalar_like(ctx, momentum, mean)
+    rest = scalar_like(ctx, 1 - momentum, mean)
+    run_mean = ctx.call("add", ctx.call("multiply", mean, m), ctx.call("multiply", bmean, rest))
+    run_var = ctx.call("add", ctx.call("multiply", var, m), ctx.call("multiply", bvar, rest))
+    return [y, run_mean, run_var][: ctx.num_outputs]
 
 
 @converter("InstanceNormalization", 1)

@@ -22,21 +22,35 @@ INT64_MAX = 2**63 - 1
 @converter("Cast", 1)
 def Cast(ctx, x, *, to, saturate=1, round_mode="up"):
     dtype = relay_dtype(to, "Cast target")
-    if round_mode != "up":
-        raise ctx.error(f"round_mode={round_mode!r} is not supported")
     if ctx.dtype(x) == dtype:
         return x
+    if dtype == "float8_e8m0fnu":
+        x = _round_to_power_of_two(ctx, x, round_mode)
+    elif round_mode != "up":
+        raise ctx.error(f"round_mode={round_mode!r} applies to float8e8m0 only")
     return ctx.call("cast", x, dtype=dtype, saturate=bool(saturate))
+
+
+def _round_to_power_of_two(ctx, x, round_mode):
+    """float8e8m0 holds powers of two: round up / down / to nearest (ties up) first."""
+    if round_mode not in ("up", "down", "nearest"):
+        raise ctx.error(f"unknown round_mode {round_mode!r}")
+    if round_mode == "nearest":
+        return x  # the cast itself rounds to nearest
+    # No zero in e8m0: anything below its smallest value 2^-127 saturates to it.
+    xf = ctx.call("maximum", cast(ctx, x, "float32"), scalar(ctx, 2.0**-127, "float32"))
+    e = ctx.call("log2", xf)
+    e = ctx.call("ceil" if round_mode == "up" else "floor", e)
+    p = ctx.call("exp2", e)
+    return ctx.call("where", ctx.call("isfinite", p), p, xf)  # inf / nan pass through
 
 
 @converter("CastLike", 15)
 def CastLike(ctx, x, target, *, saturate=1, round_mode="up"):
-    if round_mode != "up":
-        raise ctx.error(f"round_mode={round_mode!r} is not supported")
-    dtype = ctx.dtype(target)
-    if ctx.dtype(x) == dtype:
-        return x
-    return ctx.call("cast", x, dtype=dtype, saturate=bool(saturate))
+    from .dtypes import onnx_dtype
+
+    return Cast(ctx, x, to=onnx_dtype(ctx.dtype(target)), saturate=saturate,
+                round_mode=round_mode)
 
 
 @converter("Constant", 1)
@@ -104,8 +118,7 @@ def Shape(ctx, x, *, start=0, end=None):
 
 @converter("Size", 1)
 def Size(ctx, x):
-    out = ctx.call("ndarray_size", x, dtype="int64")
-    return out if ctx.shape_of(out) == () else ctx.call("reshape", out, newshape=())
+    return ctx.call("ndarray_size", x, dtype="int64")
 
 
 @converter("Reshape", 1)
@@ -414,11 +427,23 @@ def Pad(ctx, x, pads, constant_value=None, axes=None, *, mode="constant"):
     if ctx.shape_of(value) != ():
         value = ctx.call("reshape", value, newshape=())
     if ctx.value(pads) is None or (axes is not None and ctx.value(axes) is None):
+        pads = cast(ctx, pads, "int64")
         if axes is not None:
-            raise ctx.error("computed pads with an axes input are not supported")
-        return ctx.call("dyn.nn.pad", x, cast(ctx, pads, "int64"), value, pad_mode=mode)
+            pads = _full_pads(ctx, pads, axes, ctx.ndim(x))
+        return ctx.call("dyn.nn.pad", x, pads, value, pad_mode=mode)
     p = ctx.ints(pads, "pads")
     return _pad(ctx, x, p, mode, value, ctx.ints(axes, "axes") if axes is not None else None)
+
+
+def _full_pads(ctx, pads, axes, rank):
+    """A computed pads tensor for `axes` (a tensor) spread over every axis (0 elsewhere)."""
+    axes = cast(ctx, axes, "int64")
+    r = scalar(ctx, rank, "int64")
+    axes = ctx.call("where", ctx.call("less", axes, scalar(ctx, 0, "int64")),
+                    ctx.call("add", axes, r), axes)
+    index = ctx.call("concatenate", axes, ctx.call("add", axes, r), axis=0)
+    zeros = ctx.const(np.zeros(2 * rank, np.int64))
+    return ctx.call("scatter_elements", zeros, index, pads, axis=0)
 
 
 def _pad(ctx, x, pads, mode, value, axes):

@@ -498,3 +498,47 @@ if _have("image.resize2d"):
          "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
          "(empty tensors for absent ones); spatial axes only", _resize_samples, _resize_static,
          shape_inputs=())
+
+
+# -- affine_grid with a size tensor ---------------------------------------------------------
+@dataclass(frozen=True)
+class DynAffineGridAttrs:
+    align_corners: bool = False
+
+
+def _affine_rel(args, attrs):
+    theta = R.tensor(args[0], "theta")
+    n = _param_len(args[1], "dyn.image.affine_grid", "size")
+    if n not in (4, 5) or theta.ndim != 3:
+        raise OpTypeError(
+            f"dyn.image.affine_grid: theta (N, nd, nd + 1) and a size of 4 or 5 values, got "
+            f"theta {theta.shape} and {n} values"
+        )
+    nd = n - 2
+    return TensorType((theta.shape[0],) + (Any,) * nd + (nd,), theta.dtype)
+
+
+def _affine_ref(xs, attrs):
+    op = lookup("image.affine_grid")
+    return op.ref([xs[0]], op.make_attrs(size=_ints(xs[1]), align_corners=attrs.align_corners))
+
+
+def _affine_static(call):
+    size = _const_ints(call.args[1])
+    if size is None:
+        return None
+    return _static_call(call, "image.affine_grid", call.args[:1], size=size,
+                        align_corners=call.attrs.align_corners)
+
+
+def _affine_samples(rng):
+    theta = random_array(rng, (2, 2, 3), "float32")
+    yield Sample([theta, np.array([2, 3, 4, 5], np.int64)])
+    yield Sample([random_array(rng, (1, 3, 4), "float32"), np.array([1, 1, 2, 3, 4], np.int64)],
+                 {"align_corners": True})
+
+
+if _have("image.affine_grid"):
+    _reg("dyn.image.affine_grid", _affine_rel, _affine_ref, DynAffineGridAttrs, (2, 2),
+         "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
+         _affine_samples, _affine_static)
