@@ -57,6 +57,7 @@ def _load_families() -> None:
         rnn,
         sequence,
         tensor,
+        training,
     )
 
 
