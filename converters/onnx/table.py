@@ -56,6 +56,7 @@ def _load_families() -> None:
         reduce,
         rnn,
         sequence,
+        signal,
         tensor,
         training,
     )

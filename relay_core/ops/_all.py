@@ -12,3 +12,4 @@ from . import quantize  # noqa: F401
 from . import random  # noqa: F401
 from . import dyn  # noqa: F401
 from . import onnx_extra  # noqa: F401  (ONNX frontend: dyn twins, forget_shape)
+from . import onnx_signal  # noqa: F401  (ONNX frontend: dft, stft, mel_weight_matrix)
