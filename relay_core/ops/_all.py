@@ -1,15 +1,26 @@
 """Imports every op family module so that each registers its OpDefs."""
 
-from . import elemwise  # noqa: F401
-from . import reduce  # noqa: F401
-from . import misc  # noqa: F401
-from . import transform  # noqa: F401
-from . import transform_slice  # noqa: F401
-from . import transform_index  # noqa: F401
-from . import creation  # noqa: F401
-from . import sort  # noqa: F401
-from . import quantize  # noqa: F401
-from . import random  # noqa: F401
-from . import dyn  # noqa: F401
-from . import onnx_extra  # noqa: F401  (ONNX frontend: dyn twins, forget_shape)
-from . import onnx_signal  # noqa: F401  (ONNX frontend: dft, stft, mel_weight_matrix)
+from . import (  # noqa: F401
+    creation,
+    dyn,
+    elemwise,
+    image,
+    misc,
+    nn_activation,
+    nn_conv,
+    nn_linear,
+    nn_misc,
+    nn_norm,
+    nn_pool,
+    quantize,
+    random,
+    reduce,
+    sort,
+    transform,
+    transform_index,
+    transform_slice,
+    vision,
+)
+
+# The ONNX frontend's extra ops last: some are dynamic twins of the ops above.
+from . import onnx_extra, onnx_signal  # noqa: E402, F401, I001
