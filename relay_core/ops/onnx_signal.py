@@ -19,11 +19,13 @@ from .registry import OpDef, OpPattern, Sample, register
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
-    """(..., 1|2) real layout -> complex128 (...)."""
-    x = x.astype(np.float64)
+    """(..., 1|2) real layout -> complex (...), in the input's precision (numpy's FFT runs
+    single precision for complex64, as ONNX's runtimes do)."""
+    ct = np.complex128 if x.dtype == np.float64 else np.complex64
+    x = x.astype(np.float64 if ct is np.complex128 else np.float32)
     if x.shape[-1] == 1:
-        return x[..., 0].astype(np.complex128)
-    return x[..., 0] + 1j * x[..., 1]
+        return x[..., 0].astype(ct)
+    return (x[..., 0] + 1j * x[..., 1]).astype(ct)
 
 
 def _real_layout(z: np.ndarray, dtype) -> np.ndarray:
@@ -154,7 +156,7 @@ def _stft_ref(xs, attrs):
     out = []
     for f in range(max(frames, 0)):
         seg = z[:, f * step: f * step + length]
-        seg = seg * window.astype(np.float64)
+        seg = seg * window.astype(seg.real.dtype)
         spec = np.fft.fft(seg, n=length, axis=1)
         if attrs.onesided:
             spec = spec[:, : length // 2 + 1]
