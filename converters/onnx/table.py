@@ -51,6 +51,7 @@ def _load_families() -> None:
         control_flow,
         elementwise,
         image,
+        misc,
         nn,
         quantized,
         reduce,
