@@ -52,6 +52,7 @@ def _load_families() -> None:
         elementwise,
         image,
         misc,
+        ml,
         nn,
         quantized,
         reduce,
@@ -59,6 +60,7 @@ def _load_families() -> None:
         sequence,
         signal,
         tensor,
+        text,
         training,
     )
 

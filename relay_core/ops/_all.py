@@ -23,4 +23,4 @@ from . import (  # noqa: F401
 )
 
 # The ONNX frontend's extra ops last: some are dynamic twins of the ops above.
-from . import onnx_extra, onnx_misc, onnx_signal  # noqa: E402, F401, I001
+from . import onnx_extra, onnx_misc, onnx_ml, onnx_signal, onnx_text  # noqa: E402, F401, I001
