@@ -32,8 +32,26 @@ def _binary(onnx_name: str, relay_name: str, since: int = 7):
     def conv(ctx, a, b):
         return binary_op(ctx, relay_name, a, b)
 
-    conv.__name__ = conv.__qualname__ = onnx_name
+    def legacy(ctx, a, b, *, broadcast=0, axis=None, consumed_inputs=None):
+        return binary_op(ctx, relay_name, a, _legacy_broadcast(ctx, a, b, broadcast, axis))
+
+    for f in (conv, legacy):
+        f.__name__ = f.__qualname__ = onnx_name
     converter(onnx_name, since)(conv)
+    converter(onnx_name, 1)(legacy)
+
+
+def _legacy_broadcast(ctx, a, b, broadcast, axis):
+    """Opsets 1-6: with broadcast=1, B's dims line up with A's from `axis` (default: the
+    trailing ones); pad B with trailing 1s so numpy broadcasting does the same."""
+    if not broadcast or axis is None:
+        return b
+    ra, rb = ctx.ndim(a), ctx.ndim(b)
+    axis = axis + ra if axis < 0 else axis
+    trailing = ra - axis - rb
+    if trailing > 0:
+        b = ctx.call("reshape", b, newshape=(*([0] * rb), *([1] * trailing)))
+    return b
 
 
 for _onnx, _relay in [
@@ -44,6 +62,11 @@ for _onnx, _relay in [
     ("BitwiseAnd", "bitwise_and"), ("BitwiseOr", "bitwise_or"), ("BitwiseXor", "bitwise_xor"),
 ]:
     _binary(_onnx, _relay)
+
+
+@converter("Pow", 1)
+def Pow_1(ctx, x, y, *, broadcast=0, axis=None):
+    return Pow(ctx, x, _legacy_broadcast(ctx, x, y, broadcast, axis))
 
 
 @converter("Pow", 7)

@@ -320,6 +320,15 @@ def Swish(ctx, x, *, alpha=1.0):
 
 
 @converter("PRelu", 1)
+def PRelu_1(ctx, x, slope, *, consumed_inputs=None):
+    # Before opset 7 a 1-D slope holds one value per channel.
+    shape = ctx.shape_of(x)
+    if ctx.ndim(slope) == 1 and len(shape) >= 2 and ctx.shape_of(slope)[0] == shape[1] != 1:
+        return ctx.call("nn.prelu", x, slope, axis=1)
+    return ctx.call("nn.prelu", x, slope, axis=None)
+
+
+@converter("PRelu", 7)
 def PRelu(ctx, x, slope):
     return ctx.call("nn.prelu", x, slope, axis=None)
 

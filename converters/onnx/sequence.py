@@ -220,7 +220,11 @@ def SplitToSequence(ctx, x, split=None, *, axis=0, keepdims=1):
         if split is None and not keepdims:
             piece = ctx.call("dyn.squeeze", piece, ctx.const(np.array([axis], np.int64)))
         nxt = Call(f, (ctx.call("add", k, scalar(ctx, 1, "int64")), end))
-        go = ctx.call("less", start, dim)
+        if sizes is not None:  # one piece per size, even empty ones
+            go = ctx.call("less", k, ctx.call("take", ctx.call("shape_of", sizes, dtype="int64"),
+                                              scalar(ctx, 0, "int64"), axis=0))
+        else:
+            go = ctx.call("less", start, dim)
         return If(go, _cons(ctx, forget(ctx, piece), nxt), Call(_ctor(ctx, "Nil"), ()),
                   span=ctx.span)
 
