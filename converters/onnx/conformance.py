@@ -79,6 +79,7 @@ def data_root() -> str:
     return os.path.join(os.path.dirname(onnx.backend.test.__file__), "data")
 
 
+@functools.lru_cache(maxsize=None)
 def folder_cases(kind: str) -> dict[str, Case]:
     """Cases of a data folder (`simple`, `pytorch-converted`, `pytorch-operator`)."""
     import onnx

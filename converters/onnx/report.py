@@ -76,6 +76,8 @@ def main(argv=None) -> int:
     p.add_argument("-k", default="", help="only cases whose name contains this")
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--slowest", type=int, default=0, help="show the N slowest cases")
+    p.add_argument("--write-expected", metavar="PATH",
+                   help="write the failing cases as an expected-failures file")
     args = p.parse_args(argv)
     groups = [] if args.only_folders else ["node"]
     if args.folders or args.only_folders:
@@ -106,10 +108,26 @@ def main(argv=None) -> int:
         print("\nslowest:")
         for g, name, _, _, t in sorted(results, key=lambda r: -r[4])[: args.slowest]:
             print(f"{t:8.2f} s  {g}/{name}")
+    if args.write_expected:
+        _write_expected(args.write_expected, results)
     print("\ntotals:")
     for g, (ok, n) in totals.items():
         print(f"  {g:20} {ok:5} / {n:<5} ({100.0 * ok / max(n, 1):.1f}%)")
     return 0
+
+
+def _write_expected(path: str, results) -> None:
+    """One line per failing case: its key and a reason (the error's first line)."""
+    lines = ["# ONNX conformance cases that fail: name, then why. Regenerate with",
+             "# python -m converters.onnx.report --folders --write-expected <this file>",
+             "# (then edit the reasons). The test run fails on unlisted failures and on",
+             "# listed cases that pass."]
+    for g, name, status, msg, _ in sorted(results):
+        if status != "pass":
+            key = name if g == "node" else f"{g}/{name}"
+            lines.append(f"{key}  {msg}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
