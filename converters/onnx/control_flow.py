@@ -71,6 +71,12 @@ def _scalar_i64(ctx, m):
 
 @converter("If", 1)
 def If(ctx, cond, *, then_branch, else_branch):
+    c = ctx.value(cond)
+    if c is not None and c.size == 1:
+        # A constant condition (often a rank test in a function body): only the branch
+        # taken is converted; the other may not even typecheck for these inputs.
+        outs = ctx.branch(then_branch if bool(c.reshape(-1)[0]) else else_branch)
+        return outs if len(outs) > 1 else outs[0]
     then_outs = ctx.branch(then_branch)
     else_outs = ctx.branch(else_branch)
     if len(then_outs) != len(else_outs):
