@@ -128,3 +128,8 @@ def NonMaxSuppression(ctx, boxes, scores, max_output_boxes_per_class=None,
             e = ctx.const(d)
         args.append(cast(ctx, e, dtype))
     return ctx.call("vision.non_max_suppression", *args, center_point_box=center_point_box)
+
+
+@converter("ImageDecoder", 20)
+def ImageDecoder(ctx, encoded, *, pixel_format="RGB"):
+    return ctx.call("image.decode", encoded, pixel_format=pixel_format)

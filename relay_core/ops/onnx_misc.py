@@ -282,3 +282,60 @@ register(OpDef("tensor_scatter", _ts_rel, _ts_ref, OpPattern.OPAQUE, TensorScatt
                (2, 3), "tensor_scatter(past, update[, write_indices]): write update into past "
                "along `axis` from per-batch positions (ONNX TensorScatter, KV caches)",
                samples=_ts_samples))
+
+
+# -- image.decode ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ImageDecodeAttrs:
+    pixel_format: str = "RGB"  # RGB | BGR | Grayscale
+
+
+_CHANNELS = {"RGB": 3, "BGR": 3, "Grayscale": 1}
+
+
+def _decode_rel(args, attrs):
+    t = R.tensor(args[0], "encoded")
+    if t.dtype != "uint8" or t.ndim != 1:
+        raise OpTypeError(f"image.decode needs 1-D uint8 bytes, got {t.dtype}{list(t.shape)}")
+    if attrs.pixel_format not in _CHANNELS:
+        raise OpTypeError(f"image.decode: unknown pixel_format {attrs.pixel_format!r}")
+    return TensorType((Any, Any, _CHANNELS[attrs.pixel_format]), "uint8")
+
+
+def _decode_ref(xs, attrs):
+    import io
+
+    try:
+        import PIL.Image
+    except ImportError:
+        raise EvalError("image.decode needs Pillow (pip install pillow)") from None
+    try:
+        img = PIL.Image.open(io.BytesIO(np.asarray(xs[0], np.uint8).tobytes()))
+        img = img.convert("L" if attrs.pixel_format == "Grayscale" else "RGB")
+        out = np.asarray(img, dtype=np.uint8)
+    except (OSError, ValueError, PIL.Image.DecompressionBombError) as e:
+        raise EvalError(f"image.decode: cannot decode the image: {e}") from None
+    if attrs.pixel_format == "Grayscale":
+        return out[:, :, None].copy()
+    return out[:, :, ::-1].copy() if attrs.pixel_format == "BGR" else out.copy()
+
+
+def _decode_samples(rng):
+    import io
+
+    try:
+        import PIL.Image
+    except ImportError:
+        return
+    img = PIL.Image.fromarray(random_array(rng, (4, 6, 3), "uint8"))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    data = np.frombuffer(buf.getvalue(), np.uint8)
+    for fmt in _CHANNELS:
+        yield Sample([data], {"pixel_format": fmt})
+
+
+register(OpDef("image.decode", _decode_rel, _decode_ref, OpPattern.OPAQUE, ImageDecodeAttrs,
+               (1, 1), "decode an encoded image (PNG, JPEG, BMP, TIFF, WebP, ... as Pillow "
+               "reads them) to (H, W, C) uint8 (ONNX ImageDecoder)", samples=_decode_samples,
+               data_dependent_shape=True))
