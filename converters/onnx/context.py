@@ -72,6 +72,12 @@ class OnnxContext(ConvertContext):
             raise self.error(f"{what} needs a static shape, got {shape}")
         return shape
 
+    def call_global(self, gv, args):
+        """A call of a global function of the module being built."""
+        from relay_core.ir import Call
+
+        return Call(gv, tuple(args), span=self.span)
+
     # -- subgraphs ---------------------------------------------------------------------------
     def branch(self, graph) -> list[Expr]:
         """Outputs of a subgraph evaluated in the current scope (If branches)."""

@@ -273,6 +273,10 @@ class GraphConverter:
         self.mod.attrs["onnx_outputs"] = [o.name for o in graph.output]
         return self.mod
 
+    def lookup_name(self, name: str):
+        """The expression of an ONNX tensor name in the current scope (None if unknown)."""
+        return self._current_scope.lookup(name) if self._current_scope is not None else None
+
     def use_prelude(self):
         """The module, with the prelude's List and Option added (for sequence / optional)."""
         if "List" not in self.mod:

@@ -55,6 +55,7 @@ def _load_families() -> None:
         ml,
         nn,
         quantized,
+        random,
         reduce,
         rnn,
         sequence,

@@ -101,3 +101,35 @@ def Adam(ctx, *data, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0,
         new_v.append(v2)
         new_h.append(h2)
     return new_x + new_v + new_h
+
+
+@converter("Gradient", 1, domain=DOMAIN)
+def Gradient(ctx, *inputs, xs, y, zs=None):
+    """The gradients of tensor `y` (named) with respect to the tensors named `xs`, through the
+    Gradient pass: `y` as a function of fresh variables for the xs, differentiated, added to
+    the module as a global and called on the xs."""
+    from relay_core import passes
+    from relay_core.ir import Function, GlobalVar, Var
+    from relay_core.ir.visitor import free_vars, substitute
+
+    grad_pass = passes.all_passes().get("Gradient")
+    if grad_pass is None:
+        raise ctx.error("Gradient needs the Gradient pass (relay_core.passes.Gradient)")
+    target = ctx.gc.lookup_name(y)
+    if target is None:
+        raise ctx.error(f"y={y!r} names no tensor computed before this node")
+    xs_exprs = list(inputs[: len(xs)])
+    params = [Var(f"d_{i}", ctx.type_of(x)) for i, x in enumerate(xs_exprs)]
+    body = substitute(target, dict(zip(xs_exprs, params)))
+    extra = [v for v in free_vars(body) if v not in params]
+    if extra:
+        raise ctx.error(f"y depends on tensors other than xs and zs: {[v.name_hint for v in extra]}")
+    from relay_core.ir import IRModule
+
+    gmod = grad_pass(mode="first_order")(IRModule.from_expr(Function(tuple(params), body)))
+    mod = ctx.gc.mod
+    name = f"onnx_gradient_{len(mod.functions)}"
+    gv = mod.add(GlobalVar(name), gmod["main"])
+    out = ctx.call_global(gv, xs_exprs)
+    grads = ctx.item(out, 1)
+    return [ctx.item(grads, i) for i in range(len(xs))]
