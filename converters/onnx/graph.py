@@ -33,6 +33,7 @@ class Scope:
         self.boundary = boundary  # a function boundary: outer values are captured
         self.captures: list[tuple[Var, Expr]] = []
         self.ctx = ctx
+        self.record = False  # the main graph's scope: its tensors form the source map
 
     def bind(self, name: str, e: Expr) -> None:
         self.values[name] = e
@@ -259,6 +260,7 @@ class GraphConverter:
         self.mod = IRModule()
         graph = self.model.graph
         scope = Scope(None, ctx=self.ctx)
+        scope.record = True
         inits = self.bind_initializers(graph, scope)
         params = self.main_params(graph, scope, inits)
         self.convert_nodes(graph.node, scope, self.opsets)
@@ -266,11 +268,15 @@ class GraphConverter:
         outs = self._graph_outputs(graph, scope, "graph")
         body = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
         self.mod.add("main", Function(tuple(params), body))
-        self.mod.attrs["onnx_inputs"] = {
-            i.name: p.name_hint for i, p in zip(
-                [i for i in graph.input if i.name not in inits], params)
-        }
-        self.mod.attrs["onnx_outputs"] = [o.name for o in graph.output]
+        # The source map relay_import's verify / inspect read (see relay_import/verify.py).
+        attrs = self.mod.attrs
+        attrs["input_names"] = [i.name for i in graph.input if i.name not in inits]
+        attrs["output_names"] = [o.name for o in graph.output]
+        attrs["source_outputs"] = dict(self.ctx.source_outputs)
+        attrs["source_nodes"] = [
+            (n.name or f"{n.op_type}_{k}", n.op_type, list(n.input), list(n.output))
+            for k, n in enumerate(graph.node)
+        ]
         return self.mod
 
     def lookup_name(self, name: str):
@@ -357,7 +363,8 @@ class GraphConverter:
             for name, e in zip(node.output, outs):
                 if name and e is not None:
                     scope.bind(name, e)
-                    ctx.source_outputs[name] = e
+                    if scope.record:
+                        ctx.source_outputs[name] = e
 
     def convert_node(self, node, inputs: list, opsets: dict[str, int], label: str) -> list:
         ctx = self.ctx

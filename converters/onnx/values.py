@@ -60,7 +60,7 @@ def run(mod: IRModule, inputs: list, max_bytes: int | None = None) -> list:
         raise InputError(f"the model takes {len(main.params)} inputs, got {len(inputs)}")
     interp = Interpreter(mod, max_bytes)
     out = interp.apply(Closure(main, Env(), "main"), args)
-    n = len(mod.attrs.get("onnx_outputs", ())) or 1
+    n = len(mod.attrs.get("output_names", ())) or 1
     outs = list(out) if n > 1 else [out]
     return [from_relay_value(o) for o in outs]
 

@@ -302,3 +302,53 @@ def test_conversion_errors_name_the_node():
                [_vi("x", [2]), _vi("z", [2], TensorProto.INT64)], [_vi("y", [2])])
     with pytest.raises(Exception, match="the_add"):
         from_onnx(m)
+
+
+def _field(num: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (to build what onnx's helpers refuse to)."""
+    out = bytearray([(num << 3) | 2])
+    n = len(payload)
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out) + payload
+
+
+def _deep_if_model(depth: int) -> bytes:
+    """y = x through `depth` nested If nodes, as raw ModelProto bytes."""
+    y = _vi("y", [2]).SerializeToString()
+    leaf = (_field(1, helper.make_node("Identity", ["x"], ["y"]).SerializeToString())
+            + _field(2, b"g") + _field(12, y))
+    g = leaf
+    for _ in range(depth):  # then: one level deeper; else: the leaf (type=GRAPH is 0xA0 0x01 5)
+        attrs = b"".join(_field(5, _field(1, name) + _field(6, body) + bytes([0xA0, 0x01, 5]))
+                         for name, body in ((b"then_branch", g), (b"else_branch", leaf)))
+        node = _field(1, b"c") + _field(2, b"y") + _field(4, b"If") + attrs
+        g = _field(1, node) + _field(2, b"g") + _field(12, y)
+    g += _field(11, _vi("x", [2]).SerializeToString())
+    g += _field(11, _vi("c", [], TensorProto.BOOL).SerializeToString())
+    opset = helper.make_opsetid("", 17).SerializeToString()
+    return bytes([1 << 3, 8]) + _field(8, opset) + _field(7, g)
+
+
+def test_deeply_nested_subgraphs():
+    from converters.onnx.values import run
+
+    x = np.array([1.0, 2.0], np.float32)
+    mod = from_onnx(_deep_if_model(25))  # converts without recursing per node
+    np.testing.assert_array_equal(run(mod, [x, np.array(False)])[0], x)
+    with pytest.raises(ModelLoadError, match="not a valid ONNX model"):
+        from_onnx(_deep_if_model(40))  # beyond protobuf's nesting limit
+
+
+def test_constant_of_shape_beyond_the_budget_is_refused():
+    shape = helper.make_tensor("s", TensorProto.INT64, [3], [100000, 100000, 100000])
+    m = _model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [],
+               [_vi("y", [100000, 100000, 100000])], [shape])
+    assert len(m.SerializeToString()) < 200
+    from converters.onnx.values import run
+
+    with pytest.raises(ResourceLimitError):
+        mod = from_onnx(m)  # refused while folding constants, if the pass is there
+        run(mod, [], max_bytes=1 << 30)  # else at run time by the interpreter's budget
