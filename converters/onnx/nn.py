@@ -362,7 +362,33 @@ def Softmax_1(ctx, x, *, axis=1):
 
 @converter("Softmax", 13)
 def Softmax(ctx, x, *, axis=-1):
-    return ctx.call("nn.softmax", x, axis=normalize_axis(ctx, axis, ctx.ndim(x)))
+    axis = normalize_axis(ctx, axis, ctx.ndim(x))
+    if ctx.dtype(x) in _LOW_PRECISION:
+        return _softmax_in_dtype(ctx, x, axis)
+    return ctx.call("nn.softmax", x, axis=axis)
+
+
+_LOW_PRECISION = ("float16", "bfloat16")
+
+
+def _softmax_in_dtype(ctx, x, axis):
+    """Softmax as max / subtract / exp / sum / divide, each rounded to x's dtype, the way
+    ONNX's function body and reference compute it in 16-bit floats (nn.softmax computes in
+    float32 and rounds once, which differs by an ulp). A row of -inf gives zeros."""
+    m = ctx.call("max", x, axis=(axis,), keepdims=True)
+    m = ctx.call("where", ctx.call("isneginf", m), scalar_like(ctx, 0, x), m)
+    e = ctx.call("exp", ctx.call("subtract", x, m))
+    n = ctx.shape_of(x)[axis]
+    if ctx.dtype(x) == "bfloat16" and isinstance(n, int) and 0 < n <= 64:
+        # numpy adds bfloat16 one element at a time, rounding each partial sum.
+        s = ctx.call("take", e, scalar(ctx, 0, "int64"), axis=axis)
+        for k in range(1, n):
+            s = ctx.call("add", s, ctx.call("take", e, scalar(ctx, k, "int64"), axis=axis))
+        s = ctx.call("expand_dims", s, axis=axis)
+    else:
+        s = ctx.call("sum", e, axis=(axis,), keepdims=True)
+    s = ctx.call("where", ctx.call("equal", s, scalar_like(ctx, 0, x)), scalar_like(ctx, 1, x), s)
+    return ctx.call("divide", e, s)
 
 
 @converter("LogSoftmax", 1)
