@@ -120,8 +120,15 @@ def _open(t):
     return _unknown_dims(t)
 
 
-def _stack_init(ctx, t: TensorType, what: str):
-    """An empty accumulator (0, *t.shape) for a scan output of element type `t`."""
+def _stack_init(ctx, t: TensorType, what: str, declared=None):
+    """An empty accumulator (0, *t.shape) for a scan output of element type `t` (the body's
+    declared output type supplies dims the conversion could not pin down)."""
+    if not t.is_static and declared is not None:
+        from .dtypes import relay_type
+
+        d = relay_type(declared.type, f"{what} body output {declared.name!r}")
+        if isinstance(d, TensorType) and d.is_static and d.ndim == t.ndim:
+            t = TensorType(d.shape, t.dtype)
     if not t.is_static:
         raise ctx.error(f"{what}: scan outputs need a static element shape, got {t.shape}")
     return ctx.const(np.zeros((0, *t.shape), dtype=dt.to_numpy(t.dtype)))
@@ -170,7 +177,8 @@ def Loop(ctx, M=None, cond=None, *v_initial, body):
                   span=ctx.span)
     cond0 = _scalar_bool(ctx, cond) if cond is not None else ctx.const(np.array(True))
     init = list(v_initial)
-    init += [_stack_init(ctx, et, "Loop") for et in elem_types]
+    init += [_stack_init(ctx, et, "Loop", body.output[1 + n_v + k])
+             for k, et in enumerate(elem_types)]
     result = Call(loop, (scalar(ctx, 0, "int64"), cond0, *init), span=ctx.span)
     expr = Let(loop, fn, result, span=ctx.span)
     for v, value in reversed(lets):
@@ -303,7 +311,8 @@ def _scan(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs):
                   span=ctx.span)
     init = [scalar(ctx, 0, "int64")]
     init += list(states)
-    init += [_stack_init(ctx, t, "Scan") for t in elem_types]
+    init += [_stack_init(ctx, t, "Scan", body.output[n_state + k])
+             for k, t in enumerate(elem_types)]
     expr = Let(loop, fn, Call(loop, tuple(init), span=ctx.span), span=ctx.span)
     for v, value in reversed([(n_var, n_expr), *zip(x_outer, xs)]):
         expr = Let(v, value, expr, span=ctx.span)
