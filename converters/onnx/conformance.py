@@ -79,7 +79,7 @@ def data_root() -> str:
     return os.path.join(os.path.dirname(onnx.backend.test.__file__), "data")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def folder_cases(kind: str) -> dict[str, Case]:
     """Cases of a data folder (`simple`, `pytorch-converted`, `pytorch-operator`)."""
     import onnx
@@ -88,14 +88,20 @@ def folder_cases(kind: str) -> dict[str, Case]:
     for d in sorted(glob.glob(os.path.join(data_root(), kind, "test_*"))):
         path = os.path.join(d, "model.onnx")
         model = onnx.load(path, load_external_data=False)
-        ins = [i for i in model.graph.input
-               if i.name not in {t.name for t in model.graph.initializer}]
+        ins = [
+            i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}
+        ]
         sets = []
         for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
-            inputs = [_read_pb(os.path.join(ds, f"input_{k}.pb"), i.type)
-                      for k, i in enumerate(ins) if os.path.exists(os.path.join(ds, f"input_{k}.pb"))]
-            outputs = [_read_pb(os.path.join(ds, f"output_{k}.pb"), o.type)
-                       for k, o in enumerate(model.graph.output)]
+            inputs = [
+                _read_pb(os.path.join(ds, f"input_{k}.pb"), i.type)
+                for k, i in enumerate(ins)
+                if os.path.exists(os.path.join(ds, f"input_{k}.pb"))
+            ]
+            outputs = [
+                _read_pb(os.path.join(ds, f"output_{k}.pb"), o.type)
+                for k, o in enumerate(model.graph.output)
+            ]
             sets.append((inputs, outputs))
         name = os.path.basename(d)
         out[name] = Case(name, path, sets, op=_main_op(model))
@@ -123,12 +129,14 @@ def light_cases() -> dict[str, Case]:
         for i in model.graph.input:
             if i.name in inits:
                 continue
-            shape = tuple(d.dim_value if d.HasField("dim_value") else 1
-                          for d in i.type.tensor_type.shape.dim)
+            shape = tuple(
+                d.dim_value if d.HasField("dim_value") else 1 for d in i.type.tensor_type.shape.dim
+            )
             n = int(np.prod(shape))
             inputs.append((np.arange(n).reshape(shape) / n).astype(np.float32))
-        outputs = [_read_pb(f"{path[:-5]}_output_{k}.pb", o.type)
-                   for k, o in enumerate(model.graph.output)]
+        outputs = [
+            _read_pb(f"{path[:-5]}_output_{k}.pb", o.type) for k, o in enumerate(model.graph.output)
+        ]
         rtol, atol = tol.get(name, (1e-3, 1e-7))
         out[name] = Case(name, path, [(inputs, outputs)], rtol, atol, op="model")
     return out
@@ -188,8 +196,11 @@ def _open_shapes(case: Case) -> dict | None:
     with every dim unknown: a user would pass the same through `shapes=`."""
     import onnx
 
-    model = case.model if not isinstance(case.model, str) else onnx.load(
-        case.model, load_external_data=False)
+    model = (
+        case.model
+        if not isinstance(case.model, str)
+        else onnx.load(case.model, load_external_data=False)
+    )
     if not case.data_sets:
         return None
     inits = {t.name for t in model.graph.initializer}

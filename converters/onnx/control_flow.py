@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from relay_core.ir import Any, Call, Function, If as RelayIf, Let, TensorType, TupleType, Var
+from converters.common import ConversionError
+from relay_core.ir import Any, Call, Function, Let, TensorType, TupleType, Var
+from relay_core.ir import If as RelayIf
 from relay_core.ir import dtype as dt
 from relay_core.ir.types import TypeCall
-
-from converters.common import ConversionError
 
 from .graph import wrap_captures
 from .table import converter
@@ -80,9 +80,7 @@ def If(ctx, cond, *, then_branch, else_branch):
     then_outs = ctx.branch(then_branch)
     else_outs = ctx.branch(else_branch)
     if len(then_outs) != len(else_outs):
-        raise ctx.error(
-            f"then_branch has {len(then_outs)} outputs, else_branch {len(else_outs)}"
-        )
+        raise ctx.error(f"then_branch has {len(then_outs)} outputs, else_branch {len(else_outs)}")
     t = then_outs[0] if len(then_outs) == 1 else ctx.tuple(then_outs)
     e = else_outs[0] if len(else_outs) == 1 else ctx.tuple(else_outs)
     tt, et = ctx.type_of(t), ctx.type_of(e)
@@ -146,8 +144,7 @@ def Loop(ctx, M=None, cond=None, *v_initial, body):
     carried = [t for t, _ in init]
     flexible = [f for _, f in init]
     # The body's outputs: cond, carried..., scan outputs...
-    params, outs, caps, carried = _settle(ctx, body, [I64, BOOL], carried, 1, "Loop",
-                                          flexible)
+    params, outs, caps, carried = _settle(ctx, body, [I64, BOOL], carried, 1, "Loop", flexible)
     i_var, c_var, v_vars = params[0], params[1], params[2:]
     scan_outs = outs[1 + n_v :]
     elem_types = [ctx.type_of(s) for s in scan_outs]
@@ -173,12 +170,14 @@ def Loop(ctx, M=None, cond=None, *v_initial, body):
     next_args += [_append(ctx, a, s) for a, s in zip(accs, scan_outs)]
     step = wrap_captures(caps, Call(loop, tuple(next_args), span=ctx.span))
     done = ctx.tuple([*v_vars, *accs])
-    fn = Function((i_var, c_var, *v_vars, *accs), RelayIf(go, step, done, span=ctx.span),
-                  span=ctx.span)
+    fn = Function(
+        (i_var, c_var, *v_vars, *accs), RelayIf(go, step, done, span=ctx.span), span=ctx.span
+    )
     cond0 = _scalar_bool(ctx, cond) if cond is not None else ctx.const(np.array(True))
     init = list(v_initial)
-    init += [_stack_init(ctx, et, "Loop", body.output[1 + n_v + k])
-             for k, et in enumerate(elem_types)]
+    init += [
+        _stack_init(ctx, et, "Loop", body.output[1 + n_v + k]) for k, et in enumerate(elem_types)
+    ]
     result = Call(loop, (scalar(ctx, 0, "int64"), cond0, *init), span=ctx.span)
     expr = Let(loop, fn, result, span=ctx.span)
     for v, value in reversed(lets):
@@ -239,15 +238,22 @@ def _settle(ctx, body, fixed, carried, offset, what, flexible=None):
 
 
 @converter("Scan", 9)
-def Scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
-         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+def Scan(
+    ctx,
+    *inputs,
+    body,
+    num_scan_inputs,
+    scan_input_axes=None,
+    scan_input_directions=None,
+    scan_output_axes=None,
+    scan_output_directions=None,
+):
     n_scan = num_scan_inputs
     n_state = len(inputs) - n_scan
     states, xs = list(inputs[:n_state]), list(inputs[n_state:])
     in_axes = list(scan_input_axes or [0] * n_scan)
     in_dirs = list(scan_input_directions or [0] * n_scan)
-    return _scan(ctx, body, states, xs, in_axes, in_dirs, scan_output_axes,
-                 scan_output_directions)
+    return _scan(ctx, body, states, xs, in_axes, in_dirs, scan_output_axes, scan_output_directions)
 
 
 def _settle_scan(ctx, body, carried, elem_in):
@@ -275,9 +281,16 @@ def _scan(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs):
     # Sequence length: static when known, else read at run time.
     t0 = ctx.tensor_type(xs[0])
     length = t0.shape[in_axes[0]]
-    n_expr = (scalar(ctx, length, "int64") if isinstance(length, int) else
-              ctx.call("take", ctx.call("shape_of", xs[0], dtype="int64"),
-                       scalar(ctx, in_axes[0], "int64"), axis=0))
+    n_expr = (
+        scalar(ctx, length, "int64")
+        if isinstance(length, int)
+        else ctx.call(
+            "take",
+            ctx.call("shape_of", xs[0], dtype="int64"),
+            scalar(ctx, in_axes[0], "int64"),
+            axis=0,
+        )
+    )
     carried = [ctx.type_of(s) for s in states]
     # Body inputs: state..., scan elements...; settle the states with the elements fixed.
     params, outs, caps, carried = _settle_scan(ctx, body, carried, elem_in)
@@ -290,14 +303,16 @@ def _scan(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs):
     i_var = Var("i", I64)
     n_var = Var("n", I64)
     x_outer = [Var(f"scan_input{k}", ctx.type_of(x)) for k, x in enumerate(xs)]
-    accs = [Var(f"scan{k}", TensorType((Any, *t.shape), t.dtype))
-            for k, t in enumerate(elem_types)]
+    accs = [Var(f"scan{k}", TensorType((Any, *t.shape), t.dtype)) for k, t in enumerate(elem_types)]
     loop = Var("scan_loop")
     # Bind each body input element: x[i] (or x[n-1-i] in reverse) along its axis.
     binds = []
     for xv, xo, a, d in zip(x_vars, x_outer, in_axes, in_dirs):
-        idx = i_var if not d else ctx.call(
-            "subtract", ctx.call("subtract", n_var, i_var), scalar(ctx, 1, "int64"))
+        idx = (
+            i_var
+            if not d
+            else ctx.call("subtract", ctx.call("subtract", n_var, i_var), scalar(ctx, 1, "int64"))
+        )
         binds.append((xv, ctx.call("take", xo, idx, axis=a)))
     nxt = [ctx.call("add", i_var, scalar(ctx, 1, "int64"))]
     nxt += list(outs[:n_state])
@@ -307,12 +322,12 @@ def _scan(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs):
         step = Let(v, value, step, span=ctx.span)
     done = ctx.tuple([*s_vars, *accs])
     cond = ctx.call("less", i_var, n_var)
-    fn = Function((i_var, *s_vars, *accs), RelayIf(cond, step, done, span=ctx.span),
-                  span=ctx.span)
+    fn = Function((i_var, *s_vars, *accs), RelayIf(cond, step, done, span=ctx.span), span=ctx.span)
     init = [scalar(ctx, 0, "int64")]
     init += list(states)
-    init += [_stack_init(ctx, t, "Scan", body.output[n_state + k])
-             for k, t in enumerate(elem_types)]
+    init += [
+        _stack_init(ctx, t, "Scan", body.output[n_state + k]) for k, t in enumerate(elem_types)
+    ]
     expr = Let(loop, fn, Call(loop, tuple(init), span=ctx.span), span=ctx.span)
     for v, value in reversed([(n_var, n_expr), *zip(x_outer, xs)]):
         expr = Let(v, value, expr, span=ctx.span)
@@ -341,8 +356,18 @@ def Scan_8(ctx, sequence_lens=None, *inputs, body, num_scan_inputs, directions=N
     per_batch = []
     for b in range(batch):
         sl = [ctx.call("take", x, scalar(ctx, b, "int64"), axis=0) for x in inputs]
-        per_batch.append(_scan(ctx, body, sl[:n_state], sl[n_state:], [0] * num_scan_inputs,
-                               list(directions or [0] * num_scan_inputs), None, None))
+        per_batch.append(
+            _scan(
+                ctx,
+                body,
+                sl[:n_state],
+                sl[n_state:],
+                [0] * num_scan_inputs,
+                list(directions or [0] * num_scan_inputs),
+                None,
+                None,
+            )
+        )
     outs = []
     for k in range(len(per_batch[0])):
         outs.append(ctx.call("stack", *[r[k] for r in per_batch], axis=0))

@@ -85,8 +85,10 @@ def tensor_to_numpy(t) -> np.ndarray:
     dtype = relay_dtype(t.data_type, f"tensor {t.name!r}")
     arr = numpy_helper.to_array(t)
     if dtype == "string":
-        return np.array([s.decode("utf-8", "replace") if isinstance(s, bytes) else s
-                         for s in arr.reshape(-1)], dtype=object).reshape(arr.shape)
+        return np.array(
+            [s.decode("utf-8", "replace") if isinstance(s, bytes) else s for s in arr.reshape(-1)],
+            dtype=object,
+        ).reshape(arr.shape)
     want = dt.to_numpy(dtype)
     if arr.dtype != want:
         arr = arr.astype(want)

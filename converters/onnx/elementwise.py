@@ -17,12 +17,32 @@ def _unary(onnx_name: str, relay_name: str, since: int = 1):
 
 
 for _onnx, _relay in [
-    ("Abs", "abs"), ("Neg", "negative"), ("Exp", "exp"), ("Log", "log"), ("Sqrt", "sqrt"),
-    ("Reciprocal", "reciprocal"), ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round"),
-    ("Sin", "sin"), ("Cos", "cos"), ("Tan", "tan"), ("Asin", "asin"), ("Acos", "acos"),
-    ("Atan", "atan"), ("Sinh", "sinh"), ("Cosh", "cosh"), ("Asinh", "asinh"),
-    ("Acosh", "acosh"), ("Atanh", "atanh"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"),
-    ("Erf", "erf"), ("Sign", "sign"), ("Not", "logical_not"), ("BitwiseNot", "bitwise_not"),
+    ("Abs", "abs"),
+    ("Neg", "negative"),
+    ("Exp", "exp"),
+    ("Log", "log"),
+    ("Sqrt", "sqrt"),
+    ("Reciprocal", "reciprocal"),
+    ("Floor", "floor"),
+    ("Ceil", "ceil"),
+    ("Round", "round"),
+    ("Sin", "sin"),
+    ("Cos", "cos"),
+    ("Tan", "tan"),
+    ("Asin", "asin"),
+    ("Acos", "acos"),
+    ("Atan", "atan"),
+    ("Sinh", "sinh"),
+    ("Cosh", "cosh"),
+    ("Asinh", "asinh"),
+    ("Acosh", "acosh"),
+    ("Atanh", "atanh"),
+    ("Tanh", "tanh"),
+    ("Sigmoid", "sigmoid"),
+    ("Erf", "erf"),
+    ("Sign", "sign"),
+    ("Not", "logical_not"),
+    ("BitwiseNot", "bitwise_not"),
     ("IsNaN", "isnan"),
 ]:
     _unary(_onnx, _relay)
@@ -55,11 +75,21 @@ def _legacy_broadcast(ctx, a, b, broadcast, axis):
 
 
 for _onnx, _relay in [
-    ("Add", "add"), ("Sub", "subtract"), ("Mul", "multiply"), ("Div", "divide"),
-    ("Equal", "equal"), ("Less", "less"), ("Greater", "greater"),
-    ("LessOrEqual", "less_equal"), ("GreaterOrEqual", "greater_equal"),
-    ("And", "logical_and"), ("Or", "logical_or"), ("Xor", "logical_xor"),
-    ("BitwiseAnd", "bitwise_and"), ("BitwiseOr", "bitwise_or"), ("BitwiseXor", "bitwise_xor"),
+    ("Add", "add"),
+    ("Sub", "subtract"),
+    ("Mul", "multiply"),
+    ("Div", "divide"),
+    ("Equal", "equal"),
+    ("Less", "less"),
+    ("Greater", "greater"),
+    ("LessOrEqual", "less_equal"),
+    ("GreaterOrEqual", "greater_equal"),
+    ("And", "logical_and"),
+    ("Or", "logical_or"),
+    ("Xor", "logical_xor"),
+    ("BitwiseAnd", "bitwise_and"),
+    ("BitwiseOr", "bitwise_or"),
+    ("BitwiseXor", "bitwise_xor"),
 ]:
     _binary(_onnx, _relay)
 

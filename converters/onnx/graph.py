@@ -19,7 +19,6 @@ from .context import OnnxContext
 from .dtypes import relay_type, sparse_to_numpy, tensor_to_numpy, type_proto_of
 from .table import DEFAULT_DOMAIN, SUPPORTED_OPSETS, lookup, norm_domain
 
-
 # Ops whose result depends only on their input's type: folded when that type is static.
 _SHAPE_OPS = frozenset({"Shape", "Size"})
 
@@ -69,9 +68,22 @@ class Resolved:
 # ---------------------------------------------------------------------------------------------
 # Attributes.
 
-_ATTR_KINDS = {1: "f", 2: "i", 3: "s", 4: "t", 5: "g", 11: "sparse_tensor", 13: "tp",
-               6: "floats", 7: "ints", 8: "strings", 9: "tensors", 10: "graphs",
-               12: "sparse_tensors", 14: "type_protos"}
+_ATTR_KINDS = {
+    1: "f",
+    2: "i",
+    3: "s",
+    4: "t",
+    5: "g",
+    11: "sparse_tensor",
+    13: "tp",
+    6: "floats",
+    7: "ints",
+    8: "strings",
+    9: "tensors",
+    10: "graphs",
+    12: "sparse_tensors",
+    14: "type_protos",
+}
 
 
 def attribute_value(a):
@@ -158,16 +170,19 @@ def call_converter(fn, ctx: OnnxContext, inputs: list, attrs: dict):
 class GraphConverter:
     """Converts one model's graphs. See `converters.onnx.from_onnx`."""
 
-    def __init__(self, model, custom_convert_map: dict | None = None, shapes: dict | None = None,
-                 byte_budget: int | None = None):
+    def __init__(
+        self,
+        model,
+        custom_convert_map: dict | None = None,
+        shapes: dict | None = None,
+        byte_budget: int | None = None,
+    ):
         self.model = model
         self.byte_budget = byte_budget
         self.custom = dict(custom_convert_map or {})
         self.shapes = dict(shapes or {})
         self.opsets = {norm_domain(o.domain): int(o.version) for o in model.opset_import}
-        self.local_functions = {
-            (norm_domain(f.domain), f.name): f for f in model.functions
-        }
+        self.local_functions = {(norm_domain(f.domain), f.name): f for f in model.functions}
         self.ctx = OnnxContext(self)
         self.ctx.opsets = self.opsets
         self.mod = None  # the IRModule being built (prelude ADTs are added on demand)
@@ -388,9 +403,7 @@ class GraphConverter:
         except RelayError as e:
             raise ConversionError(ctx._where() + str(e)) from None
         except Exception as e:
-            raise ConversionError(
-                f"{ctx._where()}converter failed: {type(e).__name__}: {e}"
-            ) from e
+            raise ConversionError(f"{ctx._where()}converter failed: {type(e).__name__}: {e}") from e
 
     def fold(self, e):
         """`e` after the FoldConstant pass when that makes it a Constant, else `e`.
@@ -414,8 +427,9 @@ class GraphConverter:
             return e
         if not isinstance(t, TensorType):
             return e
-        mod = IRModule.from_expr(Function(tuple(free_vars(e)), e),
-                                 type_definitions=self.mod.type_definitions)
+        mod = IRModule.from_expr(
+            Function(tuple(free_vars(e)), e), type_definitions=self.mod.type_definitions
+        )
         for gv, f in self.mod.functions.items():  # the prelude, when the model uses it
             mod.functions.setdefault(gv, f)
         kw = {"max_bytes": self.byte_budget} if self.byte_budget else {}
@@ -460,7 +474,8 @@ class GraphConverter:
             version = opsets[domain]
             if any(v <= version for v in schema.context_dependent_function_opset_versions):
                 types = [
-                    type_proto_of(ctx.type_of(x)).SerializeToString() if x is not None
+                    type_proto_of(ctx.type_of(x)).SerializeToString()
+                    if x is not None
                     else onnx.TypeProto().SerializeToString()
                     for x in inputs
                 ]

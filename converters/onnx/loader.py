@@ -28,12 +28,19 @@ def _onnx():
     try:
         import onnx
     except ImportError:  # pragma: no cover
-        raise ModelLoadError("converting ONNX models needs the onnx package: pip install onnx")
+        raise ModelLoadError(
+            "converting ONNX models needs the onnx package: pip install onnx"
+        ) from None
     return onnx
 
 
-def load_model(model, *, byte_budget: int = DEFAULT_BYTE_BUDGET, base_dir: str | None = None,
-               check: bool = True):
+def load_model(
+    model,
+    *,
+    byte_budget: int = DEFAULT_BYTE_BUDGET,
+    base_dir: str | None = None,
+    check: bool = True,
+):
     """A checked ModelProto from a path, bytes or a ModelProto; external data inlined.
 
     >>> m = load_model("model.onnx")
@@ -172,10 +179,13 @@ def check_tensors(proto, byte_budget: int, base_dir: str | None) -> None:
 
 
 _TYPED_FIELDS = {  # element type -> (field, values per element)
-    1: ("float_data", 1), 14: ("float_data", 2),
-    11: ("double_data", 1), 15: ("double_data", 2),
+    1: ("float_data", 1),
+    14: ("float_data", 2),
+    11: ("double_data", 1),
+    15: ("double_data", 2),
     7: ("int64_data", 1),
-    12: ("uint64_data", 1), 13: ("uint64_data", 1),
+    12: ("uint64_data", 1),
+    13: ("uint64_data", 1),
     8: ("string_data", 1),
 }
 

@@ -19,20 +19,45 @@ def BitCast(ctx, x, *, to):
 
 @converter("Col2Im", 18)
 def Col2Im(ctx, x, image_shape, block_shape, *, dilations=None, pads=None, strides=None):
-    return ctx.call("col2im", x, cast(ctx, image_shape, "int64"),
-                    cast(ctx, block_shape, "int64"), dilations=dilations, pads=pads,
-                    strides=strides)
+    return ctx.call(
+        "col2im",
+        x,
+        cast(ctx, image_shape, "int64"),
+        cast(ctx, block_shape, "int64"),
+        dilations=dilations,
+        pads=pads,
+        strides=strides,
+    )
 
 
 @converter("DeformConv", 19)
-def DeformConv(ctx, x, w, offset, b=None, mask=None, *, dilations=None, group=1,
-               kernel_shape=None, offset_group=1, pads=None, strides=None):
+def DeformConv(
+    ctx,
+    x,
+    w,
+    offset,
+    b=None,
+    mask=None,
+    *,
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    offset_group=1,
+    pads=None,
+    strides=None,
+):
     if ctx.ndim(x) != 4:
         raise ctx.error("only 2-D DeformConv is supported")
     args = [x, offset, w] + ([mask] if mask is not None else [])
-    out = ctx.call("nn.deformable_conv2d", *args, strides=tuple(strides or (1, 1)),
-                   padding=tuple(pads or (0, 0, 0, 0)), dilation=tuple(dilations or (1, 1)),
-                   deformable_groups=offset_group, groups=group)
+    out = ctx.call(
+        "nn.deformable_conv2d",
+        *args,
+        strides=tuple(strides or (1, 1)),
+        padding=tuple(pads or (0, 0, 0, 0)),
+        dilation=tuple(dilations or (1, 1)),
+        deformable_groups=offset_group,
+        groups=group,
+    )
     if b is not None:
         out = ctx.call("nn.bias_add", out, b, axis=1)
     return out

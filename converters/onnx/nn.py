@@ -31,21 +31,43 @@ def _auto_pad(ctx, auto_pad):
 
 # -- convolution ---------------------------------------------------------------------------------
 @converter("Conv", 1)
-def Conv(ctx, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-         pads=None, strides=None):
+def Conv(
+    ctx,
+    x,
+    w,
+    b=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
+):
     nd = _nd(ctx, x)
     win = _window(nd, kernel_shape, strides, dilations, pads)
-    out = ctx.call(f"nn.conv{nd}d", x, w, groups=group, auto_pad=_auto_pad(ctx, auto_pad),
-                   **win)
+    out = ctx.call(f"nn.conv{nd}d", x, w, groups=group, auto_pad=_auto_pad(ctx, auto_pad), **win)
     if b is not None:
         out = ctx.call("nn.bias_add", out, b, axis=1)
     return out
 
 
 @converter("ConvTranspose", 1)
-def ConvTranspose(ctx, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group=1,
-                  kernel_shape=None, output_padding=None, output_shape=None, pads=None,
-                  strides=None):
+def ConvTranspose(
+    ctx,
+    x,
+    w,
+    b=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    output_padding=None,
+    output_shape=None,
+    pads=None,
+    strides=None,
+):
     nd = _nd(ctx, x)
     strides = list(strides or [1] * nd)
     dilations = list(dilations or [1] * nd)
@@ -61,8 +83,13 @@ def ConvTranspose(ctx, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group
             raise ctx.error("output_shape / SAME padding needs static spatial input dims")
         begin, end = [], []
         for i in range(nd):
-            total = (strides[i] * (xshape[i] - 1) + opad[i] + (kernel[i] - 1) * dilations[i] + 1
-                     - output_shape[i])
+            total = (
+                strides[i] * (xshape[i] - 1)
+                + opad[i]
+                + (kernel[i] - 1) * dilations[i]
+                + 1
+                - output_shape[i]
+            )
             if total < 0:  # the output is larger than the kernel covers: extra output padding
                 opad[i] -= total
                 total = 0
@@ -76,9 +103,16 @@ def ConvTranspose(ctx, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group
         pads = begin + end
     elif auto_pad == "VALID" or pads is None:
         pads = [0] * (2 * nd)
-    out = ctx.call(f"nn.conv{nd}d_transpose", x, w, strides=tuple(strides),
-                   padding=tuple(pads), output_padding=tuple(opad), dilation=tuple(dilations),
-                   groups=group)
+    out = ctx.call(
+        f"nn.conv{nd}d_transpose",
+        x,
+        w,
+        strides=tuple(strides),
+        padding=tuple(pads),
+        output_padding=tuple(opad),
+        dilation=tuple(dilations),
+        groups=group,
+    )
     if b is not None:
         out = ctx.call("nn.bias_add", out, b, axis=1)
     return out
@@ -86,12 +120,26 @@ def ConvTranspose(ctx, x, w, b=None, *, auto_pad="NOTSET", dilations=None, group
 
 # -- pooling -------------------------------------------------------------------------------------
 @converter("MaxPool", 1)
-def MaxPool(ctx, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape,
-            pads=None, storage_order=0, strides=None):
+def MaxPool(
+    ctx,
+    x,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    dilations=None,
+    kernel_shape,
+    pads=None,
+    storage_order=0,
+    strides=None,
+):
     nd = _nd(ctx, x)
     win = _window(nd, kernel_shape, strides, dilations, pads)
-    kw = dict(pool_size=tuple(kernel_shape), ceil_mode=bool(ceil_mode),
-              auto_pad=_auto_pad(ctx, auto_pad), **win)
+    kw = dict(
+        pool_size=tuple(kernel_shape),
+        ceil_mode=bool(ceil_mode),
+        auto_pad=_auto_pad(ctx, auto_pad),
+        **win,
+    )
     if ctx.num_outputs > 1 and ctx.output_names[1]:
         out = ctx.call(f"nn.max_pool{nd}d_with_argmax", x, storage_order=storage_order, **kw)
         return [ctx.item(out, 0), ctx.item(out, 1)]
@@ -99,23 +147,55 @@ def MaxPool(ctx, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_sh
 
 
 @converter("AveragePool", 1)
-def AveragePool(ctx, x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0,
-                dilations=None, kernel_shape, pads=None, strides=None):
+def AveragePool(
+    ctx,
+    x,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    count_include_pad=0,
+    dilations=None,
+    kernel_shape,
+    pads=None,
+    strides=None,
+):
     nd = _nd(ctx, x)
     win = _window(nd, kernel_shape, strides, dilations, pads)
-    return ctx.call(f"nn.avg_pool{nd}d", x, pool_size=tuple(kernel_shape),
-                    ceil_mode=bool(ceil_mode), auto_pad=_auto_pad(ctx, auto_pad),
-                    count_include_pad=bool(count_include_pad), **win)
+    return ctx.call(
+        f"nn.avg_pool{nd}d",
+        x,
+        pool_size=tuple(kernel_shape),
+        ceil_mode=bool(ceil_mode),
+        auto_pad=_auto_pad(ctx, auto_pad),
+        count_include_pad=bool(count_include_pad),
+        **win,
+    )
 
 
 @converter("LpPool", 1)
-def LpPool(ctx, x, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, p=2,
-           pads=None, strides=None):
+def LpPool(
+    ctx,
+    x,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    dilations=None,
+    kernel_shape,
+    p=2,
+    pads=None,
+    strides=None,
+):
     nd = _nd(ctx, x)
     win = _window(nd, kernel_shape, strides, dilations, pads)
-    return ctx.call(f"nn.lp_pool{nd}d", x, pool_size=tuple(kernel_shape),
-                    ceil_mode=bool(ceil_mode), auto_pad=_auto_pad(ctx, auto_pad), p=float(p),
-                    **win)
+    return ctx.call(
+        f"nn.lp_pool{nd}d",
+        x,
+        pool_size=tuple(kernel_shape),
+        ceil_mode=bool(ceil_mode),
+        auto_pad=_auto_pad(ctx, auto_pad),
+        p=float(p),
+        **win,
+    )
 
 
 @converter("GlobalAveragePool", 1)
@@ -139,15 +219,34 @@ def MaxUnpool(ctx, x, indices, output_shape=None, *, kernel_shape, pads=None, st
     size = None
     if output_shape is not None:
         size = tuple(ctx.ints(output_shape, "output_shape")[-nd:])
-    return ctx.call(f"nn.max_unpool{nd}d", x, indices, pool_size=tuple(kernel_shape),
-                    strides=tuple(strides or (1,) * nd), padding=tuple(pads or (0,) * (2 * nd)),
-                    output_size=size)
+    return ctx.call(
+        f"nn.max_unpool{nd}d",
+        x,
+        indices,
+        pool_size=tuple(kernel_shape),
+        strides=tuple(strides or (1,) * nd),
+        padding=tuple(pads or (0,) * (2 * nd)),
+        output_size=size,
+    )
 
 
 # -- normalisation -----------------------------------------------------------------------------
 @converter("BatchNormalization", 1)
-def BatchNormalization(ctx, x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9,
-                       training_mode=0, spatial=1, is_test=1, consumed_inputs=None):
+def BatchNormalization(
+    ctx,
+    x,
+    scale,
+    b,
+    mean,
+    var,
+    *,
+    epsilon=1e-5,
+    momentum=0.9,
+    training_mode=0,
+    spatial=1,
+    is_test=1,
+    consumed_inputs=None,
+):
     if training_mode:
         return _batch_norm_training(ctx, x, scale, b, mean, var, epsilon, momentum)
     out = ctx.call("nn.batch_norm", x, scale, b, mean, var, axis=1, epsilon=epsilon)
@@ -214,8 +313,7 @@ def GroupNormalization(ctx, x, scale, b, *, epsilon=1e-5, num_groups, stash_type
         rep = c // num_groups
         scale = ctx.call("repeat", scale, repeats=rep, axis=0)
         b = ctx.call("repeat", b, repeats=rep, axis=0)
-    return ctx.call("nn.group_norm", x, scale, b, num_groups=num_groups, axis=1,
-                    epsilon=epsilon)
+    return ctx.call("nn.group_norm", x, scale, b, num_groups=num_groups, axis=1, epsilon=epsilon)
 
 
 @converter("RMSNormalization", 23)
@@ -232,8 +330,9 @@ def LRN(ctx, x, *, size, alpha=1e-4, beta=0.75, bias=1.0):
 @converter("MeanVarianceNormalization", 9)
 def MeanVarianceNormalization(ctx, x, *, axes=(0, 2, 3)):
     rank = ctx.ndim(x)
-    return ctx.call("nn.mean_variance_normalization", x,
-                    axes=tuple(normalize_axis(ctx, a, rank) for a in axes))
+    return ctx.call(
+        "nn.mean_variance_normalization", x, axes=tuple(normalize_axis(ctx, a, rank) for a in axes)
+    )
 
 
 @converter("LpNormalization", 1)
@@ -315,8 +414,9 @@ def Gelu(ctx, x, *, approximate="none"):
 def Swish(ctx, x, *, alpha=1.0):
     if alpha == 1.0:
         return ctx.call("nn.silu", x)
-    return ctx.call("multiply", x, ctx.call(
-        "sigmoid", ctx.call("multiply", x, scalar_like(ctx, alpha, x))))
+    return ctx.call(
+        "multiply", x, ctx.call("sigmoid", ctx.call("multiply", x, scalar_like(ctx, alpha, x)))
+    )
 
 
 @converter("PRelu", 1)
@@ -432,8 +532,9 @@ def Dropout(ctx, x, ratio=None, training_mode=None, *, seed=None):
     u = ctx.call("random.uniform_like", x, seed=seed)
     keep = ctx.call("greater_equal", u, r)
     one = scalar(ctx, 1, dtype)
-    y = ctx.call("where", keep, ctx.call("divide", x, ctx.call("subtract", one, r)),
-                 scalar(ctx, 0, dtype))
+    y = ctx.call(
+        "where", keep, ctx.call("divide", x, ctx.call("subtract", one, r)), scalar(ctx, 0, dtype)
+    )
     if t is None:  # decided at run time
         train = ctx.call("reshape", cast(ctx, training_mode, "bool"), newshape=())
         y = ctx.call("where", train, y, x)

@@ -22,8 +22,18 @@ def _params(ctx, scale, zp):
 
 
 @converter("QuantizeLinear", 10)
-def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
-                   output_dtype=0, saturate=1, precision=0):
+def QuantizeLinear(
+    ctx,
+    x,
+    y_scale,
+    y_zero_point=None,
+    *,
+    axis=1,
+    block_size=0,
+    output_dtype=0,
+    saturate=1,
+    precision=0,
+):
     args = [x, *_params(ctx, y_scale, y_zero_point)]
     out = relay_dtype(output_dtype) if output_dtype else None
     if precision:
@@ -33,18 +43,28 @@ def QuantizeLinear(ctx, x, y_scale, y_zero_point=None, *, axis=1, block_size=0,
     elif ctx.dtype(x) != ctx.dtype(y_scale):
         args[1] = cast(ctx, y_scale, ctx.dtype(x))
     rank = ctx.ndim(x)
-    return ctx.call("qnn.quantize", *args, axis=axis + rank if axis < 0 else axis,
-                    block_size=block_size, out_dtype=out, saturate=bool(saturate))
+    return ctx.call(
+        "qnn.quantize",
+        *args,
+        axis=axis + rank if axis < 0 else axis,
+        block_size=block_size,
+        out_dtype=out,
+        saturate=bool(saturate),
+    )
 
 
 @converter("DequantizeLinear", 10)
-def DequantizeLinear(ctx, x, x_scale, x_zero_point=None, *, axis=1, block_size=0,
-                     output_dtype=0):
+def DequantizeLinear(ctx, x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0):
     args = [x, *_params(ctx, x_scale, x_zero_point)]
     out = relay_dtype(output_dtype) if output_dtype else None
     rank = ctx.ndim(x)
-    return ctx.call("qnn.dequantize", *args, axis=axis + rank if axis < 0 else axis,
-                    block_size=block_size, out_dtype=out)
+    return ctx.call(
+        "qnn.dequantize",
+        *args,
+        axis=axis + rank if axis < 0 else axis,
+        block_size=block_size,
+        out_dtype=out,
+    )
 
 
 def _centered(ctx, q, zp, axis=None):
@@ -82,18 +102,19 @@ def _requantize(ctx, acc, scale, y_scale, y_zero_point, axis):
 
 
 @converter("QLinearMatMul", 10)
-def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
-                  y_zero_point):
+def QLinearMatMul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
     acc = MatMulInteger(ctx, a, b, a_zero_point, b_zero_point)
     a_scale = cast(ctx, a_scale, "float32")
     scale = ctx.call("multiply", a_scale, cast(ctx, b_scale, "float32"))
-    return _requantize(ctx, acc, scale, cast(ctx, y_scale, "float32"), y_zero_point,
-                       ctx.ndim(acc) - 1)
+    return _requantize(
+        ctx, acc, scale, cast(ctx, y_scale, "float32"), y_zero_point, ctx.ndim(acc) - 1
+    )
 
 
 @converter("QLinearConv", 10)
-def QLinearConv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
-                y_zero_point, B=None, **attrs):
+def QLinearConv(
+    ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, **attrs
+):
     acc = ConvInteger(ctx, x, w, x_zero_point, w_zero_point, **attrs)
     if B is not None:
         acc = ctx.call("nn.bias_add", acc, cast(ctx, B, "int32"), axis=1)

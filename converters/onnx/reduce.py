@@ -37,11 +37,14 @@ def _make(onnx_name: str, relay_name: str, input_since: int):
 
     def with_input(ctx, x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
         if axes is not None and ctx.value(axes) is None:
-            return ctx.call(f"dyn.{relay_name}", x, cast(ctx, axes, "int64"),
-                            keepdims=bool(keepdims),
-                            noop_with_empty_axes=bool(noop_with_empty_axes))
-        return _reduce(ctx, relay_name, x, ctx.ints(axes, "axes"), keepdims,
-                       noop_with_empty_axes)
+            return ctx.call(
+                f"dyn.{relay_name}",
+                x,
+                cast(ctx, axes, "int64"),
+                keepdims=bool(keepdims),
+                noop_with_empty_axes=bool(noop_with_empty_axes),
+            )
+        return _reduce(ctx, relay_name, x, ctx.ints(axes, "axes"), keepdims, noop_with_empty_axes)
 
     for f, since in ((with_attr, 1), (with_input, input_since)):
         f.__name__ = f.__qualname__ = onnx_name
@@ -55,8 +58,13 @@ for _onnx, (_relay, _since) in _REDUCE.items():
 def _arg(name):
     def conv(ctx, x, *, axis=0, keepdims=1, select_last_index=0):
         axis = normalize_axis(ctx, axis, ctx.ndim(x))
-        return ctx.call(name, x, axis=(axis,), keepdims=bool(keepdims),
-                        select_last_index=bool(select_last_index))
+        return ctx.call(
+            name,
+            x,
+            axis=(axis,),
+            keepdims=bool(keepdims),
+            select_last_index=bool(select_last_index),
+        )
 
     return conv
 

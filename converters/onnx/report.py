@@ -1,9 +1,9 @@
 """Conformance report: pass counts per ONNX op over the node cases, and the data folders.
 
-    python -m converters.onnx.report               # node cases, per op
-    python -m converters.onnx.report --folders     # also simple, pytorch-*, light
-    python -m converters.onnx.report --failures    # list each failing case and why
-    python -m converters.onnx.report -k resize     # only cases whose name contains 'resize'
+python -m converters.onnx.report               # node cases, per op
+python -m converters.onnx.report --folders     # also simple, pytorch-*, light
+python -m converters.onnx.report --failures    # list each failing case and why
+python -m converters.onnx.report -k resize     # only cases whose name contains 'resize'
 """
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def main(argv=None) -> int:
     p.add_argument("-k", default="", help="only cases whose name contains this")
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--slowest", type=int, default=0, help="show the N slowest cases")
-    p.add_argument("--write-expected", metavar="PATH",
-                   help="write the failing cases as an expected-failures file")
+    p.add_argument(
+        "--write-expected",
+        metavar="PATH",
+        help="write the failing cases as an expected-failures file",
+    )
     args = p.parse_args(argv)
     groups = [] if args.only_folders else ["node"]
     if args.folders or args.only_folders:
@@ -118,10 +121,12 @@ def main(argv=None) -> int:
 
 def _write_expected(path: str, results) -> None:
     """One line per failing case: its key and a reason (the error's first line)."""
-    lines = ["# ONNX conformance cases that fail: name, then why. Regenerate with",
-             "# python -m converters.onnx.report --folders --write-expected <this file>",
-             "# (then edit the reasons). The test run fails on unlisted failures and on",
-             "# listed cases that pass."]
+    lines = [
+        "# ONNX conformance cases that fail: name, then why. Regenerate with",
+        "# python -m converters.onnx.report --folders --write-expected <this file>",
+        "# (then edit the reasons). The test run fails on unlisted failures and on",
+        "# listed cases that pass.",
+    ]
     for g, name, status, msg, _ in sorted(results):
         if status != "pass":
             key = name if g == "node" else f"{g}/{name}"

@@ -20,12 +20,24 @@ _ACT = {
     "relu": (lambda c, x, a, b: c.call("nn.relu", x), None, None),
     "tanh": (lambda c, x, a, b: c.call("tanh", x), None, None),
     "sigmoid": (lambda c, x, a, b: c.call("sigmoid", x), None, None),
-    "affine": (lambda c, x, a, b: c.call("add", c.call("multiply", x, scalar_like(c, a, x)),
-                                         scalar_like(c, b, x)), 1.0, 0.0),
+    "affine": (
+        lambda c, x, a, b: c.call(
+            "add", c.call("multiply", x, scalar_like(c, a, x)), scalar_like(c, b, x)
+        ),
+        1.0,
+        0.0,
+    ),
     "leakyrelu": (lambda c, x, a, b: c.call("nn.leaky_relu", x, alpha=a), 0.01, None),
     "thresholdedrelu": (lambda c, x, a, b: c.call("nn.thresholded_relu", x, alpha=a), 1.0, None),
-    "scaledtanh": (lambda c, x, a, b: c.call("multiply", scalar_like(c, a, x), c.call(
-        "tanh", c.call("multiply", x, scalar_like(c, b, x)))), 1.0, 1.0),
+    "scaledtanh": (
+        lambda c, x, a, b: c.call(
+            "multiply",
+            scalar_like(c, a, x),
+            c.call("tanh", c.call("multiply", x, scalar_like(c, b, x))),
+        ),
+        1.0,
+        1.0,
+    ),
     "hardsigmoid": (lambda c, x, a, b: c.call("nn.hard_sigmoid", x, alpha=a, beta=b), 0.2, 0.5),
     "elu": (lambda c, x, a, b: c.call("nn.elu", x, alpha=a), 1.0, None),
     "softsign": (lambda c, x, a, b: c.call("nn.softsign", x), None, None),
@@ -51,7 +63,7 @@ def _activations(ctx, names, alphas, betas, defaults, num_dir):
         b = betas[i] if i < len(betas) and db is not None else db
         out.append(lambda x, fn=fn, a=a, b=b: fn(ctx, x, a, b))
     n = len(defaults)
-    return [out[d * n:(d + 1) * n] for d in range(num_dir)]
+    return [out[d * n : (d + 1) * n] for d in range(num_dir)]
 
 
 def _take0(ctx, x, i):
@@ -63,21 +75,41 @@ def _gates(ctx, x, n):
     return [ctx.item(out, i) for i in range(n)]
 
 
-def _recurrence(ctx, kind, X, W, R, B, seq_lens, h0, c0, P, acts, hidden, clip,
-                linear_before_reset, input_forget, reverse):
+def _recurrence(
+    ctx,
+    kind,
+    X,
+    W,
+    R,
+    B,
+    seq_lens,
+    h0,
+    c0,
+    P,
+    acts,
+    hidden,
+    clip,
+    linear_before_reset,
+    input_forget,
+    reverse,
+):
     """One direction: (Y [T, B, H], h_T, c_T)."""
     n_gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     dtype = ctx.dtype(X)
     T = ctx.shape_of(X)[0]
     if reverse:
-        X = (ctx.call("reverse_sequence", X, seq_lens, seq_axis=0, batch_axis=1)
-             if seq_lens is not None else ctx.call("reverse", X, axis=0))
+        X = (
+            ctx.call("reverse_sequence", X, seq_lens, seq_axis=0, batch_axis=1)
+            if seq_lens is not None
+            else ctx.call("reverse", X, axis=0)
+        )
     # Input projections of every step at once: [T, B, G*H].
     xw = ctx.call("nn.matmul", X, W, transpose_b=True)
     if B is not None:
         wb = ctx.call("strided_slice", B, begin=(0,), end=(n_gates * hidden,), strides=(1,))
-        rb = ctx.call("strided_slice", B, begin=(n_gates * hidden,), end=(2 * n_gates * hidden,),
-                      strides=(1,))
+        rb = ctx.call(
+            "strided_slice", B, begin=(n_gates * hidden,), end=(2 * n_gates * hidden,), strides=(1,)
+        )
         if kind == "GRU" and linear_before_reset:
             xw = ctx.call("add", xw, wb)
         else:
@@ -102,8 +134,14 @@ def _recurrence(ctx, kind, X, W, R, B, seq_lens, h0, c0, P, acts, hidden, clip,
     h_var = Var("h", h_t)
     c_var = Var("c", h_t) if kind == "LSTM" else None
     ys_var = Var("ys", TensorType((Any, *h_t.shape), dtype))
-    n_steps = bind("steps", scalar(ctx, T, "int64") if isinstance(T, int) else ctx.call(
-        "take", ctx.call("shape_of", X, dtype="int64"), scalar(ctx, 0, "int64"), axis=0))
+    n_steps = bind(
+        "steps",
+        scalar(ctx, T, "int64")
+        if isinstance(T, int)
+        else ctx.call(
+            "take", ctx.call("shape_of", X, dtype="int64"), scalar(ctx, 0, "int64"), axis=0
+        ),
+    )
 
     def clipped(e):
         return ctx.call("clip", e, a_min=-clip, a_max=clip) if clip is not None else e
@@ -121,23 +159,44 @@ def _recurrence(ctx, kind, X, W, R, B, seq_lens, h0, c0, P, acts, hidden, clip,
         if linear_before_reset:
             hh = acts[1](clipped(ctx.call("add", xh, ctx.call("multiply", r, rh))))
         else:
-            rh_w = ctx.call("strided_slice", r_v, begin=(2 * hidden,), end=(3 * hidden,),
-                            strides=(1,), axes=(0,))
-            hh = acts[1](clipped(ctx.call("add", xh, ctx.call(
-                "nn.matmul", ctx.call("multiply", r, h_var), rh_w, transpose_b=True))))
+            rh_w = ctx.call(
+                "strided_slice",
+                r_v,
+                begin=(2 * hidden,),
+                end=(3 * hidden,),
+                strides=(1,),
+                axes=(0,),
+            )
+            hh = acts[1](
+                clipped(
+                    ctx.call(
+                        "add",
+                        xh,
+                        ctx.call(
+                            "nn.matmul", ctx.call("multiply", r, h_var), rh_w, transpose_b=True
+                        ),
+                    )
+                )
+            )
         one = scalar(ctx, 1, dtype)
-        h_new = ctx.call("add", ctx.call("multiply", ctx.call("subtract", one, z), hh),
-                         ctx.call("multiply", z, h_var))
+        h_new = ctx.call(
+            "add",
+            ctx.call("multiply", ctx.call("subtract", one, z), hh),
+            ctx.call("multiply", z, h_var),
+        )
     else:
         gi, go, gf, gc = _gates(ctx, ctx.call("add", x_t, hr), 4)
         if p_v is not None:
-            pi, po, pf = (ctx.call("strided_slice", p_v, begin=(k * hidden,),
-                                   end=((k + 1) * hidden,), strides=(1,)) for k in range(3))
+            pi, po, pf = (
+                ctx.call(
+                    "strided_slice", p_v, begin=(k * hidden,), end=((k + 1) * hidden,), strides=(1,)
+                )
+                for k in range(3)
+            )
             gi = ctx.call("add", gi, ctx.call("multiply", pi, c_var))
             gf = ctx.call("add", gf, ctx.call("multiply", pf, c_var))
         i = acts[0](clipped(gi))
-        f = (ctx.call("subtract", scalar(ctx, 1, dtype), i) if input_forget
-             else acts[0](clipped(gf)))
+        f = ctx.call("subtract", scalar(ctx, 1, dtype), i) if input_forget else acts[0](clipped(gf))
         g = acts[1](clipped(gc))
         c_new = ctx.call("add", ctx.call("multiply", f, c_var), ctx.call("multiply", i, g))
         if p_v is not None:
@@ -155,11 +214,15 @@ def _recurrence(ctx, kind, X, W, R, B, seq_lens, h0, c0, P, acts, hidden, clip,
     cell = Var("cell")
     state = [h_var] + ([c_var] if c_var is not None else [])
     nxt = [h_new] + ([c_new] if c_new is not None else [])
-    step = Call(cell, (ctx.call("add", t_var, scalar(ctx, 1, "int64")), *nxt, ys_new),
-                span=ctx.span)
+    step = Call(
+        cell, (ctx.call("add", t_var, scalar(ctx, 1, "int64")), *nxt, ys_new), span=ctx.span
+    )
     done = ctx.tuple([*state, ys_var])
-    fn = Function((t_var, *state, ys_var),
-                  If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span), span=ctx.span)
+    fn = Function(
+        (t_var, *state, ys_var),
+        If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span),
+        span=ctx.span,
+    )
     if not h_t.is_static:
         raise ctx.error("needs a static batch size and hidden size")
     ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
@@ -170,14 +233,37 @@ def _recurrence(ctx, kind, X, W, R, B, seq_lens, h0, c0, P, acts, hidden, clip,
     res = [ctx.item(expr, k) for k in range(len(state) + 1)]
     ys = res[-1]
     if reverse:
-        ys = (ctx.call("reverse_sequence", ys, seq_lens, seq_axis=0, batch_axis=1)
-              if seq_lens is not None else ctx.call("reverse", ys, axis=0))
+        ys = (
+            ctx.call("reverse_sequence", ys, seq_lens, seq_axis=0, batch_axis=1)
+            if seq_lens is not None
+            else ctx.call("reverse", ys, axis=0)
+        )
     return ys, res[0], res[1] if c_var is not None else None
 
 
-def _run(ctx, kind, X, W, R, B, sequence_lens, initial_h, initial_c, P, *, activations,
-         activation_alpha, activation_beta, clip, direction, hidden_size, layout,
-         linear_before_reset=0, input_forget=0, defaults):
+def _run(
+    ctx,
+    kind,
+    X,
+    W,
+    R,
+    B,
+    sequence_lens,
+    initial_h,
+    initial_c,
+    P,
+    *,
+    activations,
+    activation_alpha,
+    activation_beta,
+    clip,
+    direction,
+    hidden_size,
+    layout,
+    linear_before_reset=0,
+    input_forget=0,
+    defaults,
+):
     if direction not in ("forward", "reverse", "bidirectional"):
         raise ctx.error(f"unknown direction {direction!r}")
     num_dir = 2 if direction == "bidirectional" else 1
@@ -193,18 +279,36 @@ def _run(ctx, kind, X, W, R, B, sequence_lens, initial_h, initial_c, P, *, activ
     dtype = ctx.dtype(X)
     ys, hs, cs = [], [], []
     for d in range(num_dir):
-        h0 = (_take0(ctx, initial_h, d) if initial_h is not None else
-              ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype)))))
+        h0 = (
+            _take0(ctx, initial_h, d)
+            if initial_h is not None
+            else ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype))))
+        )
         c0 = None
         if kind == "LSTM":
-            c0 = (_take0(ctx, initial_c, d) if initial_c is not None else
-                  ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype)))))
+            c0 = (
+                _take0(ctx, initial_c, d)
+                if initial_c is not None
+                else ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype))))
+            )
         y, h, c = _recurrence(
-            ctx, kind, X, _take0(ctx, W, d), _take0(ctx, R, d),
-            _take0(ctx, B, d) if B is not None else None, sequence_lens, h0, c0,
-            _take0(ctx, P, d) if P is not None else None, acts[d], hidden, clip,
-            linear_before_reset, input_forget,
-            reverse=(direction == "reverse" or d == 1))
+            ctx,
+            kind,
+            X,
+            _take0(ctx, W, d),
+            _take0(ctx, R, d),
+            _take0(ctx, B, d) if B is not None else None,
+            sequence_lens,
+            h0,
+            c0,
+            _take0(ctx, P, d) if P is not None else None,
+            acts[d],
+            hidden,
+            clip,
+            linear_before_reset,
+            input_forget,
+            reverse=(direction == "reverse" or d == 1),
+        )
         ys.append(y)
         hs.append(h)
         cs.append(c)
@@ -226,32 +330,126 @@ def _np(dtype):
 
 
 @converter("RNN", 7)
-def RNN(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None,
-        activation_beta=None, activations=None, clip=None, direction="forward",
-        hidden_size=None, layout=0):
-    return _run(ctx, "RNN", X, W, R, B, sequence_lens, initial_h, None, None,
-                activations=activations, activation_alpha=activation_alpha,
-                activation_beta=activation_beta, clip=clip, direction=direction,
-                hidden_size=hidden_size, layout=layout, defaults=["Tanh"])
+def RNN(
+    ctx,
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+):
+    return _run(
+        ctx,
+        "RNN",
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        None,
+        None,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        hidden_size=hidden_size,
+        layout=layout,
+        defaults=["Tanh"],
+    )
 
 
 @converter("GRU", 7)
-def GRU(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None,
-        activation_beta=None, activations=None, clip=None, direction="forward",
-        hidden_size=None, layout=0, linear_before_reset=0):
-    return _run(ctx, "GRU", X, W, R, B, sequence_lens, initial_h, None, None,
-                activations=activations, activation_alpha=activation_alpha,
-                activation_beta=activation_beta, clip=clip, direction=direction,
-                hidden_size=hidden_size, layout=layout,
-                linear_before_reset=linear_before_reset, defaults=["Sigmoid", "Tanh"])
+def GRU(
+    ctx,
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+    linear_before_reset=0,
+):
+    return _run(
+        ctx,
+        "GRU",
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        None,
+        None,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        hidden_size=hidden_size,
+        layout=layout,
+        linear_before_reset=linear_before_reset,
+        defaults=["Sigmoid", "Tanh"],
+    )
 
 
 @converter("LSTM", 7)
-def LSTM(ctx, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
-         activation_alpha=None, activation_beta=None, activations=None, clip=None,
-         direction="forward", hidden_size=None, input_forget=0, layout=0):
-    return _run(ctx, "LSTM", X, W, R, B, sequence_lens, initial_h, initial_c, P,
-                activations=activations, activation_alpha=activation_alpha,
-                activation_beta=activation_beta, clip=clip, direction=direction,
-                hidden_size=hidden_size, layout=layout, input_forget=input_forget,
-                defaults=["Sigmoid", "Tanh", "Tanh"])
+def LSTM(
+    ctx,
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    input_forget=0,
+    layout=0,
+):
+    return _run(
+        ctx,
+        "LSTM",
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        hidden_size=hidden_size,
+        layout=layout,
+        input_forget=input_forget,
+        defaults=["Sigmoid", "Tanh", "Tanh"],
+    )

@@ -105,8 +105,11 @@ def _recursive(ctx, name, params, body_fn, args):
 def _match_cons(ctx, xs, on_cons, on_nil=None):
     """match (xs) { Cons(%h, %t) => on_cons(%h, %t), Nil => on_nil }."""
     h, t = Var("head"), Var("tail")
-    clauses = [Clause(PatternConstructor(_ctor(ctx, "Cons"), (PatternVar(h), PatternVar(t))),
-                      on_cons(h, t))]
+    clauses = [
+        Clause(
+            PatternConstructor(_ctor(ctx, "Cons"), (PatternVar(h), PatternVar(t))), on_cons(h, t)
+        )
+    ]
     if on_nil is not None:
         clauses.append(Clause(PatternConstructor(_ctor(ctx, "Nil"), ()), on_nil))
     return Match(xs, tuple(clauses), complete=on_nil is not None, span=ctx.span)
@@ -148,10 +151,14 @@ def SequenceInsert(ctx, seq, x, pos=None):
 
     def body(f, xs, n):
         here = _cons(ctx, item, xs)
-        later = _match_cons(ctx, xs, lambda h, t: _cons(
-            ctx, h, Call(f, (t, ctx.call("subtract", n, scalar(ctx, 1, "int32"))))))
-        return If(ctx.call("less_equal", n, scalar(ctx, 0, "int32")), here, later,
-                  span=ctx.span)
+        later = _match_cons(
+            ctx,
+            xs,
+            lambda h, t: _cons(
+                ctx, h, Call(f, (t, ctx.call("subtract", n, scalar(ctx, 1, "int32"))))
+            ),
+        )
+        return If(ctx.call("less_equal", n, scalar(ctx, 0, "int32")), here, later, span=ctx.span)
 
     return _recursive(ctx, "insert", [xs, n], body, [seq, _index(ctx, pos, seq)])
 
@@ -164,10 +171,16 @@ def SequenceErase(ctx, seq, pos=None):
     xs, n = Var("xs", lt), Var("n", TensorType((), "int32"))
 
     def body(f, xs, n):
-        return _match_cons(ctx, xs, lambda h, t: If(
-            ctx.call("less_equal", n, scalar(ctx, 0, "int32")), t,
-            _cons(ctx, h, Call(f, (t, ctx.call("subtract", n, scalar(ctx, 1, "int32"))))),
-            span=ctx.span))
+        return _match_cons(
+            ctx,
+            xs,
+            lambda h, t: If(
+                ctx.call("less_equal", n, scalar(ctx, 0, "int32")),
+                t,
+                _cons(ctx, h, Call(f, (t, ctx.call("subtract", n, scalar(ctx, 1, "int32"))))),
+                span=ctx.span,
+            ),
+        )
 
     return _recursive(ctx, "erase", [xs, n], body, [seq, _index(ctx, pos, seq)])
 
@@ -198,8 +211,9 @@ def ConcatFromSequence(ctx, seq, *, axis, new_axis=0):
 def SplitToSequence(ctx, x, split=None, *, axis=0, keepdims=1):
     rank = ctx.ndim(x)
     axis = normalize_axis(ctx, axis, rank)
-    dim = ctx.call("take", ctx.call("shape_of", x, dtype="int64"), scalar(ctx, axis, "int64"),
-                   axis=0)
+    dim = ctx.call(
+        "take", ctx.call("shape_of", x, dtype="int64"), scalar(ctx, axis, "int64"), axis=0
+    )
     sizes = None
     if split is None:
         size = scalar(ctx, 1, "int64")
@@ -215,21 +229,32 @@ def SplitToSequence(ctx, x, split=None, *, axis=0, keepdims=1):
         one = ctx.const(np.ones(1, np.int64))
         begin_t = ctx.call("reshape", start, newshape=(1,))
         end_t = ctx.call("reshape", end, newshape=(1,))
-        piece = ctx.call("dyn.strided_slice", x, begin_t, end_t, one,
-                         ctx.const(np.array([axis], np.int64)))
+        piece = ctx.call(
+            "dyn.strided_slice", x, begin_t, end_t, one, ctx.const(np.array([axis], np.int64))
+        )
         if split is None and not keepdims:
             piece = ctx.call("dyn.squeeze", piece, ctx.const(np.array([axis], np.int64)))
         nxt = Call(f, (ctx.call("add", k, scalar(ctx, 1, "int64")), end))
         if sizes is not None:  # one piece per size, even empty ones
-            go = ctx.call("less", k, ctx.call("take", ctx.call("shape_of", sizes, dtype="int64"),
-                                              scalar(ctx, 0, "int64"), axis=0))
+            go = ctx.call(
+                "less",
+                k,
+                ctx.call(
+                    "take",
+                    ctx.call("shape_of", sizes, dtype="int64"),
+                    scalar(ctx, 0, "int64"),
+                    axis=0,
+                ),
+            )
         else:
             go = ctx.call("less", start, dim)
-        return If(go, _cons(ctx, forget(ctx, piece), nxt), Call(_ctor(ctx, "Nil"), ()),
-                  span=ctx.span)
+        return If(
+            go, _cons(ctx, forget(ctx, piece), nxt), Call(_ctor(ctx, "Nil"), ()), span=ctx.span
+        )
 
-    return _recursive(ctx, "split_seq", [k, start], body,
-                      [scalar(ctx, 0, "int64"), scalar(ctx, 0, "int64")])
+    return _recursive(
+        ctx, "split_seq", [k, start], body, [scalar(ctx, 0, "int64"), scalar(ctx, 0, "int64")]
+    )
 
 
 @converter("SequenceMap", 17)
@@ -252,9 +277,17 @@ def SequenceMap(ctx, seq, *others, body):
         binds = []
         for p, x, is_seq in zip(params, inputs, kinds):
             binds.append((p, _global(ctx, "nth", x, i) if is_seq else x))
-        step = Call(f, (ctx.call("add", i, scalar(ctx, 1, "int32")),
-                        *[_global(ctx, "concat", a, _cons(ctx, forget(ctx, o), _nil(ctx)))
-                          for a, o in zip(accs, outs)]), span=ctx.span)
+        step = Call(
+            f,
+            (
+                ctx.call("add", i, scalar(ctx, 1, "int32")),
+                *[
+                    _global(ctx, "concat", a, _cons(ctx, forget(ctx, o), _nil(ctx)))
+                    for a, o in zip(accs, outs)
+                ],
+            ),
+            span=ctx.span,
+        )
         from .graph import wrap_captures
 
         step = wrap_captures(caps, step)
@@ -263,8 +296,9 @@ def SequenceMap(ctx, seq, *others, body):
         done = ctx.tuple(list(accs))
         return If(ctx.call("less", i, n), step, done, span=ctx.span)
 
-    res = _recursive(ctx, "seq_map", [i, *accs], loop_body,
-                     [scalar(ctx, 0, "int32"), *[_nil(ctx) for _ in accs]])
+    res = _recursive(
+        ctx, "seq_map", [i, *accs], loop_body, [scalar(ctx, 0, "int32"), *[_nil(ctx) for _ in accs]]
+    )
     return [ctx.item(res, j) for j in range(len(outs))]
 
 
@@ -302,5 +336,9 @@ def OptionalGetElement(ctx, x):
     if not _is_option(ctx, x):
         return x
     v = Var("value")
-    return Match(x, (Clause(PatternConstructor(_ctor(ctx, "Some"), (PatternVar(v),)), v),),
-                 complete=False, span=ctx.span)
+    return Match(
+        x,
+        (Clause(PatternConstructor(_ctor(ctx, "Some"), (PatternVar(v),)), v),),
+        complete=False,
+        span=ctx.span,
+    )

@@ -39,15 +39,33 @@ def _dft(ctx, x, length, axis_input, axis, inverse, onesided):
 def STFT(ctx, x, frame_step, window=None, frame_length=None, *, onesided=1):
     args = [x, cast(ctx, frame_step, "int64")]
     if window is not None or frame_length is not None:
-        args.append(window if window is not None else
-                    ctx.const(np.zeros(0, dtype=dt.to_numpy(ctx.dtype(x)))))
+        args.append(
+            window
+            if window is not None
+            else ctx.const(np.zeros(0, dtype=dt.to_numpy(ctx.dtype(x))))
+        )
     if frame_length is not None:
         args.append(cast(ctx, frame_length, "int64"))
     return ctx.call("stft", *args, onesided=bool(onesided))
 
 
 @converter("MelWeightMatrix", 17)
-def MelWeightMatrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
-                    upper_edge_hertz, *, output_datatype=1):
-    return ctx.call("mel_weight_matrix", num_mel_bins, dft_length, sample_rate,
-                    lower_edge_hertz, upper_edge_hertz, dtype=relay_dtype(output_datatype))
+def MelWeightMatrix(
+    ctx,
+    num_mel_bins,
+    dft_length,
+    sample_rate,
+    lower_edge_hertz,
+    upper_edge_hertz,
+    *,
+    output_datatype=1,
+):
+    return ctx.call(
+        "mel_weight_matrix",
+        num_mel_bins,
+        dft_length,
+        sample_rate,
+        lower_edge_hertz,
+        upper_edge_hertz,
+        dtype=relay_dtype(output_datatype),
+    )

@@ -49,13 +49,22 @@ def _round_to_power_of_two(ctx, x, round_mode):
 def CastLike(ctx, x, target, *, saturate=1, round_mode="up"):
     from .dtypes import onnx_dtype
 
-    return Cast(ctx, x, to=onnx_dtype(ctx.dtype(target)), saturate=saturate,
-                round_mode=round_mode)
+    return Cast(ctx, x, to=onnx_dtype(ctx.dtype(target)), saturate=saturate, round_mode=round_mode)
 
 
 @converter("Constant", 1)
-def Constant(ctx, *, value=None, value_float=None, value_floats=None, value_int=None,
-             value_ints=None, value_string=None, value_strings=None, sparse_value=None):
+def Constant(
+    ctx,
+    *,
+    value=None,
+    value_float=None,
+    value_floats=None,
+    value_int=None,
+    value_ints=None,
+    value_string=None,
+    value_strings=None,
+    sparse_value=None,
+):
     if value is not None:
         return ctx.const(np.asarray(value))
     if sparse_value is not None:
@@ -90,11 +99,16 @@ def ConstantOfShape(ctx, shape, *, value=None):
 def EyeLike(ctx, x, *, dtype=None, k=0):
     out_dtype = ctx.dtype(x) if dtype is None else relay_dtype(dtype)
     rows, cols = ctx.static_shape(x, "EyeLike input")
-    r = ctx.call("expand_dims", ctx.call("arange", scalar(ctx, 0, "int64"),
-                                         scalar(ctx, rows, "int64"), scalar(ctx, 1, "int64")),
-                 axis=1)
-    c = ctx.call("arange", scalar(ctx, 0, "int64"), scalar(ctx, cols, "int64"),
-                 scalar(ctx, 1, "int64"))
+    r = ctx.call(
+        "expand_dims",
+        ctx.call(
+            "arange", scalar(ctx, 0, "int64"), scalar(ctx, rows, "int64"), scalar(ctx, 1, "int64")
+        ),
+        axis=1,
+    )
+    c = ctx.call(
+        "arange", scalar(ctx, 0, "int64"), scalar(ctx, cols, "int64"), scalar(ctx, 1, "int64")
+    )
     eye = ctx.call("equal", ctx.call("add", r, scalar(ctx, k, "int64")), c)
     return ctx.call("cast", eye, dtype=out_dtype)
 
@@ -130,8 +144,9 @@ def Reshape_1(ctx, x, *, shape):
 def Reshape(ctx, x, shape, *, allowzero=0):
     v = ctx.value(shape)
     if v is not None:
-        return ctx.call("reshape", x, newshape=tuple(int(d) for d in v.reshape(-1)),
-                        allowzero=bool(allowzero))
+        return ctx.call(
+            "reshape", x, newshape=tuple(int(d) for d in v.reshape(-1)), allowzero=bool(allowzero)
+        )
     return ctx.call("dyn.reshape", x, cast(ctx, shape, "int64"), allowzero=bool(allowzero))
 
 
@@ -151,8 +166,15 @@ def Flatten(ctx, x, *, axis=1):
     if all(isinstance(d, int) for d in trail):
         return ctx.call("reshape", x, newshape=(-1, int(np.prod(trail, dtype=np.int64))))
     s = ctx.call("shape_of", x, dtype="int64")
-    parts = [ctx.call("prod", ctx.call("strided_slice", s, begin=(lo,), end=(hi,), strides=(1,)),
-                      axis=(0,), keepdims=True) for lo, hi in ((0, axis), (axis, rank))]
+    parts = [
+        ctx.call(
+            "prod",
+            ctx.call("strided_slice", s, begin=(lo,), end=(hi,), strides=(1,)),
+            axis=(0,),
+            keepdims=True,
+        )
+        for lo, hi in ((0, axis), (axis, rank))
+    ]
     return ctx.call("dyn.reshape", x, ctx.call("concatenate", *parts, axis=0))
 
 
@@ -299,8 +321,14 @@ def _slice(ctx, x, starts, ends, axes, steps):
     if any(s == 0 for s in steps):
         raise ctx.error("Slice steps cannot be 0")
     clamp = lambda v: max(min(v, INT64_MAX), -INT64_MAX)  # noqa: E731
-    return ctx.call("strided_slice", x, begin=tuple(clamp(s) for s in starts),
-                    end=tuple(clamp(e) for e in ends), strides=tuple(steps), axes=tuple(axes))
+    return ctx.call(
+        "strided_slice",
+        x,
+        begin=tuple(clamp(s) for s in starts),
+        end=tuple(clamp(e) for e in ends),
+        strides=tuple(steps),
+        axes=tuple(axes),
+    )
 
 
 @converter("Gather", 1)
@@ -323,8 +351,12 @@ def _wrap_negative(ctx, indices, x, axis):
         if (v >= 0).all():
             return indices
         return ctx.const(np.where(v < 0, v + dim, v).astype(v.dtype))
-    size = ctx.call("take", ctx.call("shape_of", x, dtype=ctx.dtype(indices)),
-                    scalar(ctx, axis, "int64"), axis=0)
+    size = ctx.call(
+        "take",
+        ctx.call("shape_of", x, dtype=ctx.dtype(indices)),
+        scalar(ctx, axis, "int64"),
+        axis=0,
+    )
     neg = ctx.call("less", indices, scalar(ctx, 0, ctx.dtype(indices)))
     return ctx.call("where", neg, ctx.call("add", indices, size), indices)
 
@@ -341,13 +373,21 @@ def _nd_indices(ctx, x, indices, batch_dims=0):
     m = ctx.shape_of(indices)[-1]
     shape = ctx.shape_of(x)
     v = ctx.value(indices)
-    if v is not None and isinstance(m, int) and all(
-            isinstance(d, int) for d in shape[batch_dims: batch_dims + m]):
-        dims = np.array(shape[batch_dims: batch_dims + m], np.int64)
+    if (
+        v is not None
+        and isinstance(m, int)
+        and all(isinstance(d, int) for d in shape[batch_dims : batch_dims + m])
+    ):
+        dims = np.array(shape[batch_dims : batch_dims + m], np.int64)
         indices = ctx.const(np.where(v < 0, v + dims, v))
     elif isinstance(m, int):
-        dims = ctx.call("strided_slice", ctx.call("shape_of", x, dtype="int64"),
-                        begin=(batch_dims,), end=(batch_dims + m,), strides=(1,))
+        dims = ctx.call(
+            "strided_slice",
+            ctx.call("shape_of", x, dtype="int64"),
+            begin=(batch_dims,),
+            end=(batch_dims + m,),
+            strides=(1,),
+        )
         neg = ctx.call("less", indices, scalar(ctx, 0, "int64"))
         indices = ctx.call("where", neg, ctx.call("add", indices, dims), indices)
     return _indices_first(ctx, indices), m
@@ -356,8 +396,9 @@ def _nd_indices(ctx, x, indices, batch_dims=0):
 @converter("GatherND", 11)
 def GatherND(ctx, x, indices, *, batch_dims=0):
     idx, m = _nd_indices(ctx, x, indices, batch_dims)
-    return ctx.call("gather_nd", x, idx, batch_dims=batch_dims,
-                    index_rank=m if isinstance(m, int) else None)
+    return ctx.call(
+        "gather_nd", x, idx, batch_dims=batch_dims, index_rank=m if isinstance(m, int) else None
+    )
 
 
 @converter("ScatterND", 11)
@@ -371,8 +412,14 @@ def ScatterND(ctx, x, indices, updates, *, reduction="none"):
 def ScatterElements(ctx, x, indices, updates, *, axis=0, reduction="none"):
     axis = normalize_axis(ctx, axis, ctx.ndim(x))
     mode = "update" if reduction == "none" else reduction
-    return ctx.call("scatter_elements", x, _wrap_negative(ctx, indices, x, axis), updates,
-                    axis=axis, reduction=mode)
+    return ctx.call(
+        "scatter_elements",
+        x,
+        _wrap_negative(ctx, indices, x, axis),
+        updates,
+        axis=axis,
+        reduction=mode,
+    )
 
 
 @converter("Scatter", 9)
@@ -439,8 +486,9 @@ def _full_pads(ctx, pads, axes, rank):
     """A computed pads tensor for `axes` (a tensor) spread over every axis (0 elsewhere)."""
     axes = cast(ctx, axes, "int64")
     r = scalar(ctx, rank, "int64")
-    axes = ctx.call("where", ctx.call("less", axes, scalar(ctx, 0, "int64")),
-                    ctx.call("add", axes, r), axes)
+    axes = ctx.call(
+        "where", ctx.call("less", axes, scalar(ctx, 0, "int64")), ctx.call("add", axes, r), axes
+    )
     index = ctx.call("concatenate", axes, ctx.call("add", axes, r), axis=0)
     zeros = ctx.const(np.zeros(2 * rank, np.int64))
     return ctx.call("scatter_elements", zeros, index, pads, axis=0)
@@ -474,8 +522,7 @@ def OneHot(ctx, indices, depth, values, *, axis=-1):
     if d is not None:
         n = int(d.reshape(-1)[0])
         neg = ctx.call("less", indices, scalar(ctx, 0, "int64"))
-        indices = ctx.call("where", neg, ctx.call("add", indices, scalar(ctx, n, "int64")),
-                           indices)
+        indices = ctx.call("where", neg, ctx.call("add", indices, scalar(ctx, n, "int64")), indices)
         return ctx.call("one_hot", indices, on, off, depth=n, axis=axis, dtype=dtype)
     depth = cast(ctx, depth, "int64")
     if ctx.shape_of(depth) != ():
@@ -527,8 +574,9 @@ def _cum(name):
     def conv(ctx, x, axis, *, exclusive=0, reverse=0):
         a = ctx.value(axis)
         if a is None:
-            return ctx.call(f"dyn.{name}", x, axis, exclusive=bool(exclusive),
-                            reverse=bool(reverse))
+            return ctx.call(
+                f"dyn.{name}", x, axis, exclusive=bool(exclusive), reverse=bool(reverse)
+            )
         ax = normalize_axis(ctx, int(a.reshape(-1)[0]), ctx.ndim(x))
         return ctx.call(name, x, axis=ax, exclusive=bool(exclusive), reverse=bool(reverse))
 
@@ -546,8 +594,7 @@ def Einsum(ctx, *xs, equation):
 
 @converter("ReverseSequence", 10)
 def ReverseSequence(ctx, x, sequence_lens, *, batch_axis=1, time_axis=0):
-    return ctx.call("reverse_sequence", x, sequence_lens, seq_axis=time_axis,
-                    batch_axis=batch_axis)
+    return ctx.call("reverse_sequence", x, sequence_lens, seq_axis=time_axis, batch_axis=batch_axis)
 
 
 @converter("DepthToSpace", 1)

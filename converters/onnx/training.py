@@ -34,7 +34,7 @@ def _groups(ctx, data, n_groups):
     if n % n_groups:
         raise ctx.error(f"expected 2 + {n_groups}k inputs, got {len(data)}")
     k = n // n_groups
-    return data[0], data[1], [data[2 + i * k: 2 + (i + 1) * k] for i in range(n_groups)]
+    return data[0], data[1], [data[2 + i * k : 2 + (i + 1) * k] for i in range(n_groups)]
 
 
 def _step_positive(ctx, t):
@@ -48,8 +48,9 @@ def Adagrad(ctx, *data, decay_factor=0.0, epsilon=1e-6, norm_coefficient=0.0):
     dtype = ctx.dtype(xs[0])
     o = _Ops(ctx, dtype)
     r = ctx.call("reshape", cast(ctx, r, dtype), newshape=())
-    rate = o.div(r, o.add(1.0, o.mul(cast(ctx, ctx.call("reshape", t, newshape=()), dtype),
-                                     decay_factor)))
+    rate = o.div(
+        r, o.add(1.0, o.mul(cast(ctx, ctx.call("reshape", t, newshape=()), dtype), decay_factor))
+    )
     new_x, new_h = [], []
     for x, g, h in zip(xs, gs, hs):
         g = o.add(o.mul(norm_coefficient, x), g)
@@ -80,16 +81,19 @@ def Momentum(ctx, *data, alpha, beta, mode, norm_coefficient):
 
 
 @converter("Adam", 1, domain=DOMAIN)
-def Adam(ctx, *data, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0,
-         norm_coefficient_post=0.0):
+def Adam(
+    ctx, *data, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0, norm_coefficient_post=0.0
+):
     r, t, (xs, gs, vs, hs) = _groups(ctx, data, 4)
     dtype = ctx.dtype(xs[0])
     o = _Ops(ctx, dtype)
     r = ctx.call("reshape", cast(ctx, r, dtype), newshape=())
     tf = cast(ctx, ctx.call("reshape", t, newshape=()), dtype)
     # Bias correction after the first step: r * sqrt(1 - beta^t) / (1 - alpha^t).
-    corr = o.div(o.sqrt(o.sub(1.0, ctx.call("power", o.c(beta), tf))),
-                 o.sub(1.0, ctx.call("power", o.c(alpha), tf)))
+    corr = o.div(
+        o.sqrt(o.sub(1.0, ctx.call("power", o.c(beta), tf))),
+        o.sub(1.0, ctx.call("power", o.c(alpha), tf)),
+    )
     rate = ctx.call("where", _step_positive(ctx, t), o.mul(r, corr), r)
     new_x, new_v, new_h = [], [], []
     for x, g, v, h in zip(xs, gs, vs, hs):
@@ -123,7 +127,9 @@ def Gradient(ctx, *inputs, xs, y, zs=None):
     body = substitute(target, dict(zip(xs_exprs, params)))
     extra = [v for v in free_vars(body) if v not in params]
     if extra:
-        raise ctx.error(f"y depends on tensors other than xs and zs: {[v.name_hint for v in extra]}")
+        raise ctx.error(
+            f"y depends on tensors other than xs and zs: {[v.name_hint for v in extra]}"
+        )
     from relay_core.ir import IRModule
 
     gmod = grad_pass(mode="first_order")(IRModule.from_expr(Function(tuple(params), body)))

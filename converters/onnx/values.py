@@ -22,7 +22,9 @@ def to_relay_value(value, t, mod: IRModule):
     if isinstance(t, TypeCall) and t.func == OPTION:
         if value is None:
             return ConstructorValue(mod.get_constructor("None"), ())
-        return ConstructorValue(mod.get_constructor("Some"), (to_relay_value(value, t.args[0], mod),))
+        return ConstructorValue(
+            mod.get_constructor("Some"), (to_relay_value(value, t.args[0], mod),)
+        )
     if isinstance(t, TensorType) and isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         return np.asarray(value, dtype=object)
     return value
@@ -52,8 +54,9 @@ def run(mod: IRModule, inputs: list, max_bytes: int | None = None) -> list:
     args = []
     for p, v in zip(main.params, inputs):
         t = p.type_annotation or p.checked_type
-        args.append(to_relay_value(v, t, mod) if not isinstance(t, TensorType) else
-                    _tensor_input(v, t))
+        args.append(
+            to_relay_value(v, t, mod) if not isinstance(t, TensorType) else _tensor_input(v, t)
+        )
     if len(inputs) != len(main.params):
         from relay_core.errors import InputError
 

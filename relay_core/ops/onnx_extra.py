@@ -63,11 +63,35 @@ def _axes(values, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _reg(name, rel, ref, attrs, n_inputs, doc, samples, to_static=None,
-         pattern=OpPattern.OPAQUE, shape_inputs=(1,), **kw):
+def _reg(
+    name,
+    rel,
+    ref,
+    attrs,
+    n_inputs,
+    doc,
+    samples,
+    to_static=None,
+    pattern=OpPattern.OPAQUE,
+    shape_inputs=(1,),
+    **kw,
+):
     # extra["shape_inputs"]: inputs whose static length fixes the result's rank (as dyn.py).
-    return register(OpDef(name, rel, ref, pattern, attrs, n_inputs, doc, samples=samples,
-                          to_static=to_static, extra={"shape_inputs": shape_inputs}, **kw))
+    return register(
+        OpDef(
+            name,
+            rel,
+            ref,
+            pattern,
+            attrs,
+            n_inputs,
+            doc,
+            samples=samples,
+            to_static=to_static,
+            extra={"shape_inputs": shape_inputs},
+            **kw,
+        )
+    )
 
 
 # -- reductions with an axes tensor ------------------------------------------------------------
@@ -108,8 +132,9 @@ def _dyn_reduce(static: str):
             return None
         if not axes and call.attrs.noop_with_empty_axes:
             return _static_call(call, "copy", call.args[:1])
-        return _static_call(call, static, call.args[:1], axis=axes or None,
-                            keepdims=call.attrs.keepdims)
+        return _static_call(
+            call, static, call.args[:1], axis=axes or None, keepdims=call.attrs.keepdims
+        )
 
     def samples(rng):
         x = random_array(rng, (2, 3, 4), "float32", (0.5, 2.0))
@@ -118,9 +143,17 @@ def _dyn_reduce(static: str):
                 yield Sample([x, np.array(axes, np.int64)], {"keepdims": keep})
         yield Sample([x, np.array([], np.int64)], {"noop_with_empty_axes": True})
 
-    _reg(name, rel, ref, DynReduceAttrs, (2, 2),
-         f"{static} over the axes given by a 1-D tensor (ONNX Reduce* with an axes input)",
-         samples, to_static, OpPattern.COMM_REDUCE)
+    _reg(
+        name,
+        rel,
+        ref,
+        DynReduceAttrs,
+        (2, 2),
+        f"{static} over the axes given by a 1-D tensor (ONNX Reduce* with an axes input)",
+        samples,
+        to_static,
+        OpPattern.COMM_REDUCE,
+    )
 
 
 def _none_attrs(static: str):
@@ -128,8 +161,18 @@ def _none_attrs(static: str):
     return lookup(static).make_attrs(axis=(), keepdims=True)
 
 
-for _r in ["sum", "mean", "max", "min", "prod", "l1_norm", "l2_norm", "log_sum", "logsumexp",
-           "sum_square"]:
+for _r in [
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "l1_norm",
+    "l2_norm",
+    "log_sum",
+    "logsumexp",
+    "sum_square",
+]:
     _dyn_reduce(_r)
 
 
@@ -161,9 +204,17 @@ def _squeeze_samples(rng):
         yield Sample([x, np.array(axes, np.int64)])
 
 
-_reg("dyn.squeeze", _squeeze_rel, _squeeze_ref, None, (2, 2),
-     "dyn.squeeze(data, axes): remove the size-1 axes listed in a 1-D tensor", _squeeze_samples,
-     _squeeze_static, OpPattern.INJECTIVE)
+_reg(
+    "dyn.squeeze",
+    _squeeze_rel,
+    _squeeze_ref,
+    None,
+    (2, 2),
+    "dyn.squeeze(data, axes): remove the size-1 axes listed in a 1-D tensor",
+    _squeeze_samples,
+    _squeeze_static,
+    OpPattern.INJECTIVE,
+)
 
 
 def _unsqueeze_rel(args, attrs):
@@ -199,10 +250,18 @@ def _unsqueeze_samples(rng):
         yield Sample([x, np.array(axes, np.int64)])
 
 
-_reg("dyn.unsqueeze", _unsqueeze_rel,
-     lambda xs, a: unsqueeze_array(xs[0], _ints(xs[1])), None, (2, 2),
-     "dyn.unsqueeze(data, axes): insert size-1 axes at the output positions in a 1-D tensor "
-     "(ONNX Unsqueeze)", _unsqueeze_samples, _unsqueeze_static, OpPattern.INJECTIVE)
+_reg(
+    "dyn.unsqueeze",
+    _unsqueeze_rel,
+    lambda xs, a: unsqueeze_array(xs[0], _ints(xs[1])),
+    None,
+    (2, 2),
+    "dyn.unsqueeze(data, axes): insert size-1 axes at the output positions in a 1-D tensor "
+    "(ONNX Unsqueeze)",
+    _unsqueeze_samples,
+    _unsqueeze_static,
+    OpPattern.INJECTIVE,
+)
 
 
 # -- split with a sizes tensor -----------------------------------------------------------------
@@ -236,8 +295,7 @@ def _split_static(call):
     if sizes is None:
         return None
     idx = tuple(int(i) for i in np.cumsum(sizes)[:-1])
-    return _static_call(call, "split", call.args[:1], indices_or_sections=idx,
-                        axis=call.attrs.axis)
+    return _static_call(call, "split", call.args[:1], indices_or_sections=idx, axis=call.attrs.axis)
 
 
 def _split_samples(rng):
@@ -246,9 +304,17 @@ def _split_samples(rng):
     yield Sample([x, np.array([1, 0, 2], np.int64)], {"axis": 0, "num_outputs": 3})
 
 
-_reg("dyn.split", _split_rel, _split_ref, DynSplitAttrs, (2, 2),
-     "dyn.split(data, sizes): split along `axis` into pieces of the given sizes",
-     _split_samples, _split_static, OpPattern.INJECTIVE)
+_reg(
+    "dyn.split",
+    _split_rel,
+    _split_ref,
+    DynSplitAttrs,
+    (2, 2),
+    "dyn.split(data, sizes): split along `axis` into pieces of the given sizes",
+    _split_samples,
+    _split_static,
+    OpPattern.INJECTIVE,
+)
 
 
 # -- pad with a pads tensor ----------------------------------------------------------------------
@@ -281,8 +347,13 @@ def _pad_static(call):
     p = _const_ints(call.args[1])
     if p is None:
         return None
-    return _static_call(call, "nn.pad", [call.args[0], *call.args[2:]],
-                        pad_width=_pad_width(p, len(p) // 2), pad_mode=call.attrs.pad_mode)
+    return _static_call(
+        call,
+        "nn.pad",
+        [call.args[0], *call.args[2:]],
+        pad_width=_pad_width(p, len(p) // 2),
+        pad_mode=call.attrs.pad_mode,
+    )
 
 
 def _pad_samples(rng):
@@ -303,9 +374,18 @@ def _have(name: str) -> bool:
 
 
 if _have("nn.pad"):
-    _reg("dyn.nn.pad", _pad_rel, _pad_ref, DynPadAttrs, (2, 3),
-         "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
-         "then all ends)", _pad_samples, _pad_static, OpPattern.INJECTIVE)
+    _reg(
+        "dyn.nn.pad",
+        _pad_rel,
+        _pad_ref,
+        DynPadAttrs,
+        (2, 3),
+        "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
+        "then all ends)",
+        _pad_samples,
+        _pad_static,
+        OpPattern.INJECTIVE,
+    )
 
 
 # -- cumsum / cumprod with an axis tensor --------------------------------------------------------
@@ -329,15 +409,22 @@ def _dyn_cum(static: str):
         x = xs[0]
         (axis,) = _axes(xs[1], x.ndim, name)
         op = lookup(static)
-        return op.ref([x], op.make_attrs(axis=axis, exclusive=attrs.exclusive,
-                                         reverse=attrs.reverse))
+        return op.ref(
+            [x], op.make_attrs(axis=axis, exclusive=attrs.exclusive, reverse=attrs.reverse)
+        )
 
     def to_static(call):
         a = _const_ints(call.args[1])
         if a is None:
             return None
-        return _static_call(call, static, call.args[:1], axis=a[0],
-                            exclusive=call.attrs.exclusive, reverse=call.attrs.reverse)
+        return _static_call(
+            call,
+            static,
+            call.args[:1],
+            axis=a[0],
+            exclusive=call.attrs.exclusive,
+            reverse=call.attrs.reverse,
+        )
 
     def samples(rng):
         x = random_array(rng, (2, 3), "float32")
@@ -345,9 +432,17 @@ def _dyn_cum(static: str):
             yield Sample([x, np.array(axis, np.int32)])
             yield Sample([x, np.array([axis], np.int64)], {"exclusive": True, "reverse": True})
 
-    _reg(name, rel, ref, DynCumAttrs, (2, 2),
-         f"{static} along the axis given by a tensor (ONNX CumSum / CumProd)", samples,
-         to_static, shape_inputs=())
+    _reg(
+        name,
+        rel,
+        ref,
+        DynCumAttrs,
+        (2, 2),
+        f"{static} along the axis given by a tensor (ONNX CumSum / CumProd)",
+        samples,
+        to_static,
+        shape_inputs=(),
+    )
 
 
 _dyn_cum("cumsum")
@@ -367,10 +462,18 @@ def _forget_samples(rng):
         yield Sample([random_array(rng, shape, "float32")])
 
 
-_reg("forget_shape", _forget_rel, lambda xs, a: xs[0], None, (1, 1),
-     "the identity, typed with every dim unknown (a common type for values of different "
-     "shapes: If branches, sequence elements); never folded", _forget_samples,
-     stateful=True, shape_inputs=())
+_reg(
+    "forget_shape",
+    _forget_rel,
+    lambda xs, a: xs[0],
+    None,
+    (1, 1),
+    "the identity, typed with every dim unknown (a common type for values of different "
+    "shapes: If branches, sequence elements); never folded",
+    _forget_samples,
+    stateful=True,
+    shape_inputs=(),
+)
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
@@ -417,7 +520,7 @@ def onnx_resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
             raise OpTypeError("Resize of the batch or channel axis is not supported")
     size = tuple(out[2:])
     scale = tuple(full_scale[2:])
-    sp_roi = tuple(full_roi[2:r] + full_roi[r + 2:]) if roi is not None else None
+    sp_roi = tuple(full_roi[2:r] + full_roi[r + 2 :]) if roi is not None else None
     return size, scale, sp_roi
 
 
@@ -438,8 +541,15 @@ class DynResizeAttrs:
     keep_aspect_ratio_policy: str = "stretch"
 
 
-_RESIZE_KEYS = ("method", "coordinate_transformation_mode", "rounding_method", "cubic_alpha",
-                "cubic_exclude", "extrapolation_value", "antialias")
+_RESIZE_KEYS = (
+    "method",
+    "coordinate_transformation_mode",
+    "rounding_method",
+    "cubic_alpha",
+    "cubic_exclude",
+    "extrapolation_value",
+    "antialias",
+)
 
 
 def _resize_rel(args, attrs):
@@ -452,8 +562,9 @@ def _resize_rel(args, attrs):
 
 
 def _resize_static_attrs(shape, roi, scales, sizes, attrs):
-    size, scale, sp_roi = onnx_resize_plan(shape, roi, scales, sizes, attrs.axes,
-                                           attrs.keep_aspect_ratio_policy)
+    size, scale, sp_roi = onnx_resize_plan(
+        shape, roi, scales, sizes, attrs.axes, attrs.keep_aspect_ratio_policy
+    )
     kw = {k: getattr(attrs, k) for k in _RESIZE_KEYS}
     return f"image.resize{len(shape) - 2}d", dict(size=size, scale=scale, roi=sp_roi, **kw)
 
@@ -486,18 +597,34 @@ def _resize_samples(rng):
     e = np.zeros((0,), np.float32)
     yield Sample([x, e, np.array([1, 1, 2, 1.5], np.float32), np.zeros((0,), np.int64)])
     yield Sample([x, e, e, np.array([1, 2, 3, 5], np.int64)], {"method": "linear"})
-    yield Sample([x, e, e, np.array([3, 2], np.int64)],
-                 {"axes": (3, 2), "keep_aspect_ratio_policy": "not_larger", "method": "cubic"})
-    yield Sample([x, np.array([0, 0, 0.2, 0.3, 1, 1, 0.8, 0.9], np.float32), e,
-                  np.array([1, 2, 3, 3], np.int64)],
-                 {"method": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"})
+    yield Sample(
+        [x, e, e, np.array([3, 2], np.int64)],
+        {"axes": (3, 2), "keep_aspect_ratio_policy": "not_larger", "method": "cubic"},
+    )
+    yield Sample(
+        [
+            x,
+            np.array([0, 0, 0.2, 0.3, 1, 1, 0.8, 0.9], np.float32),
+            e,
+            np.array([1, 2, 3, 3], np.int64),
+        ],
+        {"method": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+    )
 
 
 if _have("image.resize2d"):
-    _reg("dyn.image.resize", _resize_rel, _resize_ref, DynResizeAttrs, (4, 4),
-         "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
-         "(empty tensors for absent ones); spatial axes only", _resize_samples, _resize_static,
-         shape_inputs=())
+    _reg(
+        "dyn.image.resize",
+        _resize_rel,
+        _resize_ref,
+        DynResizeAttrs,
+        (4, 4),
+        "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
+        "(empty tensors for absent ones); spatial axes only",
+        _resize_samples,
+        _resize_static,
+        shape_inputs=(),
+    )
 
 
 # -- affine_grid with a size tensor ---------------------------------------------------------
@@ -527,18 +654,28 @@ def _affine_static(call):
     size = _const_ints(call.args[1])
     if size is None:
         return None
-    return _static_call(call, "image.affine_grid", call.args[:1], size=size,
-                        align_corners=call.attrs.align_corners)
+    return _static_call(
+        call, "image.affine_grid", call.args[:1], size=size, align_corners=call.attrs.align_corners
+    )
 
 
 def _affine_samples(rng):
     theta = random_array(rng, (2, 2, 3), "float32")
     yield Sample([theta, np.array([2, 3, 4, 5], np.int64)])
-    yield Sample([random_array(rng, (1, 3, 4), "float32"), np.array([1, 1, 2, 3, 4], np.int64)],
-                 {"align_corners": True})
+    yield Sample(
+        [random_array(rng, (1, 3, 4), "float32"), np.array([1, 1, 2, 3, 4], np.int64)],
+        {"align_corners": True},
+    )
 
 
 if _have("image.affine_grid"):
-    _reg("dyn.image.affine_grid", _affine_rel, _affine_ref, DynAffineGridAttrs, (2, 2),
-         "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
-         _affine_samples, _affine_static)
+    _reg(
+        "dyn.image.affine_grid",
+        _affine_rel,
+        _affine_ref,
+        DynAffineGridAttrs,
+        (2, 2),
+        "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
+        _affine_samples,
+        _affine_static,
+    )

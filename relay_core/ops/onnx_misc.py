@@ -37,8 +37,18 @@ def _det_samples(rng):
     yield Sample([random_array(rng, (0, 2, 2), "float32")])
 
 
-register(OpDef("det", _det_rel, _det_ref, OpPattern.OPAQUE, None, (1, 1),
-               "determinant of the square matrices in the last two axes", samples=_det_samples))
+register(
+    OpDef(
+        "det",
+        _det_rel,
+        _det_ref,
+        OpPattern.OPAQUE,
+        None,
+        (1, 1),
+        "determinant of the square matrices in the last two axes",
+        samples=_det_samples,
+    )
+)
 
 
 # -- reinterpret -------------------------------------------------------------------------------
@@ -64,11 +74,18 @@ def _reinterpret_samples(rng):
     yield Sample([random_array(rng, (2,), "float16")], {"dtype": "bfloat16"})
 
 
-register(OpDef("reinterpret", _reinterpret_rel,
-               lambda xs, a: xs[0].view(dt.to_numpy(a.dtype)).copy(),
-               OpPattern.ELEMWISE, ReinterpretAttrs, (1, 1),
-               "the same bits read as another dtype of the same width (ONNX BitCast)",
-               samples=_reinterpret_samples))
+register(
+    OpDef(
+        "reinterpret",
+        _reinterpret_rel,
+        lambda xs, a: xs[0].view(dt.to_numpy(a.dtype)).copy(),
+        OpPattern.ELEMWISE,
+        ReinterpretAttrs,
+        (1, 1),
+        "the same bits read as another dtype of the same width (ONNX BitCast)",
+        samples=_reinterpret_samples,
+    )
+)
 
 
 # -- col2im ----------------------------------------------------------------------------------------
@@ -121,8 +138,10 @@ def _col2im_ref(xs, attrs):
     padded = [image[i] + pads[i] + pads[i + nd] for i in range(nd)]
     out = np.zeros((n, c, *padded), dtype=x.dtype)
     for off in itertools.product(*(range(s) for s in k)):
-        idx = tuple(slice(off[i] * dil[i], off[i] * dil[i] + strides[i] * (blocks[i] - 1) + 1,
-                          strides[i]) for i in range(nd))
+        idx = tuple(
+            slice(off[i] * dil[i], off[i] * dil[i] + strides[i] * (blocks[i] - 1) + 1, strides[i])
+            for i in range(nd)
+        )
         out[(slice(None), slice(None), *idx)] += cols[(slice(None), slice(None), *off)]
     crop = tuple(slice(pads[i], pads[i] + image[i]) for i in range(nd))
     return out[(slice(None), slice(None), *crop)].copy()
@@ -133,16 +152,29 @@ def _col2im_samples(rng):
         return np.array(v, np.int64)
 
     yield Sample([random_array(rng, (1, 5, 5), "float32"), ints(5, 5), ints(1, 5)])
-    yield Sample([random_array(rng, (2, 8, 9), "float32"), ints(4, 4), ints(2, 2)],
-                 {"pads": (1, 1, 1, 1), "strides": (2, 2)})
-    yield Sample([random_array(rng, (1, 4, 4), "float64"), ints(4, 4), ints(2, 2)],
-                 {"dilations": (2, 2)})
+    yield Sample(
+        [random_array(rng, (2, 8, 9), "float32"), ints(4, 4), ints(2, 2)],
+        {"pads": (1, 1, 1, 1), "strides": (2, 2)},
+    )
+    yield Sample(
+        [random_array(rng, (1, 4, 4), "float64"), ints(4, 4), ints(2, 2)], {"dilations": (2, 2)}
+    )
 
 
-register(OpDef("col2im", _col2im_rel, _col2im_ref, OpPattern.OPAQUE, Col2ImAttrs, (3, 3),
-               "col2im(data, image_shape, block_shape): sum sliding blocks "
-               "(N, C * prod(block), L) back into images (ONNX Col2Im)",
-               samples=_col2im_samples, extra={"shape_inputs": (1,)}))
+register(
+    OpDef(
+        "col2im",
+        _col2im_rel,
+        _col2im_ref,
+        OpPattern.OPAQUE,
+        Col2ImAttrs,
+        (3, 3),
+        "col2im(data, image_shape, block_shape): sum sliding blocks "
+        "(N, C * prod(block), L) back into images (ONNX Col2Im)",
+        samples=_col2im_samples,
+        extra={"shape_inputs": (1,)},
+    )
+)
 
 
 # -- nn.deformable_conv2d -------------------------------------------------------------------------
@@ -192,8 +224,7 @@ def _deform_ref(xs, attrs):
     if ic != icg * g or oc % g or ic % og or off.shape[1] != og * kh * kw * 2:
         raise EvalError("nn.deformable_conv2d: inconsistent channels / groups / offsets")
     off = off.reshape(n, og, kh, kw, 2, oh, ow)
-    mask = (np.ones((n, og, kh, kw, oh, ow)) if mask is None
-            else mask.reshape(n, og, kh, kw, oh, ow))
+    mask = np.ones((n, og, kh, kw, oh, ow)) if mask is None else mask.reshape(n, og, kh, kw, oh, ow)
     base_h = (np.arange(oh) * sh - attrs.padding[0])[:, None]
     base_w = (np.arange(ow) * sw - attrs.padding[1])[None, :]
     out = np.zeros((n, oc, oh, ow))
@@ -210,9 +241,9 @@ def _deform_ref(xs, attrs):
                     cols[chans, i, j] = _bilinear(x[b, chans], h, wpos) * mask[b, o, i, j]
         ocg = oc // g
         for gi in range(g):
-            cg = cols[gi * icg:(gi + 1) * icg].reshape(icg * kh * kw, oh * ow)
-            wg = w[gi * ocg:(gi + 1) * ocg].reshape(ocg, -1)
-            out[b, gi * ocg:(gi + 1) * ocg] = (wg @ cg).reshape(ocg, oh, ow)
+            cg = cols[gi * icg : (gi + 1) * icg].reshape(icg * kh * kw, oh * ow)
+            wg = w[gi * ocg : (gi + 1) * ocg].reshape(ocg, -1)
+            out[b, gi * ocg : (gi + 1) * ocg] = (wg @ cg).reshape(ocg, oh, ow)
     return out.astype(xs[0].dtype)
 
 
@@ -221,16 +252,31 @@ def _deform_samples(rng):
     w = random_array(rng, (2, 2, 2, 2), "float32")
     off = random_array(rng, (1, 8, 3, 3), "float32", (-1, 1))
     yield Sample([x, off, w])
-    yield Sample([x, random_array(rng, (1, 8, 4, 4), "float32", (-1, 1)), w,
-                  random_array(rng, (1, 4, 4, 4), "float32", (0, 1))],
-                 {"padding": (1, 1, 0, 0)})
+    yield Sample(
+        [
+            x,
+            random_array(rng, (1, 8, 4, 4), "float32", (-1, 1)),
+            w,
+            random_array(rng, (1, 4, 4, 4), "float32", (0, 1)),
+        ],
+        {"padding": (1, 1, 0, 0)},
+    )
 
 
-register(OpDef("nn.deformable_conv2d", _deform_rel, _deform_ref, OpPattern.OPAQUE,
-               DeformConvAttrs, (3, 4),
-               "nn.deformable_conv2d(data, offset, weight[, mask]): convolution sampling the "
-               "input bilinearly at offset positions (ONNX DeformConv; the output size is the "
-               "offset's)", samples=_deform_samples))
+register(
+    OpDef(
+        "nn.deformable_conv2d",
+        _deform_rel,
+        _deform_ref,
+        OpPattern.OPAQUE,
+        DeformConvAttrs,
+        (3, 4),
+        "nn.deformable_conv2d(data, offset, weight[, mask]): convolution sampling the "
+        "input bilinearly at offset positions (ONNX DeformConv; the output size is the "
+        "offset's)",
+        samples=_deform_samples,
+    )
+)
 
 
 # -- tensor_scatter -----------------------------------------------------------------------------
@@ -253,8 +299,7 @@ def _ts_rel(args, attrs):
 def _ts_ref(xs, attrs):
     past, upd = xs[0], xs[1]
     ax = attrs.axis % past.ndim
-    idx = (np.asarray(xs[2]).reshape(-1) if len(xs) > 2
-           else np.zeros(past.shape[0], np.int64))
+    idx = np.asarray(xs[2]).reshape(-1) if len(xs) > 2 else np.zeros(past.shape[0], np.int64)
     out = past.copy()
     size = past.shape[ax]
     for k in range(upd.shape[ax]):
@@ -278,10 +323,19 @@ def _ts_samples(rng):
     yield Sample([past, upd])
 
 
-register(OpDef("tensor_scatter", _ts_rel, _ts_ref, OpPattern.OPAQUE, TensorScatterAttrs,
-               (2, 3), "tensor_scatter(past, update[, write_indices]): write update into past "
-               "along `axis` from per-batch positions (ONNX TensorScatter, KV caches)",
-               samples=_ts_samples))
+register(
+    OpDef(
+        "tensor_scatter",
+        _ts_rel,
+        _ts_ref,
+        OpPattern.OPAQUE,
+        TensorScatterAttrs,
+        (2, 3),
+        "tensor_scatter(past, update[, write_indices]): write update into past "
+        "along `axis` from per-batch positions (ONNX TensorScatter, KV caches)",
+        samples=_ts_samples,
+    )
+)
 
 
 # -- image.decode ----------------------------------------------------------------------------
@@ -335,7 +389,17 @@ def _decode_samples(rng):
         yield Sample([data], {"pixel_format": fmt})
 
 
-register(OpDef("image.decode", _decode_rel, _decode_ref, OpPattern.OPAQUE, ImageDecodeAttrs,
-               (1, 1), "decode an encoded image (PNG, JPEG, BMP, TIFF, WebP, ... as Pillow "
-               "reads them) to (H, W, C) uint8 (ONNX ImageDecoder)", samples=_decode_samples,
-               data_dependent_shape=True))
+register(
+    OpDef(
+        "image.decode",
+        _decode_rel,
+        _decode_ref,
+        OpPattern.OPAQUE,
+        ImageDecodeAttrs,
+        (1, 1),
+        "decode an encoded image (PNG, JPEG, BMP, TIFF, WebP, ... as Pillow "
+        "reads them) to (H, W, C) uint8 (ONNX ImageDecoder)",
+        samples=_decode_samples,
+        data_dependent_shape=True,
+    )
+)

@@ -51,18 +51,32 @@ def _le_ref(xs, attrs):
 
 
 def _le_samples(rng):
-    yield Sample([np.array(["a", "b", "z"], object)],
-                 {"keys": ("a", "b"), "values": (1, 2), "default": 7, "out_dtype": "int64"})
-    yield Sample([np.array([1, 3, 5], np.int64)],
-                 {"keys": (1, 3), "values": ("x", "y"), "default": "?", "out_dtype": "string"})
-    yield Sample([np.array([0.5, np.nan], np.float32)],
-                 {"keys": (0.5, float("nan")), "values": (1.0, 2.0), "default": 0.0,
-                  "out_dtype": "float32"})
+    yield Sample(
+        [np.array(["a", "b", "z"], object)],
+        {"keys": ("a", "b"), "values": (1, 2), "default": 7, "out_dtype": "int64"},
+    )
+    yield Sample(
+        [np.array([1, 3, 5], np.int64)],
+        {"keys": (1, 3), "values": ("x", "y"), "default": "?", "out_dtype": "string"},
+    )
+    yield Sample(
+        [np.array([0.5, np.nan], np.float32)],
+        {"keys": (0.5, float("nan")), "values": (1.0, 2.0), "default": 0.0, "out_dtype": "float32"},
+    )
 
 
-register(OpDef("ml.label_encoder", _le_rel, _le_ref, OpPattern.ELEMWISE, LabelEncoderAttrs,
-               (1, 1), "map each key to its value, others to `default` (ai.onnx.ml "
-               "LabelEncoder)", samples=_le_samples))
+register(
+    OpDef(
+        "ml.label_encoder",
+        _le_rel,
+        _le_ref,
+        OpPattern.ELEMWISE,
+        LabelEncoderAttrs,
+        (1, 1),
+        "map each key to its value, others to `default` (ai.onnx.ml LabelEncoder)",
+        samples=_le_samples,
+    )
+)
 
 
 # -- tree_ensemble -------------------------------------------------------------------------------
@@ -92,8 +106,9 @@ def _te_rel(args, attrs):
     if attrs.post_transform != 0:
         raise OpTypeError("ml.tree_ensemble: only post_transform NONE is supported")
     if attrs.aggregate_function not in (0, 1, 2, 3):
-        raise OpTypeError(f"ml.tree_ensemble: unknown aggregate_function "
-                          f"{attrs.aggregate_function}")
+        raise OpTypeError(
+            f"ml.tree_ensemble: unknown aggregate_function {attrs.aggregate_function}"
+        )
     return TensorType((t.shape[0], attrs.n_targets), t.dtype)
 
 
@@ -135,10 +150,12 @@ def _te_ref(xs, attrs):
     for r in range(x.shape[0]):
         for root in a.tree_roots:
             # A root that is a leaf: both branches point at one leaf.
-            root_leaf = (a.nodes_trueleafs[root] and a.nodes_falseleafs[root]
-                         and a.nodes_truenodeids[root] == a.nodes_falsenodeids[root])
-            leaf = leaf_of(x[r], a.nodes_truenodeids[root] if root_leaf else root,
-                           bool(root_leaf))
+            root_leaf = (
+                a.nodes_trueleafs[root]
+                and a.nodes_falseleafs[root]
+                and a.nodes_truenodeids[root] == a.nodes_falsenodeids[root]
+            )
+            leaf = leaf_of(x[r], a.nodes_truenodeids[root] if root_leaf else root, bool(root_leaf))
             t, w = a.leaf_targetids[leaf], a.leaf_weights[leaf]
             if a.aggregate_function == 2:
                 out[r, t] = min(out[r, t], w)
@@ -152,15 +169,32 @@ def _te_ref(xs, attrs):
 def _te_samples(rng):
     x = rng.uniform(-1, 1, (4, 2)).astype(np.float32)
     # One tree: x0 <= 0 ? leaf 0 : (x1 < 0.5 ? leaf 1 : leaf 2); a second tree is a leaf.
-    base = dict(n_targets=2, tree_roots=(0, 2), nodes_featureids=(0, 1, 0),
-                nodes_modes=(0, 1, 0), nodes_splits=(0.0, 0.5, 0.0),
-                nodes_truenodeids=(0, 1, 3), nodes_falsenodeids=(1, 2, 3),
-                nodes_trueleafs=(1, 1, 1), nodes_falseleafs=(0, 1, 1),
-                leaf_targetids=(0, 1, 0, 1), leaf_weights=(1.0, 2.0, 3.0, 0.5))
+    base = dict(
+        n_targets=2,
+        tree_roots=(0, 2),
+        nodes_featureids=(0, 1, 0),
+        nodes_modes=(0, 1, 0),
+        nodes_splits=(0.0, 0.5, 0.0),
+        nodes_truenodeids=(0, 1, 3),
+        nodes_falsenodeids=(1, 2, 3),
+        nodes_trueleafs=(1, 1, 1),
+        nodes_falseleafs=(0, 1, 1),
+        leaf_targetids=(0, 1, 0, 1),
+        leaf_weights=(1.0, 2.0, 3.0, 0.5),
+    )
     yield Sample([x], base)
     yield Sample([x.astype(np.float64)], {**base, "aggregate_function": 3})
 
 
-register(OpDef("ml.tree_ensemble", _te_rel, _te_ref, OpPattern.OPAQUE, TreeEnsembleAttrs,
-               (1, 1), "a forest of decision trees, leaf weights aggregated per target "
-               "(ai.onnx.ml TreeEnsemble)", samples=_te_samples))
+register(
+    OpDef(
+        "ml.tree_ensemble",
+        _te_rel,
+        _te_ref,
+        OpPattern.OPAQUE,
+        TreeEnsembleAttrs,
+        (1, 1),
+        "a forest of decision trees, leaf weights aggregated per target (ai.onnx.ml TreeEnsemble)",
+        samples=_te_samples,
+    )
+)

@@ -116,10 +116,20 @@ def _dft_samples(rng):
     yield Sample([cplx, np.zeros(0, np.int64), np.array(0, np.int64)])
 
 
-register(OpDef("dft", _dft_rel, _dft_ref, OpPattern.OPAQUE, DftAttrs, (1, 3),
-               "dft(signal[, length[, axis]]): discrete Fourier transform along `axis` (ONNX "
-               "DFT-20; an empty length means the axis' size, an axis tensor overrides the "
-               "attribute); inverse and one-sided variants", samples=_dft_samples))
+register(
+    OpDef(
+        "dft",
+        _dft_rel,
+        _dft_ref,
+        OpPattern.OPAQUE,
+        DftAttrs,
+        (1, 3),
+        "dft(signal[, length[, axis]]): discrete Fourier transform along `axis` (ONNX "
+        "DFT-20; an empty length means the axis' size, an axis tensor overrides the "
+        "attribute); inverse and one-sided variants",
+        samples=_dft_samples,
+    )
+)
 
 
 # -- stft ----------------------------------------------------------------------------------------
@@ -155,7 +165,7 @@ def _stft_ref(xs, attrs):
     z = _complex(x)
     out = []
     for f in range(max(frames, 0)):
-        seg = z[:, f * step: f * step + length]
+        seg = z[:, f * step : f * step + length]
         seg = seg * window.astype(seg.real.dtype)
         spec = np.fft.fft(seg, n=length, axis=1)
         if attrs.onesided:
@@ -169,13 +179,25 @@ def _stft_ref(xs, attrs):
 def _stft_samples(rng):
     x = random_array(rng, (1, 16, 1), "float32")
     yield Sample([x, np.array(4, np.int64), np.hanning(8).astype(np.float32)])
-    yield Sample([x, np.array(3, np.int64), np.zeros(0, np.float32), np.array(5, np.int64)],
-                 {"onesided": False})
+    yield Sample(
+        [x, np.array(3, np.int64), np.zeros(0, np.float32), np.array(5, np.int64)],
+        {"onesided": False},
+    )
 
 
-register(OpDef("stft", _stft_rel, _stft_ref, OpPattern.OPAQUE, StftAttrs, (2, 4),
-               "stft(signal, frame_step[, window[, frame_length]]): short-time Fourier "
-               "transform (ONNX STFT; an empty window means none)", samples=_stft_samples))
+register(
+    OpDef(
+        "stft",
+        _stft_rel,
+        _stft_ref,
+        OpPattern.OPAQUE,
+        StftAttrs,
+        (2, 4),
+        "stft(signal, frame_step[, window[, frame_length]]): short-time Fourier "
+        "transform (ONNX STFT; an empty window means none)",
+        samples=_stft_samples,
+    )
+)
 
 
 # -- mel_weight_matrix -------------------------------------------------------------------------
@@ -185,8 +207,9 @@ class MelAttrs:
 
 
 def _mel_rel(args, attrs):
-    for i, what in enumerate(("num_mel_bins", "dft_length", "sample_rate",
-                              "lower_edge_hertz", "upper_edge_hertz")):
+    for i, what in enumerate(
+        ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    ):
         R.tensor(args[i], what)
     return TensorType((Any, Any), attrs.dtype)
 
@@ -220,17 +243,33 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower, upper) -> np
 
 def _mel_ref(xs, attrs):
     vals = [np.asarray(v).reshape(-1)[0] for v in xs]
-    m = mel_weight_matrix(int(vals[0]), int(vals[1]), int(vals[2]), float(vals[3]),
-                          float(vals[4]))
+    m = mel_weight_matrix(int(vals[0]), int(vals[1]), int(vals[2]), float(vals[3]), float(vals[4]))
     return m.astype(dt.to_numpy(attrs.dtype))
 
 
 def _mel_samples(rng):
-    yield Sample([np.array(8, np.int64), np.array(16, np.int64), np.array(8192, np.int64),
-                  np.array(0, np.float32), np.array(4096, np.float32)])
+    yield Sample(
+        [
+            np.array(8, np.int64),
+            np.array(16, np.int64),
+            np.array(8192, np.int64),
+            np.array(0, np.float32),
+            np.array(4096, np.float32),
+        ]
+    )
 
 
-register(OpDef("mel_weight_matrix", _mel_rel, _mel_ref, OpPattern.OPAQUE, MelAttrs, (5, 5),
-               "mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, "
-               "upper_edge_hertz): ONNX MelWeightMatrix", samples=_mel_samples,
-               data_dependent_shape=True))
+register(
+    OpDef(
+        "mel_weight_matrix",
+        _mel_rel,
+        _mel_ref,
+        OpPattern.OPAQUE,
+        MelAttrs,
+        (5, 5),
+        "mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, "
+        "upper_edge_hertz): ONNX MelWeightMatrix",
+        samples=_mel_samples,
+        data_dependent_shape=True,
+    )
+)

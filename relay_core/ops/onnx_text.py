@@ -49,8 +49,18 @@ def _str_samples(rng):
     yield Sample([_obj("a"), _obj(["1", "2", "3"])])
 
 
-register(OpDef("strings.concat", _concat_rel, _concat_ref, OpPattern.BROADCAST, None, (2, 2),
-               "elementwise string concatenation (ONNX StringConcat)", samples=_str_samples))
+register(
+    OpDef(
+        "strings.concat",
+        _concat_rel,
+        _concat_ref,
+        OpPattern.BROADCAST,
+        None,
+        (2, 2),
+        "elementwise string concatenation (ONNX StringConcat)",
+        samples=_str_samples,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -76,10 +86,18 @@ def _regex_ref(xs, attrs):
     return out
 
 
-register(OpDef("strings.regex_full_match", _regex_rel, _regex_ref, OpPattern.ELEMWISE,
-               RegexAttrs, (1, 1), "whether each string matches `pattern` entirely "
-               "(ONNX RegexFullMatch)",
-               samples=lambda rng: [Sample([_obj(["ab1", "b", "ab"])], {"pattern": r"a.\d?"})]))
+register(
+    OpDef(
+        "strings.regex_full_match",
+        _regex_rel,
+        _regex_ref,
+        OpPattern.ELEMWISE,
+        RegexAttrs,
+        (1, 1),
+        "whether each string matches `pattern` entirely (ONNX RegexFullMatch)",
+        samples=lambda rng: [Sample([_obj(["ab1", "b", "ab"])], {"pattern": r"a.\d?"})],
+    )
+)
 
 
 # -- split ---------------------------------------------------------------------------------------
@@ -108,13 +126,23 @@ def _split_ref(xs, attrs):
     return out, counts
 
 
-register(OpDef("strings.split", _split_rel, _split_ref, OpPattern.OPAQUE, SplitAttrs, (1, 1),
-               "split each string at `delimiter` (whitespace runs when None), padded with "
-               "empty strings; returns (pieces, counts) as ONNX StringSplit",
-               samples=lambda rng: [Sample([_obj(["a b  c", "d"])]),
-                                    Sample([_obj([["a-b", "-"]])], {"delimiter": "-",
-                                                                   "maxsplit": 1})],
-               data_dependent_shape=True))
+register(
+    OpDef(
+        "strings.split",
+        _split_rel,
+        _split_ref,
+        OpPattern.OPAQUE,
+        SplitAttrs,
+        (1, 1),
+        "split each string at `delimiter` (whitespace runs when None), padded with "
+        "empty strings; returns (pieces, counts) as ONNX StringSplit",
+        samples=lambda rng: [
+            Sample([_obj(["a b  c", "d"])]),
+            Sample([_obj([["a-b", "-"]])], {"delimiter": "-", "maxsplit": 1}),
+        ],
+        data_dependent_shape=True,
+    )
+)
 
 
 # -- normalize -------------------------------------------------------------------------------------
@@ -166,12 +194,25 @@ def _norm_ref(xs, attrs):
     return out.reshape(1, -1) if x.ndim == 2 else out
 
 
-register(OpDef("strings.normalize", _norm_rel, _norm_ref, OpPattern.OPAQUE, NormalizeAttrs,
-               (1, 1), "drop stop words, then change case (ONNX StringNormalizer)",
-               samples=lambda rng: [Sample([_obj(["Mon", "tue", "Wed"])],
-                                           {"stopwords": ("mon",), "case_change_action": "UPPER"}),
-                                    Sample([_obj([["a", "b"]])], {"stopwords": ("a", "b")})],
-               data_dependent_shape=True))
+register(
+    OpDef(
+        "strings.normalize",
+        _norm_rel,
+        _norm_ref,
+        OpPattern.OPAQUE,
+        NormalizeAttrs,
+        (1, 1),
+        "drop stop words, then change case (ONNX StringNormalizer)",
+        samples=lambda rng: [
+            Sample(
+                [_obj(["Mon", "tue", "Wed"])],
+                {"stopwords": ("mon",), "case_change_action": "UPPER"},
+            ),
+            Sample([_obj([["a", "b"]])], {"stopwords": ("a", "b")}),
+        ],
+        data_dependent_shape=True,
+    )
+)
 
 
 # -- tfidf_vectorizer ----------------------------------------------------------------------------
@@ -206,7 +247,7 @@ def _pool_grams(attrs) -> dict:
     for n, (lo, hi) in enumerate(zip(starts[:-1], starts[1:]), start=1):
         for k in range((hi - lo) // n):
             if attrs.min_gram_length <= n <= attrs.max_gram_length:
-                out[tuple(pool[lo + k * n: lo + (k + 1) * n])] = attrs.ngram_indexes[gram_id]
+                out[tuple(pool[lo + k * n : lo + (k + 1) * n])] = attrs.ngram_indexes[gram_id]
             gram_id += 1
     return out
 
@@ -242,13 +283,34 @@ def _tfidf_ref(xs, attrs):
 
 def _tfidf_samples(rng):
     x = np.array([[1, 1, 3, 3, 3, 7], [8, 6, 7, 5, 6, 8]], np.int32)
-    base = {"ngram_counts": (0, 4), "ngram_indexes": (0, 1, 2, 3, 4, 5, 6),
-            "pool_int64s": (2, 3, 5, 4, 5, 6, 7, 8, 6, 7)}
+    base = {
+        "ngram_counts": (0, 4),
+        "ngram_indexes": (0, 1, 2, 3, 4, 5, 6),
+        "pool_int64s": (2, 3, 5, 4, 5, 6, 7, 8, 6, 7),
+    }
     yield Sample([x], {**base, "max_gram_length": 2, "max_skip_count": 2})
-    yield Sample([x[0]], {**base, "mode": "IDF", "min_gram_length": 2, "max_gram_length": 2,
-                          "weights": (1, 2, 3, 4, 5, 6, 7)})
+    yield Sample(
+        [x[0]],
+        {
+            **base,
+            "mode": "IDF",
+            "min_gram_length": 2,
+            "max_gram_length": 2,
+            "weights": (1, 2, 3, 4, 5, 6, 7),
+        },
+    )
 
 
-register(OpDef("tfidf_vectorizer", _tfidf_rel, _tfidf_ref, OpPattern.OPAQUE, TfIdfAttrs,
-               (1, 1), "n-gram counts (TF), presence (IDF) or weighted counts (TFIDF) over a "
-               "pool of n-grams, with skips (ONNX TfIdfVectorizer)", samples=_tfidf_samples))
+register(
+    OpDef(
+        "tfidf_vectorizer",
+        _tfidf_rel,
+        _tfidf_ref,
+        OpPattern.OPAQUE,
+        TfIdfAttrs,
+        (1, 1),
+        "n-gram counts (TF), presence (IDF) or weighted counts (TFIDF) over a "
+        "pool of n-grams, with skips (ONNX TfIdfVectorizer)",
+        samples=_tfidf_samples,
+    )
+)

@@ -27,8 +27,15 @@ from converters.onnx.conformance import (  # noqa: E402
 HERE = os.path.dirname(__file__)
 EXPECTED = load_expected_failures(os.path.join(HERE, "expected_failures.txt"))
 # Cases that take seconds in the interpreter (convolution-heavy real models).
-SLOW = {"light/vgg19", "light/densenet121", "light/zfnet512", "light/bvlc_alexnet",
-        "light/inception_v2", "light/resnet50", "light/inception_v1"}
+SLOW = {
+    "light/vgg19",
+    "light/densenet121",
+    "light/zfnet512",
+    "light/bvlc_alexnet",
+    "light/inception_v2",
+    "light/resnet50",
+    "light/inception_v1",
+}
 FOLDERS = ("simple", "pytorch-converted", "pytorch-operator")
 
 
@@ -45,8 +52,10 @@ def _check(case, key: str) -> None:
             raise
         pytest.xfail(f"{reason} ({type(e).__name__})")
     if reason is not None:
-        pytest.fail(f"{key} passes but tests/onnx/expected_failures.txt lists it ({reason}): "
-                    "remove its line")
+        pytest.fail(
+            f"{key} passes but tests/onnx/expected_failures.txt lists it ({reason}): "
+            "remove its line"
+        )
 
 
 @pytest.mark.parametrize("name", _params(sorted(node_cases())))
@@ -76,7 +85,10 @@ def test_light_model(name):
 
 
 def test_expected_failures_name_real_cases():
-    known = set(node_cases()) | {f"light/{n}" for n in _light()} | {
-        f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
+    known = (
+        set(node_cases())
+        | {f"light/{n}" for n in _light()}
+        | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
+    )
     stale = sorted(set(EXPECTED) - known)
     assert not stale, f"expected_failures.txt names unknown cases: {stale}"

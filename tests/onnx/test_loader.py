@@ -29,7 +29,9 @@ def _vi(name, shape, t=TensorProto.FLOAT):
 def _add_model(init):
     return _model(
         [helper.make_node("Add", ["x", "w"], ["y"], name="add0")],
-        [_vi("x", [4])], [_vi("y", [4])], [init],
+        [_vi("x", [4])],
+        [_vi("y", [4])],
+        [init],
     )
 
 
@@ -208,16 +210,22 @@ def test_unsupported_opset_refused(opset):
 
 def test_unsorted_and_cyclic_graphs_refused():
     unsorted = _model(
-        [helper.make_node("Relu", ["t"], ["y"], name="second"),
-         helper.make_node("Relu", ["x"], ["t"], name="first")],
-        [_vi("x", [2])], [_vi("y", [2])],
+        [
+            helper.make_node("Relu", ["t"], ["y"], name="second"),
+            helper.make_node("Relu", ["x"], ["t"], name="first"),
+        ],
+        [_vi("x", [2])],
+        [_vi("y", [2])],
     )
     with pytest.raises(ModelLoadError, match="topologically sorted|not a valid"):
         from_onnx(unsorted)
     cyclic = _model(
-        [helper.make_node("Add", ["x", "b"], ["a"], name="n1"),
-         helper.make_node("Relu", ["a"], ["b"], name="n2")],
-        [_vi("x", [2])], [_vi("b", [2])],
+        [
+            helper.make_node("Add", ["x", "b"], ["a"], name="n1"),
+            helper.make_node("Relu", ["a"], ["b"], name="n2"),
+        ],
+        [_vi("x", [2])],
+        [_vi("b", [2])],
     )
     with pytest.raises(ModelLoadError, match="not a valid"):
         from_onnx(cyclic)
@@ -228,9 +236,12 @@ def test_undefined_input_names_the_node_without_checker():
     from converters.onnx.graph import GraphConverter
 
     m = _model(
-        [helper.make_node("Relu", ["t"], ["y"], name="second"),
-         helper.make_node("Relu", ["x"], ["t"], name="first")],
-        [_vi("x", [2])], [_vi("y", [2])],
+        [
+            helper.make_node("Relu", ["t"], ["y"], name="second"),
+            helper.make_node("Relu", ["x"], ["t"], name="first"),
+        ],
+        [_vi("x", [2])],
+        [_vi("y", [2])],
     )
     with pytest.raises(ConversionError, match="'second'.*input 't' is not defined"):
         GraphConverter(m).convert_model()
@@ -238,11 +249,15 @@ def test_undefined_input_names_the_node_without_checker():
 
 def test_unsupported_ops_reported_together_including_subgraphs():
     then_g = helper.make_graph(
-        [helper.make_node("FancyOp", ["x"], ["t"], domain="my.domain")], "then", [],
+        [helper.make_node("FancyOp", ["x"], ["t"], domain="my.domain")],
+        "then",
+        [],
         [_vi("t", [2])],
     )
     else_g = helper.make_graph(
-        [helper.make_node("OtherOp", ["x"], ["e"], domain="my.domain")], "else", [],
+        [helper.make_node("OtherOp", ["x"], ["e"], domain="my.domain")],
+        "else",
+        [],
         [_vi("e", [2])],
     )
     nodes = [
@@ -250,8 +265,12 @@ def test_unsupported_ops_reported_together_including_subgraphs():
         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
     ]
     m = helper.make_model(
-        helper.make_graph(nodes, "g", [_vi("x", [2]), _vi("c", [], TensorProto.BOOL)],
-                          [_vi("y", [2]), _vi("a", [2])]),
+        helper.make_graph(
+            nodes,
+            "g",
+            [_vi("x", [2]), _vi("c", [], TensorProto.BOOL)],
+            [_vi("y", [2]), _vi("a", [2])],
+        ),
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)],
     )
     with pytest.raises(UnsupportedOpsError) as info:
@@ -264,9 +283,13 @@ def test_unsupported_ops_reported_together_including_subgraphs():
 def test_custom_convert_map_adds_and_overrides():
     m = helper.make_model(
         helper.make_graph(
-            [helper.make_node("Twice", ["x"], ["a"], domain="my.domain", scale=2.0),
-             helper.make_node("Relu", ["a"], ["y"])],
-            "g", [_vi("x", [3])], [_vi("y", [3])],
+            [
+                helper.make_node("Twice", ["x"], ["a"], domain="my.domain", scale=2.0),
+                helper.make_node("Relu", ["a"], ["y"]),
+            ],
+            "g",
+            [_vi("x", [3])],
+            [_vi("y", [3])],
         ),
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)],
     )
@@ -285,8 +308,9 @@ def test_custom_convert_map_adds_and_overrides():
 
 
 def test_shapes_override_and_dim_params():
-    m = _model([helper.make_node("Abs", ["x"], ["y"])], [_vi("x", ["batch", 3])],
-               [_vi("y", ["batch", 3])])
+    m = _model(
+        [helper.make_node("Abs", ["x"], ["y"])], [_vi("x", ["batch", 3])], [_vi("y", ["batch", 3])]
+    )
     from relay_core.ir import ShapeVar
 
     mod = from_onnx(m)
@@ -298,8 +322,11 @@ def test_shapes_override_and_dim_params():
 
 
 def test_conversion_errors_name_the_node():
-    m = _model([helper.make_node("Add", ["x", "z"], ["y"], name="the_add")],
-               [_vi("x", [2]), _vi("z", [2], TensorProto.INT64)], [_vi("y", [2])])
+    m = _model(
+        [helper.make_node("Add", ["x", "z"], ["y"], name="the_add")],
+        [_vi("x", [2]), _vi("z", [2], TensorProto.INT64)],
+        [_vi("y", [2])],
+    )
     with pytest.raises(Exception, match="the_add"):
         from_onnx(m)
 
@@ -318,12 +345,17 @@ def _field(num: int, payload: bytes) -> bytes:
 def _deep_if_model(depth: int) -> bytes:
     """y = x through `depth` nested If nodes, as raw ModelProto bytes."""
     y = _vi("y", [2]).SerializeToString()
-    leaf = (_field(1, helper.make_node("Identity", ["x"], ["y"]).SerializeToString())
-            + _field(2, b"g") + _field(12, y))
+    leaf = (
+        _field(1, helper.make_node("Identity", ["x"], ["y"]).SerializeToString())
+        + _field(2, b"g")
+        + _field(12, y)
+    )
     g = leaf
     for _ in range(depth):  # then: one level deeper; else: the leaf (type=GRAPH is 0xA0 0x01 5)
-        attrs = b"".join(_field(5, _field(1, name) + _field(6, body) + bytes([0xA0, 0x01, 5]))
-                         for name, body in ((b"then_branch", g), (b"else_branch", leaf)))
+        attrs = b"".join(
+            _field(5, _field(1, name) + _field(6, body) + bytes([0xA0, 0x01, 5]))
+            for name, body in ((b"then_branch", g), (b"else_branch", leaf))
+        )
         node = _field(1, b"c") + _field(2, b"y") + _field(4, b"If") + attrs
         g = _field(1, node) + _field(2, b"g") + _field(12, y)
     g += _field(11, _vi("x", [2]).SerializeToString())
@@ -344,8 +376,12 @@ def test_deeply_nested_subgraphs():
 
 def test_constant_of_shape_beyond_the_budget_is_refused():
     shape = helper.make_tensor("s", TensorProto.INT64, [3], [100000, 100000, 100000])
-    m = _model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [],
-               [_vi("y", [100000, 100000, 100000])], [shape])
+    m = _model(
+        [helper.make_node("ConstantOfShape", ["s"], ["y"])],
+        [],
+        [_vi("y", [100000, 100000, 100000])],
+        [shape],
+    )
     assert len(m.SerializeToString()) < 200
     from converters.onnx.values import run
 
