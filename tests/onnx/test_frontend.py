@@ -238,3 +238,77 @@ def test_model_local_functions_are_inlined():
     )
     x, y = np.ones(3, np.float32), np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(run(from_onnx(m), [x, y])[0], x + 2 * y)
+
+
+def _ml_model(node, inputs, outputs):
+    return helper.make_model(
+        helper.make_graph([node], "g", inputs, outputs),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+    )
+
+
+@pytest.mark.parametrize(
+    "node,x",
+    [
+        (
+            helper.make_node(
+                "Scaler",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                offset=[1.0, -2.0, 0.5],
+                scale=[2.0, 0.5, 3.0],
+            ),
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm="L2"),
+            np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm="MAX"),
+            np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node(
+                "LinearRegressor",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                coefficients=[0.5, -1.0, 2.0, 1.0, 0.0, 3.0],
+                intercepts=[0.1, -0.2],
+                targets=2,
+            ),
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node(
+                "Imputer",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                imputed_value_floats=[9.0, 8.0, 7.0],
+                replaced_value_float=float("nan"),
+            ),
+            np.array([[1, np.nan, 3], [np.nan, 5, np.nan]], np.float32),
+        ),
+    ],
+)
+def test_ml_ops_match_onnxruntime(node, x):
+    m = _ml_model(node, [_vi("x", list(x.shape))], [_vi("y", ["n", "k"])])
+    _check_vs_ort(m, [x])
+
+
+def test_category_mapper_matches_onnxruntime():
+    node = helper.make_node(
+        "CategoryMapper",
+        ["x"],
+        ["y"],
+        domain="ai.onnx.ml",
+        cats_strings=["a", "b", "c"],
+        cats_int64s=[1, 2, 3],
+        default_int64=-7,
+    )
+    m = _ml_model(node, [_vi("x", [4], TensorProto.STRING)], [_vi("y", [4], TensorProto.INT64)])
+    x = np.array(["b", "z", "a", "c"], dtype=object)
+    np.testing.assert_array_equal(run(from_onnx(m), [x])[0], _ort(m, [x])[0])
