@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     creation,
     dyn,
     elemwise,
+    grad_support,
     image,
     misc,
     nn_activation,
@@ -22,5 +23,11 @@ from . import (  # noqa: F401
     vision,
 )
 
-# The ONNX frontend's extra ops last: some are dynamic twins of the ops above.
+# The ONNX frontend's extra ops: some are dynamic twins of the ops above.
 from . import onnx_extra, onnx_misc, onnx_ml, onnx_signal, onnx_text  # noqa: E402, F401, I001
+
+# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
+from . import decompose, grads, grads_nn, grads_tensor  # noqa: E402, F401, I001
+
+grads.install()
+decompose.install()
