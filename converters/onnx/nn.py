@@ -216,18 +216,31 @@ def GlobalLpPool(ctx, x, *, p=2):
 @converter("MaxUnpool", 9)
 def MaxUnpool(ctx, x, indices, output_shape=None, *, kernel_shape, pads=None, strides=None):
     nd = _nd(ctx, x)
-    size = None
-    if output_shape is not None:
-        size = tuple(ctx.ints(output_shape, "output_shape")[-nd:])
-    return ctx.call(
+    # Indices address the shape MaxPool's input had (inferred from the window); a larger
+    # output_shape pads zeros after it, as ONNX's reference does.
+    out = ctx.call(
         f"nn.max_unpool{nd}d",
         x,
         indices,
         pool_size=tuple(kernel_shape),
         strides=tuple(strides or (1,) * nd),
         padding=tuple(pads or (0,) * (2 * nd)),
-        output_size=size,
     )
+    if output_shape is None:
+        return out
+    rank = nd + 2
+    want = ctx.value(output_shape)
+    have = ctx.shape_of(out)
+    if want is not None and all(isinstance(d, int) for d in have):
+        extra = [int(w) - int(h) for w, h in zip(want.reshape(-1), have)]
+        if extra == [0] * rank:
+            return out
+        return ctx.call("nn.pad", out, pad_width=tuple((0, e) for e in extra))
+    extra = ctx.call(
+        "subtract", cast(ctx, output_shape, "int64"), ctx.call("shape_of", out, dtype="int64")
+    )
+    pads = ctx.call("concatenate", ctx.const(np.zeros(rank, np.int64)), extra, axis=0)
+    return ctx.call("dyn.nn.pad", out, pads, scalar_like(ctx, 0, x))
 
 
 # -- normalisation -----------------------------------------------------------------------------
