@@ -1,7 +1,14 @@
 """The ONNX frontend: `from_onnx(model) -> IRModule`.
 
-Converters live in one module per op family (elementwise, nn, tensor, reduce, control_flow,
-sequence, rnn, quantized, ml, ...), registered in `table.TABLES` by domain, op and opset.
+- loader.py: safe loading (checker, external data inside the model's directory, sizes and the
+  byte budget checked before anything is allocated);
+- graph.py: nodes in order, subgraph scopes, function bodies (schema and model-local) inlined,
+  the unsupported-op scan;
+- one module per op family, each converter registered in `table.TABLES` by domain, op and
+  opset: elementwise, tensor, reduce, nn, image, control_flow, sequence, rnn, quantized,
+  signal, text, misc, random, ml, training;
+- conformance.py / report.py: ONNX's own conformance cases
+  (`python -m converters.onnx.report --folders`).
 """
 
 from .frontend import from_onnx, run_cleanup

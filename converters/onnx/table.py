@@ -16,7 +16,9 @@ from __future__ import annotations
 from converters.common import ConverterTable
 
 DEFAULT_DOMAIN = "ai.onnx"
-# Domain -> (oldest, newest) opset the converters support.
+# Domain -> (oldest, newest) opset the converters support. The newest ai.onnx opset is the one
+# the installed onnx (1.23) defines, 28: its conformance cases use opsets up to 28. A model
+# importing a newer opset (the checker accepts 999) is refused by from_onnx.
 SUPPORTED_OPSETS: dict[str, tuple[int, int]] = {
     DEFAULT_DOMAIN: (1, 28),
     "ai.onnx.ml": (1, 5),
