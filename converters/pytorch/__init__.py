@@ -1,0 +1,21 @@
+"""The PyTorch frontend: torch.export programs (ExportedProgram, .pt2, nn.Module) to Relay.
+
+>>> from converters.pytorch import from_pytorch
+>>> mod = from_pytorch(model, example_inputs=(torch.randn(1, 3, 32, 32),))
+"""
+
+from . import ops_control, ops_elemwise  # noqa: F401  (register converters)
+from .coverage import core_aten_overloads, coverage
+from .frontend import decompose_unsupported, from_pytorch
+from .table import TORCH, aten, register, target_name
+
+__all__ = [
+    "from_pytorch",
+    "decompose_unsupported",
+    "TORCH",
+    "aten",
+    "register",
+    "target_name",
+    "core_aten_overloads",
+    "coverage",
+]
