@@ -38,9 +38,11 @@ _EXPR_FUNCS = {
     "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or", "BitwiseFn_bitwise_xor", "Identity",
     "TruncToFloat", "Integer", "Float", "Rational", "Symbol", "Mul", "Add", "Piecewise",
     "IsNonOverlappingAndDenseIndicator", "CeilDiv",
+    # keyword arguments of Symbol('s0', positive=True, integer=True)
+    "positive", "negative", "integer", "real", "nonnegative", "nonzero", "finite",
 }
 _EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z_0-9]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|"
-                         r"(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~]))")
+                         r"('[A-Za-z_][A-Za-z_0-9]*')|(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~=]))")
 _SYMBOL = re.compile(r"^[a-z]\d+$")
 
 _OPERATOR_TARGETS = {
