@@ -4,7 +4,14 @@
 >>> mod = from_pytorch(model, example_inputs=(torch.randn(1, 3, 32, 32),))
 """
 
-from . import ops_control, ops_elemwise  # noqa: F401  (register converters)
+from . import (  # noqa: F401  (each module registers its converters)
+    ops_control,
+    ops_creation,
+    ops_elemwise,
+    ops_index,
+    ops_reduce,
+    ops_shape,
+)
 from .coverage import core_aten_overloads, coverage
 from .frontend import decompose_unsupported, from_pytorch
 from .table import TORCH, aten, register, target_name

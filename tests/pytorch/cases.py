@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from . import cases_elemwise
+from . import cases_creation, cases_elemwise, cases_index, cases_reduce, cases_shape
 
-ALL_CASES = [*cases_elemwise.CASES]
+ALL_CASES = [
+    *cases_elemwise.CASES,
+    *cases_shape.CASES,
+    *cases_reduce.CASES,
+    *cases_index.CASES,
+    *cases_creation.CASES,
+]
 
 names = [c.name for c in ALL_CASES]
 assert len(names) == len(set(names)), "duplicate case names"
