@@ -5,10 +5,13 @@
 """
 
 from . import (  # noqa: F401  (each module registers its converters)
+    ops_activation,
     ops_control,
     ops_creation,
     ops_elemwise,
     ops_index,
+    ops_nn,
+    ops_pool,
     ops_reduce,
     ops_shape,
 )

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from . import cases_creation, cases_elemwise, cases_index, cases_reduce, cases_shape
+from . import (
+    cases_activation,
+    cases_creation,
+    cases_elemwise,
+    cases_index,
+    cases_nn,
+    cases_pool,
+    cases_reduce,
+    cases_shape,
+)
 
 ALL_CASES = [
     *cases_elemwise.CASES,
@@ -10,6 +19,9 @@ ALL_CASES = [
     *cases_reduce.CASES,
     *cases_index.CASES,
     *cases_creation.CASES,
+    *cases_nn.CASES,
+    *cases_pool.CASES,
+    *cases_activation.CASES,
 ]
 
 names = [c.name for c in ALL_CASES]
