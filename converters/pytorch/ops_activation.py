@@ -109,12 +109,11 @@ def prelu(ctx, self, weight):
     x = _f(ctx, self)
     w = ctx.cast(ctx.expr(weight), ctx.dtype(x))
     wshape = ctx.shape_of(w)
-    if ctx.ndim(x) >= 2 and len(wshape) == 1 and wshape[0] != 1:
+    if ctx.ndim(x) >= 2 and len(wshape) == 1 and wshape[0] == ctx.shape_of(x)[1]:
         return ctx.call("nn.prelu", x, w, axis=1)
-    if ctx.ndim(w) == ctx.ndim(x) or wshape in ((1,), ()):  # one slope, or already broadcast
-        neg = ctx.call("multiply", x, w)
-        return ctx.call("where", ctx.call("greater_equal", x, ctx.expr(0.0, ctx.dtype(x))), x, neg)
-    return ctx.call("nn.prelu", x, w, axis=1)
+    # one slope, or a slope already shaped to broadcast (the _prelu_kernel form)
+    neg = ctx.call("multiply", x, w)
+    return ctx.call("where", ctx.call("greater_equal", x, ctx.expr(0.0, ctx.dtype(x))), x, neg)
 
 
 @aten("glu.default")
@@ -135,23 +134,12 @@ def hardshrink(ctx, self, lambd=0.5):
     return ctx.call("nn.shrink", _f(ctx, self), bias=0.0, lambd=float(lambd))
 
 
-@aten("tanhshrink.default")
-def tanhshrink(ctx, self):
-    x = _f(ctx, self)
-    return ctx.call("subtract", x, ctx.call("tanh", x))
-
-
 @aten("threshold.default")
 def threshold(ctx, self, threshold, value):
     x = _f(ctx, self)
     d = ctx.dtype(x)
     return ctx.call("where", ctx.call("greater", x, ctx.expr(threshold, d)), x,
                     ctx.expr(value, d))
-
-
-@aten("softsign.default")
-def softsign(ctx, self):
-    return ctx.call("nn.softsign", _f(ctx, self))
 
 
 @aten("logit.default")

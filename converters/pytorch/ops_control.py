@@ -309,9 +309,9 @@ def wrap_with_set_grad_enabled(ctx, enable_grad, gm, *args):
 
 @register("higher_order.wrap_with_autocast")
 def wrap_with_autocast(ctx, device_type, dtype, enabled, cache_enabled, gm, *args):
+    if enabled:
+        raise ctx.error(
+            "autocast regions change precision at run time; export the model without autocast "
+            "(or with enabled=False)"
+        )
     return _inline(ctx, gm, args)
-
-
-@register("higher_order.invoke_subgraph")
-def invoke_subgraph(ctx, subgraph, identifier, *operands):
-    return _inline(ctx, subgraph, operands)

@@ -20,13 +20,12 @@ def full_shape(ctx, size, value, dtype) -> Expr:
     return ctx.call("dyn.full", fill, ctx.int_tensor(size), dtype=dtype)
 
 
-@aten("full.default", "full.names")
-def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
-         names=None):
+@aten("full.default")
+def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     return full_shape(ctx, size, fill_value, _dtype(ctx, dtype))
 
 
-@aten("zeros.default", "empty.memory_format", "empty.default", "new_empty.default",
+@aten("zeros.default", "empty.memory_format", "new_empty.default",
       "new_zeros.default")
 def zeros(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None,
           memory_format=None, requires_grad=False, names=None):

@@ -74,7 +74,7 @@ def index_tensor(ctx, self, indices):
     return index(ctx, self, indices)
 
 
-@aten("index_put.default", "_unsafe_index_put.default", "index_put_.default")
+@aten("index_put.default", "_unsafe_index_put.default")
 def index_put(ctx, self, indices, values, accumulate=False):
     x = ctx.expr(self)
     dims, tensors = _index_tensors(ctx, x, indices)

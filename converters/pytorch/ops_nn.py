@@ -160,9 +160,19 @@ def addmv(ctx, self, mat, vec, *, beta=1, alpha=1):
     return _scaled_add(ctx, self, ctx.call("nn.matmul", mat, vec), beta, alpha)
 
 
-@aten("mv.default", "dot.default", "vdot.default", "inner.default")
+@aten("mv.default", "dot.default", "vdot.default")
 def mv(ctx, self, other):
     return ctx.call("nn.matmul", self, other)
+
+
+@aten("inner.default")
+def inner(ctx, self, other):
+    if ctx.ndim(self) == 0 or ctx.ndim(other) == 0:
+        return ctx.call("multiply", *ctx.operands(self, other))
+    letters = "abcdefghijklmnopqrstuvwxy"
+    na, nb = ctx.ndim(self) - 1, ctx.ndim(other) - 1
+    a, b = letters[:na], letters[na:na + nb]
+    return ctx.call("einsum", self, other, equation=f"{a}z,{b}z->{a}{b}")
 
 
 @aten("outer.default", "ger.default")
@@ -269,10 +279,14 @@ def native_batch_norm(ctx, input, weight, bias, running_mean, running_var,  # no
     if training:
         mean, var = batch_stats(ctx, x)
         out = batch_norm(ctx, x, weight, bias, mean, var, eps)
-        return out, mean, _rstd(ctx, var, eps)
-    out = batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
-    empty = ctx.call("zeros", shape=(0,), dtype=ctx.dtype(x))
-    return out, empty, empty
+        outs = (out, mean, _rstd(ctx, var, eps))
+    else:
+        out = batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
+        empty = ctx.call("zeros", shape=(0,), dtype=ctx.dtype(x))
+        outs = (out, empty, empty)
+    if isinstance(ctx.meta, (tuple, list)) and len(ctx.meta) == 4:  # with a reserve buffer
+        outs += (ctx.call("zeros", shape=(0,), dtype="uint8"),)
+    return outs
 
 
 @aten("_native_batch_norm_legit.no_stats")
@@ -411,14 +425,6 @@ def sdpa_flash_cpu(ctx, query, key, value, dropout_p=0.0, is_causal=False, *,
     out = attention(ctx, query, key, value, attn_mask, is_causal, scale)
     lse = ctx.call("zeros", shape=ctx.out_shape(1) or (0,), dtype="float32")
     return out, lse
-
-
-@aten("_scaled_dot_product_efficient_attention.default")
-def sdpa_efficient(ctx, query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
-                   is_causal=False, *, scale=None):
-    out = attention(ctx, query, key, value, attn_bias, is_causal, scale)
-    return out, ctx.call("zeros", shape=(0,), dtype="float32"), \
-        ctx.call("zeros", shape=(2,), dtype="int64"), ctx.call("zeros", shape=(0,), dtype="int64")
 
 
 @aten("_embedding_bag.default", "_embedding_bag_forward_only.default", "embedding_bag.padding_idx")

@@ -373,13 +373,13 @@ def repeat_interleave(ctx, self, repeats, dim=None, output_size=None):
 
 
 @aten("clone.default", "alias.default", "alias_copy.default", "detach.default",
-      "detach_copy.default", "detach_.default", "lift_fresh_copy.default", "lift_fresh.default",
+      "detach_copy.default", "detach_.default", "lift_fresh_copy.default",
       "contiguous.default")
 def identity(ctx, self, *args, **kwargs):
     return self
 
 
-@aten("copy.default", "_copy_from_and_resize.default")
+@aten("copy.default")
 def copy(ctx, self, src, non_blocking=False):
     """The value of `self` after `self.copy_(src)`: src broadcast to self's shape and dtype."""
     s = ctx.cast(ctx.expr(src), ctx.dtype(self))
@@ -388,8 +388,7 @@ def copy(ctx, self, src, non_blocking=False):
     return ctx.call("broadcast_to_like", s, self)
 
 
-@aten("_to_copy.default", "to.dtype", "to.dtype_layout", "to.device", "to.other",
-      "_to_dim_order_copy.default")
+@aten("_to_copy.default", "to.dtype", "to.dtype_layout", "to.device", "to.other")
 def to_copy(ctx, self, *args, dtype=None, **kwargs):
     for a in args:  # positional dtype of to.dtype / to.device
         if isinstance(a, str):

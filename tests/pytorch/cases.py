@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import (
     cases_activation,
     cases_creation,
+    cases_direct,
     cases_elemwise,
     cases_index,
     cases_nn,
@@ -22,6 +23,7 @@ ALL_CASES = [
     *cases_nn.CASES,
     *cases_pool.CASES,
     *cases_activation.CASES,
+    *cases_direct.CASES,
 ]
 
 names = [c.name for c in ALL_CASES]

@@ -93,3 +93,43 @@ def test_long_while_loop_runs_in_constant_stack():
     i, x = torch.tensor(0), torch.zeros(2)
     mod = from_pytorch(m, (i, x))
     assert_close(relay_core.evaluate(mod, i.numpy(), x.numpy()), m(i, x), 1e-6, 1e-6)
+
+
+class NoGrad(torch.nn.Module):
+    def forward(self, x):
+        with torch.no_grad():
+            y = x.sin() * 2
+        return y + 1
+
+
+class NoAutocast(torch.nn.Module):
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=False):
+            y = x.cos() * 2
+        return y - 1
+
+
+@pytest.mark.parametrize(
+    "model, target",
+    [(NoGrad(), "higher_order.wrap_with_set_grad_enabled"),
+     (NoAutocast(), "higher_order.wrap_with_autocast")],
+)
+def test_wrapped_regions_are_inlined(model, target):
+    from .harness import graph_targets
+
+    x = torch.randn(4)
+    ep = torch.export.export(model, (x,))
+    assert target in graph_targets(ep)
+    mod = from_pytorch(ep)
+    assert_close(relay_core.evaluate(mod, x.numpy()), model(x), 1e-6, 1e-6)
+
+
+def test_enabled_autocast_is_refused():
+    class Auto(torch.nn.Module):
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = x.cos()
+            return y
+
+    with pytest.raises(relay_core.RelayError, match="autocast"):
+        from_pytorch(Auto(), (torch.randn(4),))
