@@ -74,7 +74,7 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
         try:
             ep = torch.export.export(obj, args, dynamic_shapes=dynamic_shapes)
         except Exception as e:  # export reports many kinds of problems
-            raise ModelLoadError(f"torch.export.export failed: {type(e).__name__}: {e}") from e
+            raise ModelLoadError(f"torch.export.export failed: {type(e).__name__}: {e}") from None
         return ep, _dim_names(ep, obj, args, dynamic_shapes)
     raise ModelLoadError(
         f"cannot convert a {type(obj).__name__}: pass an ExportedProgram, a .pt2 path, or an "

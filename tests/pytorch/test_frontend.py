@@ -201,3 +201,19 @@ def test_converter_errors_name_the_node():
     with pytest.raises(relay_core.RelayError, match=r"tanh.*boom"):
         from_pytorch(torch.nn.Tanh(), (torch.randn(2),),
                      custom_convert_map={"aten.tanh.default": broken})
+
+
+def test_text_round_trip():
+    """The converted program prints, parses back, and is structurally the same."""
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 5),
+    ).eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    mod = from_pytorch(m, (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: batch},))
+    text = mod.astext()
+    assert "Tensor[(batch, 3, 8, 8), float32]" in text and "nn.conv2d" in text
+    back = relay_core.parse(text)
+    assert relay_core.structural_equal(back, mod)
+    x = np.random.default_rng(0).standard_normal((3, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(relay_core.evaluate(back, x), relay_core.evaluate(mod, x))
