@@ -6,9 +6,11 @@
 
 from . import (  # noqa: F401  (each module registers its converters)
     ops_activation,
+    ops_backward,
     ops_control,
     ops_creation,
     ops_elemwise,
+    ops_fft,
     ops_index,
     ops_nn,
     ops_pool,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from relay_core.ir import dtype as dt
 
+from .ops_fft import complex_abs, complex_binary, is_complex
 from .table import aten
 
 
@@ -30,7 +31,15 @@ for _name in [
 ]:
     _unary(_name, f"{_name}.default")
 
-_unary("abs", "abs.default", floating=False)
+
+
+@aten("abs.default")
+def abs_(ctx, self):
+    if is_complex(ctx, self):
+        return complex_abs(ctx, self)
+    return ctx.call("abs", ctx.expr(self))
+
+
 _unary("negative", "neg.default", floating=False)
 _unary("sign", "sign.default", floating=False)
 _unary("square", "square.default", floating=False)
@@ -121,8 +130,18 @@ def _scaled(ctx, other, alpha, dtype):
     return ctx.call("multiply", o, ctx.expr(alpha, dtype))
 
 
+def _scaled_complex(ctx, other, alpha):
+    if alpha is None or alpha == 1:
+        return other
+    return complex_binary(ctx, "multiply", other, alpha) if is_complex(ctx, other) else (
+        ctx.call("multiply", ctx.expr(other), ctx.expr(alpha, ctx.dtype_of(other)))
+        if ctx.is_tensor(other) else other * alpha)
+
+
 @aten("add.Tensor", "add.Scalar")
 def add(ctx, self, other, alpha=1):
+    if is_complex(ctx, self) or is_complex(ctx, other):
+        return complex_binary(ctx, "add", self, _scaled_complex(ctx, other, alpha))
     d = ctx.out_dtype() or ctx.promote(self, other)
     if d == "bool":
         return ctx.call("logical_or", ctx.expr(self, d), ctx.expr(other, d))
@@ -131,6 +150,8 @@ def add(ctx, self, other, alpha=1):
 
 @aten("sub.Tensor", "sub.Scalar")
 def sub(ctx, self, other, alpha=1):
+    if is_complex(ctx, self) or is_complex(ctx, other):
+        return complex_binary(ctx, "subtract", self, _scaled_complex(ctx, other, alpha))
     d = ctx.out_dtype() or ctx.promote(self, other)
     return ctx.call("subtract", ctx.expr(self, d), _scaled(ctx, other, alpha, d))
 
@@ -143,6 +164,8 @@ def rsub(ctx, self, other, alpha=1):
 
 @aten("mul.Tensor", "mul.Scalar")
 def mul(ctx, self, other):
+    if is_complex(ctx, self) or is_complex(ctx, other):
+        return complex_binary(ctx, "multiply", self, other)
     d = ctx.out_dtype() or ctx.promote(self, other)
     if d == "bool":
         return ctx.call("logical_and", ctx.expr(self, d), ctx.expr(other, d))

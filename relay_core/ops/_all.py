@@ -21,3 +21,4 @@ from . import (  # noqa: F401
     transform_slice,
     vision,
 )
+from . import torch_extra  # noqa: F401

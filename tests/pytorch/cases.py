@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (
     cases_activation,
+    cases_backward,
     cases_creation,
     cases_direct,
     cases_elemwise,
@@ -24,6 +25,7 @@ ALL_CASES = [
     *cases_pool.CASES,
     *cases_activation.CASES,
     *cases_direct.CASES,
+    *cases_backward.CASES,
 ]
 
 names = [c.name for c in ALL_CASES]

@@ -12,9 +12,9 @@ A = torch.ops.aten
 CASES = []
 
 
-def direct(overload: str, fn, *inputs, **kw):
+def direct(overload: str, fn, *inputs, name=None, **kw):
     kw.setdefault("decomposed", False)
-    CASES.append(fn_case("direct_" + overload.replace(".", "_"), fn, *inputs,
+    CASES.append(fn_case(name or "direct_" + overload.replace(".", "_"), fn, *inputs,
                          expect=("aten." + overload,), **kw))
 
 
@@ -184,3 +184,26 @@ direct("std.default", lambda x: A.std.default(x, False), X)
 direct("to.dtype_layout", lambda x: A.to.dtype_layout(x, dtype=torch.float64), X)
 direct("to.device", lambda x: A.to.device(x, torch.device("cpu"), torch.int32), R(3, 4, lo=-4, hi=4))
 direct("detach_.default", lambda x: x + torch.tensor([1.0, 2.0, 3.0, 4.0]), X)
+
+# -- torch.fft (complex results come back as complex64) -----------------------------------------
+direct("_fft_r2c.default", lambda x: torch.fft.rfft(x), R(3, 8), decomposed=True, rtol=1e-4,
+       atol=1e-5)
+direct("_fft_r2c.default", lambda x: torch.fft.rfft2(x, norm="ortho").abs(), R(2, 6, 5),
+       decomposed=True, rtol=1e-4, atol=1e-5, name="rfft2_abs")
+direct("_fft_r2c.default", lambda x: torch.fft.fft(x, norm="forward"), R(2, 7), decomposed=True,
+       rtol=1e-4, atol=1e-5, name="fft_real_input")
+direct("_fft_c2r.default", lambda x: torch.fft.irfft(torch.fft.rfft(x)), R(3, 8),
+       decomposed=True, rtol=1e-4, atol=1e-5)
+direct("_fft_c2r.default", lambda x: torch.fft.irfft(torch.fft.rfft(x), n=9), R(3, 9),
+       decomposed=True, rtol=1e-4, atol=1e-5, name="irfft_odd")
+direct("_fft_c2r.default", lambda x: torch.fft.irfftn(torch.fft.rfftn(x)), R(2, 4, 6),
+       decomposed=True, rtol=1e-4, atol=1e-5, name="irfftn")
+direct("_fft_c2c.default", lambda x: torch.fft.ifft(torch.fft.fft(x) * 2.0).real, R(2, 6),
+       decomposed=True, rtol=1e-4, atol=1e-5)
+direct("view_as_real.default", lambda x: torch.view_as_real(torch.fft.rfft(x)), R(2, 6),
+       rtol=1e-4, atol=1e-5)
+direct("view_as_complex.default",
+       lambda x: torch.view_as_real(torch.view_as_complex(x) * torch.view_as_complex(x)),
+       R(3, 2), rtol=1e-5)
+direct("angle.default", lambda x: torch.view_as_complex(x).angle(), R(3, 4, 2), rtol=1e-5)
+direct("imag.default", lambda x: torch.fft.rfft(x).imag * 1.0, R(2, 6), rtol=1e-4, atol=1e-5)
