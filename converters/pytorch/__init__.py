@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (each module registers its converters)
     ops_nn,
     ops_pool,
     ops_reduce,
+    ops_rnn,
     ops_shape,
 )
 from .coverage import core_aten_overloads, coverage

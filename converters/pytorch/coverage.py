@@ -13,7 +13,7 @@ def core_aten_overloads() -> list[str]:
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::"):
             continue
-        base, _, overload = name[len("aten::"):].partition(".")
+        base, _, overload = name[len("aten::") :].partition(".")
         try:
             op = getattr(getattr(torch.ops.aten, base), overload or "default")
         except (AttributeError, RuntimeError):

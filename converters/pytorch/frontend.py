@@ -67,8 +67,10 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
             raise ModelLoadError(
                 "an nn.Module needs example_inputs (a tuple of tensors) to be exported"
             )
-        args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (
-            example_inputs,
+        args = (
+            tuple(example_inputs)
+            if isinstance(example_inputs, (tuple, list))
+            else (example_inputs,)
         )
         obj.eval()
         try:
@@ -108,8 +110,11 @@ def _dim_names(ep, module, args, dynamic_shapes) -> dict:
     ]
     by_name = {n.name: n for n in users}
     out = {}
-    tensor_nodes = [by_name.get(getattr(s.arg, "name", "")) for s in ep.graph_signature.input_specs
-                    if s.kind.name == "USER_INPUT"]
+    tensor_nodes = [
+        by_name.get(getattr(s.arg, "name", ""))
+        for s in ep.graph_signature.input_specs
+        if s.kind.name == "USER_INPUT"
+    ]
     for arg, spec, node in zip(args, per_arg, tensor_nodes):
         if not isinstance(arg, torch.Tensor) or spec is None or node is None:
             continue

@@ -191,8 +191,14 @@ class TorchImporter:
             raise ConversionError(f"the converted program does not typecheck: {e}") from None
         # Annotate the result type, as the printed (and re-parsed) program has it.
         typed = mod["main"]
-        annotated = Function(typed.params, typed.body, typed.checked_type.ret_type,
-                             typed.type_params, typed.attrs, span=typed.span)
+        annotated = Function(
+            typed.params,
+            typed.body,
+            typed.checked_type.ret_type,
+            typed.type_params,
+            typed.attrs,
+            span=typed.span,
+        )
         annotated._set_type(typed.checked_type)
         mod.functions[mod.get_global_var("main")] = annotated
         return mod

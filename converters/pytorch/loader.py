@@ -31,24 +31,98 @@ MAX_JSON_BYTES = 512 << 20
 MAX_TENSOR_BYTES = 16 << 30
 
 _EXPR_FUNCS = {
-    "Max", "Min", "FloorDiv", "Mod", "PythonMod", "CeilToInt", "FloorToInt", "TruncToInt",
-    "IntTrueDiv", "FloatTrueDiv", "ToFloat", "Abs", "sqrt", "Eq", "Ne", "Lt", "Le", "Gt",
-    "Ge", "And", "Or", "Not", "True", "False", "oo", "int_oo", "zoo", "nan", "pi", "CleanDiv",
-    "Pow", "PowByNatural", "FloatPow", "RoundToInt", "RoundDecimal", "LShift", "RShift",
-    "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or", "BitwiseFn_bitwise_xor", "Identity",
-    "TruncToFloat", "Integer", "Float", "Rational", "Symbol", "Mul", "Add", "Piecewise",
-    "IsNonOverlappingAndDenseIndicator", "CeilDiv",
+    "Max",
+    "Min",
+    "FloorDiv",
+    "Mod",
+    "PythonMod",
+    "CeilToInt",
+    "FloorToInt",
+    "TruncToInt",
+    "IntTrueDiv",
+    "FloatTrueDiv",
+    "ToFloat",
+    "Abs",
+    "sqrt",
+    "Eq",
+    "Ne",
+    "Lt",
+    "Le",
+    "Gt",
+    "Ge",
+    "And",
+    "Or",
+    "Not",
+    "True",
+    "False",
+    "oo",
+    "int_oo",
+    "zoo",
+    "nan",
+    "pi",
+    "CleanDiv",
+    "Pow",
+    "PowByNatural",
+    "FloatPow",
+    "RoundToInt",
+    "RoundDecimal",
+    "LShift",
+    "RShift",
+    "BitwiseFn_bitwise_and",
+    "BitwiseFn_bitwise_or",
+    "BitwiseFn_bitwise_xor",
+    "Identity",
+    "TruncToFloat",
+    "Integer",
+    "Float",
+    "Rational",
+    "Symbol",
+    "Mul",
+    "Add",
+    "Piecewise",
+    "IsNonOverlappingAndDenseIndicator",
+    "CeilDiv",
     # keyword arguments of Symbol('s0', positive=True, integer=True)
-    "positive", "negative", "integer", "real", "nonnegative", "nonzero", "finite",
+    "positive",
+    "negative",
+    "integer",
+    "real",
+    "nonnegative",
+    "nonzero",
+    "finite",
 }
-_EXPR_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z_0-9]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|"
-                         r"('[A-Za-z_][A-Za-z_0-9]*')|(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~=]))")
+_EXPR_TOKEN = re.compile(
+    r"\s*(?:([A-Za-z_][A-Za-z_0-9]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|"
+    r"('[A-Za-z_][A-Za-z_0-9]*')|(\*\*|//|==|!=|<=|>=|[-+*/%(),<>&|~=]))"
+)
 _SYMBOL = re.compile(r"^[a-z]\d+$")
 
 _OPERATOR_TARGETS = {
-    "getitem", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos",
-    "abs", "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "xor", "not_", "invert",
-    "lshift", "rshift", "matmul",
+    "getitem",
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "pow",
+    "neg",
+    "pos",
+    "abs",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "and_",
+    "or_",
+    "xor",
+    "not_",
+    "invert",
+    "lshift",
+    "rshift",
+    "matmul",
 }
 _MATH_TARGETS = {"sqrt", "ceil", "floor", "trunc", "exp", "log", "sin", "cos", "tan", "pow"}
 _TORCH_TARGETS = re.compile(r"^torch\.(sym_[a-z_]+|_sym_sqrt|_check|_check_is_size|_assert)$")
@@ -70,8 +144,9 @@ def load_pt2(path) -> object:
     except OSError as e:
         raise ModelLoadError(f"cannot read {path}: {e.strerror or e}") from None
     if is_pickle_bytes(head):
-        raise ModelLoadError(f"{path} is a Python pickle (torch.save), not a .pt2 archive. "
-                             + _PICKLE_ADVICE)
+        raise ModelLoadError(
+            f"{path} is a Python pickle (torch.save), not a .pt2 archive. " + _PICKLE_ADVICE
+        )
     if not zipfile.is_zipfile(path):
         raise ModelLoadError(f"{path} is not a valid .pt2 archive (not a zip file)")
     try:
@@ -87,11 +162,12 @@ def _load_archive(z: zipfile.ZipFile, path: str):
     if len(roots) != 1:
         raise ModelLoadError(f"{path} is not a valid .pt2 archive (expected one root folder)")
     root = roots.pop() + "/"
-    rel = {n[len(root):]: n for n in names if n.startswith(root)}
+    rel = {n[len(root) :]: n for n in names if n.startswith(root)}
     if "data.pkl" in rel or any(r.endswith(".pkl") for r in rel):
         kind = "a TorchScript archive" if "code/" in " ".join(rel) else "a pickled torch.save file"
-        raise ModelLoadError(f"{path} is {kind}, not a torch.export .pt2 archive. "
-                             + _PICKLE_ADVICE)
+        raise ModelLoadError(
+            f"{path} is {kind}, not a torch.export .pt2 archive. " + _PICKLE_ADVICE
+        )
     fmt = z.read(rel["archive_format"]).strip() if "archive_format" in rel else b""
     if fmt != b"pt2":
         raise ModelLoadError(f"{path} is not a .pt2 archive (archive_format is {fmt[:16]!r})")
@@ -105,19 +181,23 @@ def _load_archive(z: zipfile.ZipFile, path: str):
     if not models:
         raise ModelLoadError(f"{path} holds no exported program (models/*.json)")
     if len(models) > 1:
-        raise ModelLoadError(f"{path} holds several programs ({', '.join(models)}); "
-                             "save one program per file")
-    name = models[0][len("models/"):-len(".json")]
+        raise ModelLoadError(
+            f"{path} holds several programs ({', '.join(models)}); save one program per file"
+        )
+    name = models[0][len("models/") : -len(".json")]
     for legacy in (f"data/weights/{name}.pt", f"data/constants/{name}.pt"):
         if legacy in rel:
-            raise ModelLoadError(f"{path} stores {legacy} in the legacy pickled format. "
-                                 + _PICKLE_ADVICE)
+            raise ModelLoadError(
+                f"{path} stores {legacy} in the legacy pickled format. " + _PICKLE_ADVICE
+            )
     program = _read_json(z, rel[models[0]], path)
     _check_program(program, path)
-    state_dict = _read_payloads(z, rel, f"data/weights/{name}_weights_config.json",
-                                "data/weights/", path)
-    constants = _read_payloads(z, rel, f"data/constants/{name}_constants_config.json",
-                               "data/constants/", path)
+    state_dict = _read_payloads(
+        z, rel, f"data/weights/{name}_weights_config.json", "data/weights/", path
+    )
+    constants = _read_payloads(
+        z, rel, f"data/constants/{name}_constants_config.json", "data/constants/", path
+    )
     return _deserialize(program, state_dict, constants, path)
 
 
@@ -176,14 +256,20 @@ def _check_target(target, path: str) -> None:
                 obj = getattr(getattr(torch.ops, parts[2]), parts[3])
                 for p in parts[4:]:
                     obj = getattr(obj, p)
-                ok = isinstance(obj, (torch._ops.OpOverload, torch._ops.HigherOrderOperator,
-                                      torch._ops.OpOverloadPacket))
+                ok = isinstance(
+                    obj,
+                    (
+                        torch._ops.OpOverload,
+                        torch._ops.HigherOrderOperator,
+                        torch._ops.OpOverloadPacket,
+                    ),
+                )
             except (AttributeError, RuntimeError):
                 ok = False
     elif target.startswith("_operator."):
-        ok = target[len("_operator."):] in _OPERATOR_TARGETS
+        ok = target[len("_operator.") :] in _OPERATOR_TARGETS
     elif target.startswith("math."):
-        ok = target[len("math."):] in _MATH_TARGETS
+        ok = target[len("math.") :] in _MATH_TARGETS
     else:
         ok = bool(_TORCH_TARGETS.match(target))
     if not ok:
@@ -205,8 +291,12 @@ def _check_expr(s, path: str) -> None:
                 break
             raise ModelLoadError(f"{path}: symbolic expression {s[:60]!r} is not arithmetic")
         ident = m.group(1)
-        if ident is not None and ident not in _EXPR_FUNCS and not _SYMBOL.match(ident) and \
-                not ident.startswith("OpaqueUnaryFn_"):
+        if (
+            ident is not None
+            and ident not in _EXPR_FUNCS
+            and not _SYMBOL.match(ident)
+            and not ident.startswith("OpaqueUnaryFn_")
+        ):
             raise ModelLoadError(
                 f"{path}: symbolic expression {s[:60]!r} uses {ident!r}; only size arithmetic "
                 "is accepted"
@@ -216,8 +306,9 @@ def _check_expr(s, path: str) -> None:
 
 def _check_treespec(s: str, path: str) -> None:
     if any(b in s for b in _BAD_TREESPEC):
-        raise ModelLoadError(f"{path}: an input/output spec would import Python modules; "
-                             "refusing to load it")
+        raise ModelLoadError(
+            f"{path}: an input/output spec would import Python modules; refusing to load it"
+        )
 
 
 # -- weights --------------------------------------------------------------------------------------
@@ -277,8 +368,12 @@ def _strided_tensor(z, member, dtype, sizes, strides, offset, fqn, path):
 
     itemsize = torch.empty((), dtype=dtype).element_size()
     nbytes = z.getinfo(member).file_size
-    if len(sizes) != len(strides) or any(d < 0 for d in sizes) or any(s < 0 for s in strides) \
-            or offset < 0:
+    if (
+        len(sizes) != len(strides)
+        or any(d < 0 for d in sizes)
+        or any(s < 0 for s in strides)
+        or offset < 0
+    ):
         raise ModelLoadError(f"{path}: bad sizes/strides for {fqn!r}")
     numel = 1
     for d in sizes:
@@ -309,8 +404,9 @@ def _deserialize(program: dict, state_dict: dict, constants: dict, path: str):
     except ModelLoadError:
         raise
     except Exception as e:  # torch's deserializer reports malformed programs in many ways
-        raise ModelLoadError(f"{path}: cannot rebuild the exported program: "
-                             f"{type(e).__name__}: {e}") from None
+        raise ModelLoadError(
+            f"{path}: cannot rebuild the exported program: {type(e).__name__}: {e}"
+        ) from None
 
 
 def refuse_pickle_file(path) -> None:
@@ -337,4 +433,3 @@ def classify_file(path) -> str:
         if any(n.endswith(".pkl") for n in names):
             return "pickle"
     return "unknown"
-

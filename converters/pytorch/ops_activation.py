@@ -46,8 +46,11 @@ def elu(ctx, self, alpha=1.0, scale=1.0, input_scale=1.0):
     if scale == 1 and input_scale == 1:
         return ctx.call("nn.elu", x, alpha=float(alpha))
     # scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))
-    neg = ctx.call("multiply", ctx.expr(float(alpha), d), ctx.call(
-        "expm1", ctx.call("multiply", x, ctx.expr(float(input_scale), d))))
+    neg = ctx.call(
+        "multiply",
+        ctx.expr(float(alpha), d),
+        ctx.call("expm1", ctx.call("multiply", x, ctx.expr(float(input_scale), d))),
+    )
     pos = ctx.call("greater", x, ctx.expr(0.0, d))
     return ctx.call("multiply", ctx.expr(float(scale), d), ctx.call("where", pos, x, neg))
 
@@ -138,8 +141,7 @@ def hardshrink(ctx, self, lambd=0.5):
 def threshold(ctx, self, threshold, value):
     x = _f(ctx, self)
     d = ctx.dtype(x)
-    return ctx.call("where", ctx.call("greater", x, ctx.expr(threshold, d)), x,
-                    ctx.expr(value, d))
+    return ctx.call("where", ctx.call("greater", x, ctx.expr(threshold, d)), x, ctx.expr(value, d))
 
 
 @aten("logit.default")

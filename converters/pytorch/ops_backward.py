@@ -23,8 +23,17 @@ def _static(ctx, shape, what):
 
 
 def _conv(ctx, x, w, nd, stride, padding, dilation, groups=1):
-    return ctx.call(f"nn.conv{nd}d", x, w, strides=stride, padding=padding, dilation=dilation,
-                    groups=groups, data_layout=_LAYOUTS[nd][0], kernel_layout=_LAYOUTS[nd][1])
+    return ctx.call(
+        f"nn.conv{nd}d",
+        x,
+        w,
+        strides=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+        data_layout=_LAYOUTS[nd][0],
+        kernel_layout=_LAYOUTS[nd][1],
+    )
 
 
 def _swap01(ctx, x):
@@ -38,10 +47,16 @@ def _weight_grad(ctx, data, grad, nd, stride, padding, dilation, groups, ksize, 
     gi, go = cin // groups, cout // groups
     parts = []
     for j in range(groups):
-        d = data if groups == 1 else ctx.call(
-            "strided_slice", data, begin=(j * gi,), end=((j + 1) * gi,), axes=(1,))
-        g = grad if groups == 1 else ctx.call(
-            "strided_slice", grad, begin=(j * go,), end=((j + 1) * go,), axes=(1,))
+        d = (
+            data
+            if groups == 1
+            else ctx.call("strided_slice", data, begin=(j * gi,), end=((j + 1) * gi,), axes=(1,))
+        )
+        g = (
+            grad
+            if groups == 1
+            else ctx.call("strided_slice", grad, begin=(j * go,), end=((j + 1) * go,), axes=(1,))
+        )
         # data as (Cin_g, N, spatial), grad as a (Cout_g, N, out spatial) kernel
         r = _conv(ctx, _swap01(ctx, d), _swap01(ctx, g), nd, dilation, padding, stride)
         r = ctx.call("strided_slice", r, begin=(0,) * nd, end=ksize, axes=tuple(range(2, 2 + nd)))
@@ -50,8 +65,20 @@ def _weight_grad(ctx, data, grad, nd, stride, padding, dilation, groups, ksize, 
 
 
 @aten("convolution_backward.default")
-def convolution_backward(ctx, grad_output, input, weight, bias_sizes, stride, padding,  # noqa: A002
-                         dilation, transposed, output_padding, groups, output_mask):
+def convolution_backward(
+    ctx,
+    grad_output,
+    input,
+    weight,
+    bias_sizes,
+    stride,
+    padding,  # noqa: A002
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+):
     """(grad_input, grad_weight, grad_bias)."""
     nd = ctx.ndim(weight) - 2
     s, p, d = _tuple(stride, nd), _tuple(padding, nd), _tuple(dilation, nd)
@@ -62,19 +89,43 @@ def convolution_backward(ctx, grad_output, input, weight, bias_sizes, stride, pa
     out_mask = list(output_mask) if output_mask is not None else [True, True, True]
     if not transposed:
         # grad_input: the transposed convolution of grad, sized back to the input
-        op = tuple(x_shape[2 + i] + 2 * p[i] - d[i] * (ksize[i] - 1) - 1 - (g_shape[2 + i] - 1)
-                   * s[i] for i in range(nd))
-        gin = ctx.call(f"nn.conv{nd}d_transpose", grad_output, weight, strides=s, padding=p,
-                       dilation=d, groups=groups, output_padding=op,
-                       data_layout=_LAYOUTS[nd][0], kernel_layout=_LAYOUTS[nd][2]) \
-            if out_mask[0] else None
-        gw = _weight_grad(ctx, input, grad_output, nd, s, p, d, groups, ksize, x_shape[1],
-                          g_shape[1]) if out_mask[1] else None
+        op = tuple(
+            x_shape[2 + i] + 2 * p[i] - d[i] * (ksize[i] - 1) - 1 - (g_shape[2 + i] - 1) * s[i]
+            for i in range(nd)
+        )
+        gin = (
+            ctx.call(
+                f"nn.conv{nd}d_transpose",
+                grad_output,
+                weight,
+                strides=s,
+                padding=p,
+                dilation=d,
+                groups=groups,
+                output_padding=op,
+                data_layout=_LAYOUTS[nd][0],
+                kernel_layout=_LAYOUTS[nd][2],
+            )
+            if out_mask[0]
+            else None
+        )
+        gw = (
+            _weight_grad(
+                ctx, input, grad_output, nd, s, p, d, groups, ksize, x_shape[1], g_shape[1]
+            )
+            if out_mask[1]
+            else None
+        )
     else:
         gin = _conv(ctx, grad_output, weight, nd, s, p, d, groups) if out_mask[0] else None
         # y = conv_transpose(x, w): w[i, o, k] pairs x channel i with grad channel o
-        gw = _weight_grad(ctx, grad_output, input, nd, s, p, d, groups, ksize, g_shape[1],
-                          x_shape[1]) if out_mask[1] else None
+        gw = (
+            _weight_grad(
+                ctx, grad_output, input, nd, s, p, d, groups, ksize, g_shape[1], x_shape[1]
+            )
+            if out_mask[1]
+            else None
+        )
     gb = None
     if out_mask[2]:
         axes = (0,) + tuple(range(2, 2 + nd))
@@ -104,15 +155,28 @@ def _avg_matrix(n, out, k, s, p, ceil_mode, count_include_pad, divisor):
 
 
 def _avg_pool_backward(nd: int):
-    def avg_pool_backward(ctx, grad_output, self, kernel_size, stride, padding, ceil_mode,
-                          count_include_pad, divisor_override):
+    def avg_pool_backward(
+        ctx,
+        grad_output,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    ):
         k = _tuple(kernel_size, nd)
         s = _tuple(stride, nd) if stride not in (None, [], ()) else k
         p = _tuple(padding, nd)
         x_sp = _static(ctx, ctx.shape_of(self)[-nd:], "avg_pool backward")
         g_sp = _static(ctx, ctx.shape_of(grad_output)[-nd:], "avg_pool backward")
-        mats = [_avg_matrix(x_sp[i], g_sp[i], k[i], s[i], p[i], ceil_mode, count_include_pad,
-                            divisor_override) for i in range(nd)]
+        mats = [
+            _avg_matrix(
+                x_sp[i], g_sp[i], k[i], s[i], p[i], ceil_mode, count_include_pad, divisor_override
+            )
+            for i in range(nd)
+        ]
         if divisor_override:
             mats[0] = mats[0] / divisor_override
         return _separable(ctx, grad_output, mats)
@@ -160,8 +224,9 @@ _adaptive_backward(3)
 
 
 def _max_pool_backward(nd: int):
-    def max_pool_with_indices_backward(ctx, grad_output, self, kernel_size, stride, padding,
-                                       dilation, ceil_mode, indices):
+    def max_pool_with_indices_backward(
+        ctx, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    ):
         """Scatter-add each output gradient to its argmax (flat per (n, c) plane)."""
         x_sp = _static(ctx, ctx.shape_of(self)[-nd:], "max_pool backward")
         g_sp = _static(ctx, ctx.shape_of(grad_output)[-nd:], "max_pool backward")
@@ -183,8 +248,9 @@ _max_pool_backward(3)
 
 
 @aten("embedding_dense_backward.default")
-def embedding_dense_backward(ctx, grad_output, indices, num_weights, padding_idx,
-                             scale_grad_by_freq):
+def embedding_dense_backward(
+    ctx, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq
+):
     g = ctx.expr(grad_output)
     d = ctx.dtype(g)
     dim = ctx.dim_size(g, -1)
@@ -197,11 +263,16 @@ def embedding_dense_backward(ctx, grad_output, indices, num_weights, padding_idx
         g = ctx.call("where", ctx.call("expand_dims", keep, axis=1), g, ctx.expr(0.0, d))
     zeros = ctx.call("zeros", shape=(num_weights, dim), dtype=d)
     if scale_grad_by_freq:
-        counts = ctx.call("scatter_nd", ctx.call("zeros", shape=(num_weights,), dtype=d),
-                          ctx.call("expand_dims", idx, axis=0), ctx.call(
-                              "ones_like", ctx.cast(idx, d)), mode="add")
-        g = ctx.call("divide", g, ctx.call("expand_dims", ctx.call("take", counts, idx, axis=0),
-                                           axis=1))
+        counts = ctx.call(
+            "scatter_nd",
+            ctx.call("zeros", shape=(num_weights,), dtype=d),
+            ctx.call("expand_dims", idx, axis=0),
+            ctx.call("ones_like", ctx.cast(idx, d)),
+            mode="add",
+        )
+        g = ctx.call(
+            "divide", g, ctx.call("expand_dims", ctx.call("take", counts, idx, axis=0), axis=1)
+        )
     return ctx.call("scatter_nd", zeros, ctx.call("expand_dims", idx, axis=0), g, mode="add")
 
 
@@ -217,8 +288,17 @@ def _norm_grad_input(ctx, gw, xhat, rstd, axes):
 
 
 @aten("native_layer_norm_backward.default")
-def native_layer_norm_backward(ctx, grad_out, input, normalized_shape, mean, rstd,  # noqa: A002
-                               weight, bias, output_mask):
+def native_layer_norm_backward(
+    ctx,
+    grad_out,
+    input,
+    normalized_shape,
+    mean,
+    rstd,  # noqa: A002
+    weight,
+    bias,
+    output_mask,
+):
     x, g = ctx.expr(input), ctx.expr(grad_out)
     nd = ctx.ndim(x)
     k = len(normalized_shape)
@@ -227,15 +307,29 @@ def native_layer_norm_backward(ctx, grad_out, input, normalized_shape, mean, rst
     xhat = ctx.call("multiply", ctx.call("subtract", x, mean), rstd)
     gw = ctx.call("multiply", g, weight) if weight is not None else g
     gin = _norm_grad_input(ctx, gw, xhat, rstd, axes)
-    gweight = ctx.call("sum", ctx.call("multiply", g, xhat), axis=lead) if lead else \
-        ctx.call("multiply", g, xhat)
+    gweight = (
+        ctx.call("sum", ctx.call("multiply", g, xhat), axis=lead)
+        if lead
+        else ctx.call("multiply", g, xhat)
+    )
     gbias = ctx.call("sum", g, axis=lead) if lead else g
     return gin, gweight if weight is not None else None, gbias if bias is not None else None
 
 
 @aten("native_group_norm_backward.default")
-def native_group_norm_backward(ctx, grad_out, input, mean, rstd, weight, N, C, HxW,  # noqa: A002
-                               group, output_mask):  # noqa: N803
+def native_group_norm_backward(
+    ctx,
+    grad_out,
+    input,
+    mean,
+    rstd,
+    weight,
+    N,
+    C,
+    HxW,  # noqa: A002
+    group,
+    output_mask,
+):  # noqa: N803
     x, g = ctx.expr(input), ctx.expr(grad_out)
     shape = ctx.shape_of(x)
     cg = C // group
@@ -250,11 +344,15 @@ def native_group_norm_backward(ctx, grad_out, input, mean, rstd, weight, N, C, H
     else:
         gw = gg
     gin = _norm_grad_input(ctx, gw, xhat, r, (2, 3))
-    gin = ctx.call("reshape", gin, newshape=shape) if all(isinstance(d, int) for d in shape) \
+    gin = (
+        ctx.call("reshape", gin, newshape=shape)
+        if all(isinstance(d, int) for d in shape)
         else ctx.call("reshape_like", gin, x)
+    )
     per_c = (0, 3)
-    gweight = ctx.call("reshape", ctx.call("sum", ctx.call("multiply", gg, xhat), axis=per_c),
-                       newshape=(C,))
+    gweight = ctx.call(
+        "reshape", ctx.call("sum", ctx.call("multiply", gg, xhat), axis=per_c), newshape=(C,)
+    )
     gbias = ctx.call("reshape", ctx.call("sum", gg, axis=per_c), newshape=(C,))
     return gin, gweight if weight is not None else None, gbias
 
@@ -275,6 +373,7 @@ def resize_(ctx, self, size, memory_format=None):
     if n_new < n_old:
         flat = ctx.call("strided_slice", flat, begin=(0,), end=(n_new,))
     elif n_new > n_old:
-        flat = ctx.call("nn.pad", flat, ctx.expr(0, ctx.dtype(self)),
-                        pad_width=((0, n_new - n_old),))
+        flat = ctx.call(
+            "nn.pad", flat, ctx.expr(0, ctx.dtype(self)), pad_width=((0, n_new - n_old),)
+        )
     return ctx.call("reshape", flat, newshape=new)

@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from relay_core.ir import Call, Constant, Expr, FuncType, Function, If, Let, Tuple, TupleType, Var
+from relay_core.ir import Call, Constant, Expr, Function, FuncType, If, Let, Tuple, TupleType, Var
 
 from .table import aten, register
 
@@ -135,28 +135,41 @@ _SYM_OPS = {
 
 def _register_arith(name: str, fn, arity: int):
     if arity == 2:
+
         def convert(ctx, a, b):
             return _arith(ctx, fn, a, b)
     else:
+
         def convert(ctx, a):
             return _arith(ctx, fn, a)
+
     convert.__name__ = name
     register(f"operator.{name}")(convert)
 
 
-for _n, _f in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-               ("floordiv", operator.floordiv), ("mod", operator.mod),
-               ("truediv", operator.truediv), ("pow", operator.pow), ("eq", operator.eq),
-               ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le),
-               ("gt", operator.gt), ("ge", operator.ge), ("and_", operator.and_),
-               ("or_", operator.or_), ("xor", operator.xor)]:
+for _n, _f in [
+    ("add", operator.add),
+    ("sub", operator.sub),
+    ("mul", operator.mul),
+    ("floordiv", operator.floordiv),
+    ("mod", operator.mod),
+    ("truediv", operator.truediv),
+    ("pow", operator.pow),
+    ("eq", operator.eq),
+    ("ne", operator.ne),
+    ("lt", operator.lt),
+    ("le", operator.le),
+    ("gt", operator.gt),
+    ("ge", operator.ge),
+    ("and_", operator.and_),
+    ("or_", operator.or_),
+    ("xor", operator.xor),
+]:
     _register_arith(_n, _f, 2)
 for _n, _f in [("neg", operator.neg), ("abs", operator.abs), ("not_", operator.not_)]:
     _register_arith(_n, _f, 1)
 for _n in ("sqrt", "ceil", "floor", "trunc"):
-    register(f"math.{_n}")(
-        (lambda f: lambda ctx, a: _arith(ctx, f, a))(getattr(math, _n))
-    )
+    register(f"math.{_n}")((lambda f: lambda ctx, a: _arith(ctx, f, a))(getattr(math, _n)))
 
 
 @register("torch.sym_max")

@@ -25,10 +25,18 @@ def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_mem
     return full_shape(ctx, size, fill_value, _dtype(ctx, dtype))
 
 
-@aten("zeros.default", "empty.memory_format", "new_empty.default",
-      "new_zeros.default")
-def zeros(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None,
-          memory_format=None, requires_grad=False, names=None):
+@aten("zeros.default", "empty.memory_format", "new_empty.default", "new_zeros.default")
+def zeros(
+    ctx,
+    *args,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    memory_format=None,
+    requires_grad=False,
+    names=None,
+):
     """zeros(size) / empty(size) / new_zeros(self, size): empty tensors read as zeros."""
     size = args[-1] if isinstance(args[-1], (list, tuple)) else args[0]
     return full_shape(ctx, size, 0, _dtype(ctx, dtype))
@@ -40,15 +48,22 @@ def empty_strided(ctx, size, stride, *, dtype=None, layout=None, device=None, pi
 
 
 @aten("ones.default", "new_ones.default")
-def ones(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None,
-         requires_grad=False, names=None):
+def ones(
+    ctx,
+    *args,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    requires_grad=False,
+    names=None,
+):
     size = args[-1]
     return full_shape(ctx, size, 1, _dtype(ctx, dtype))
 
 
 @aten("new_full.default")
-def new_full(ctx, self, size, fill_value, *, dtype=None, layout=None, device=None,
-             pin_memory=None):
+def new_full(ctx, self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     return full_shape(ctx, size, fill_value, _dtype(ctx, dtype, ctx.dtype(self)))
 
 
@@ -59,28 +74,42 @@ def _like(ctx, self, value, dtype):
 
 
 @aten("full_like.default")
-def full_like(ctx, self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
-              memory_format=None):
+def full_like(
+    ctx,
+    self,
+    fill_value,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    memory_format=None,
+):
     return _like(ctx, self, fill_value, dtype)
 
 
 @aten("zeros_like.default", "empty_like.default")
-def zeros_like(ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None,
-               memory_format=None):
+def zeros_like(
+    ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
     return _like(ctx, self, 0, dtype)
 
 
 @aten("ones_like.default")
-def ones_like(ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None,
-              memory_format=None):
+def ones_like(
+    ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
     return _like(ctx, self, 1, dtype)
 
 
 @aten("fill.Scalar", "fill.Tensor")
 def fill(ctx, self, value):
     x = ctx.expr(self)
-    v = ctx.cast(ctx.call("reshape", value, newshape=()), ctx.dtype(x)) if isinstance(
-        value, Expr) else ctx.expr(value, ctx.dtype(x))
+    v = (
+        ctx.cast(ctx.call("reshape", value, newshape=()), ctx.dtype(x))
+        if isinstance(value, Expr)
+        else ctx.expr(value, ctx.dtype(x))
+    )
     return ctx.call("full_like", x, v)
 
 
@@ -101,21 +130,28 @@ def arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 @aten("linspace.default")
-def linspace(ctx, start, end, steps, *, dtype=None, layout=None, device=None,
-             pin_memory=None):
+def linspace(ctx, start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
     d = _dtype(ctx, dtype)
     if steps == 1:
         return ctx.call("full", ctx.expr(start, d), shape=(1,), dtype=d)
-    i = ctx.call("arange", ctx.const(0, "int64"), ctx.const(steps, "int64"),
-                 ctx.const(1, "int64"), dtype="int64")
+    i = ctx.call(
+        "arange",
+        ctx.const(0, "int64"),
+        ctx.const(steps, "int64"),
+        ctx.const(1, "int64"),
+        dtype="int64",
+    )
     i = ctx.call("reshape", i, newshape=(steps,))
     fi = ctx.cast(i, "float64" if d == "float64" else "float32")
     fd = ctx.dtype(fi)
     step = (end - start) / (steps - 1)
     # torch: start + i * step on the first half, end - (steps - 1 - i) * step on the second
     lo = ctx.call("add", ctx.expr(start, fd), ctx.call("multiply", fi, ctx.expr(step, fd)))
-    hi = ctx.call("subtract", ctx.expr(end, fd), ctx.call(
-        "multiply", ctx.call("subtract", ctx.expr(steps - 1, fd), fi), ctx.expr(step, fd)))
+    hi = ctx.call(
+        "subtract",
+        ctx.expr(end, fd),
+        ctx.call("multiply", ctx.call("subtract", ctx.expr(steps - 1, fd), fi), ctx.expr(step, fd)),
+    )
     out = ctx.call("where", ctx.call("less", i, ctx.const(steps // 2, "int64")), lo, hi)
     return ctx.cast(out, d)
 
@@ -130,8 +166,9 @@ def eye(ctx, n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None
 
 
 def _iota(ctx, n):
-    out = ctx.call("arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"),
-                   dtype="int64")
+    out = ctx.call(
+        "arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"), dtype="int64"
+    )
     return ctx.call("reshape", out, newshape=(n,)) if isinstance(n, int) else out
 
 
@@ -154,41 +191,45 @@ def _seed(ctx):
 
 @aten("rand.default", "rand.generator")
 def rand(ctx, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return ctx.call("random.uniform", shape=tuple(size), dtype=_dtype(ctx, dtype),
-                    seed=_seed(ctx))
+    return ctx.call("random.uniform", shape=tuple(size), dtype=_dtype(ctx, dtype), seed=_seed(ctx))
 
 
 @aten("randn.default", "randn.generator")
 def randn(ctx, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return ctx.call("random.normal", shape=tuple(size), dtype=_dtype(ctx, dtype),
-                    seed=_seed(ctx))
+    return ctx.call("random.normal", shape=tuple(size), dtype=_dtype(ctx, dtype), seed=_seed(ctx))
 
 
 @aten("rand_like.default")
-def rand_like(ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None,
-              memory_format=None):
+def rand_like(
+    ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
     return ctx.call("random.uniform_like", self, dtype=_dtype(ctx, dtype), seed=_seed(ctx))
 
 
 @aten("randn_like.default")
-def randn_like(ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None,
-               memory_format=None):
+def randn_like(
+    ctx, self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
     return ctx.call("random.normal_like", self, dtype=_dtype(ctx, dtype), seed=_seed(ctx))
 
 
 @aten("randperm.default", "randperm.generator")
-def randperm(ctx, n, *, generator=None, dtype=None, layout=None, device=None,
-             pin_memory=None):
+def randperm(ctx, n, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     keys = ctx.call("random.uniform", shape=(n,), dtype="float32", seed=_seed(ctx))
     return ctx.cast(ctx.call("argsort", keys, axis=0), _dtype(ctx, dtype, "int64"))
 
 
 @aten("randint.default", "randint.low")
-def randint(ctx, *args, generator=None, dtype=None, layout=None, device=None,
-            pin_memory=None):
+def randint(ctx, *args, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     low, high, size = (0, args[0], args[1]) if len(args) == 2 else args[:3]
-    u = ctx.call("random.uniform", shape=tuple(size), low=float(low), high=float(high),
-                 dtype="float64", seed=_seed(ctx))
+    u = ctx.call(
+        "random.uniform",
+        shape=tuple(size),
+        low=float(low),
+        high=float(high),
+        dtype="float64",
+        seed=_seed(ctx),
+    )
     return ctx.cast(ctx.call("floor", u), _dtype(ctx, dtype, "int64"))
 
 
@@ -201,8 +242,7 @@ def bernoulli(ctx, self, p=None, *, generator=None):
 
 @aten("uniform.default")
 def uniform(ctx, self, from_=0.0, to=1.0, *, generator=None):
-    return ctx.call("random.uniform_like", self, low=float(from_), high=float(to),
-                    seed=_seed(ctx))
+    return ctx.call("random.uniform_like", self, low=float(from_), high=float(to), seed=_seed(ctx))
 
 
 @aten("normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor")
@@ -219,15 +259,23 @@ def native_dropout(ctx, input, p, train):  # noqa: A002
     x = ctx.expr(input)
     if train is False or not p:
         return x, ctx.call("full_like", ctx.cast(x, "bool"), ctx.expr(True, "bool"))
-    keep = ctx.call("random.bernoulli", ctx.call("full_like", x, ctx.expr(1.0 - p, ctx.dtype(x))),
-                    dtype="bool", seed=_seed(ctx))
+    keep = ctx.call(
+        "random.bernoulli",
+        ctx.call("full_like", x, ctx.expr(1.0 - p, ctx.dtype(x))),
+        dtype="bool",
+        seed=_seed(ctx),
+    )
     scale = ctx.expr(1.0 / (1.0 - p), ctx.dtype(x))
     out = ctx.call("where", keep, ctx.call("multiply", x, scale), ctx.call("zeros_like", x))
     return out, keep
 
 
-@aten("dropout.default", "feature_dropout.default", "alpha_dropout.default",
-      "feature_alpha_dropout.default")
+@aten(
+    "dropout.default",
+    "feature_dropout.default",
+    "alpha_dropout.default",
+    "feature_alpha_dropout.default",
+)
 def dropout(ctx, input, p, train):  # noqa: A002
     if not train or not p:
         return input

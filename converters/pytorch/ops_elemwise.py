@@ -25,12 +25,32 @@ def _unary(relay_op: str, *overloads: str, floating: bool = True):
 
 
 for _name in [
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "exp", "exp2",
-    "expm1", "log", "log10", "log1p", "log2", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
-    "tanh", "reciprocal",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "cos",
+    "cosh",
+    "erf",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "rsqrt",
+    "sigmoid",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "reciprocal",
 ]:
     _unary(_name, f"{_name}.default")
-
 
 
 @aten("abs.default")
@@ -133,9 +153,15 @@ def _scaled(ctx, other, alpha, dtype):
 def _scaled_complex(ctx, other, alpha):
     if alpha is None or alpha == 1:
         return other
-    return complex_binary(ctx, "multiply", other, alpha) if is_complex(ctx, other) else (
-        ctx.call("multiply", ctx.expr(other), ctx.expr(alpha, ctx.dtype_of(other)))
-        if ctx.is_tensor(other) else other * alpha)
+    return (
+        complex_binary(ctx, "multiply", other, alpha)
+        if is_complex(ctx, other)
+        else (
+            ctx.call("multiply", ctx.expr(other), ctx.expr(alpha, ctx.dtype_of(other)))
+            if ctx.is_tensor(other)
+            else other * alpha
+        )
+    )
 
 
 @aten("add.Tensor", "add.Scalar")
@@ -251,8 +277,14 @@ _binary("maximum", "maximum.default")
 _binary("minimum", "minimum.default")
 _binary("fmax", "fmax.default")
 _binary("fmin", "fmin.default")
-for _op, _rel in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
-                  ("gt", "greater"), ("ge", "greater_equal")]:
+for _op, _rel in [
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+]:
     _binary(_rel, f"{_op}.Tensor", f"{_op}.Scalar")
 
 

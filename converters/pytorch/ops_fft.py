@@ -124,7 +124,7 @@ def fft_c2r(ctx, self, dim, normalization, last_dim_size):
     w[0] = 1.0
     if n % 2 == 0 and n // 2 < k:
         w[n // 2] = 1.0
-    w[min(k, n // 2 + 1):] = 0.0
+    w[min(k, n // 2 + 1) :] = 0.0
     ang = 2.0 * math.pi * (np.outer(np.arange(k), np.arange(n)) % n) / n
     out = _along(ctx, re, last, w[:, None] * np.cos(ang))
     if im is not None:
@@ -161,8 +161,9 @@ def angle(ctx, self):
     if im is None:
         d = ctx.dtype(re)
         neg = ctx.call("less", re, ctx.expr(0.0, d))
-        return ctx.call("where", neg, ctx.expr(math.pi, d), ctx.call("multiply", re, ctx.expr(
-            0.0, d)))
+        return ctx.call(
+            "where", neg, ctx.expr(math.pi, d), ctx.call("multiply", re, ctx.expr(0.0, d))
+        )
     return ctx.call("atan2", im, re)
 
 

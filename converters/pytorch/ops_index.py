@@ -88,8 +88,11 @@ def index_put(ctx, self, indices, values, accumulate=False):
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     if adjacent and dims[0] > 0:
         nb, first = ctx.ndim(tensors[0]), dims[0]
-        axes = list(range(first, first + nb)) + list(range(first)) + list(
-            range(first + nb, ctx.ndim(v)))
+        axes = (
+            list(range(first, first + nb))
+            + list(range(first))
+            + list(range(first + nb, ctx.ndim(v)))
+        )
         v = ctx.call("transpose", v, axes=tuple(axes))
     out = ctx.call("scatter_nd", xt, coords, v, mode="add" if accumulate else "update")
     if identity:
@@ -106,8 +109,9 @@ def index_select(ctx, self, dim, index):
     idx = ctx.cast(ctx.expr(index), "int64")
     if ctx.ndim(self) == 0:
         return ctx.call("reshape", self, newshape=(1,))
-    return ctx.call("take", self, ctx.call("reshape", idx, newshape=(-1,)), axis=_norm(dim, nd),
-                    mode="wrap")
+    return ctx.call(
+        "take", self, ctx.call("reshape", idx, newshape=(-1,)), axis=_norm(dim, nd), mode="wrap"
+    )
 
 
 @aten("gather.default")
@@ -121,8 +125,9 @@ def gather(ctx, self, dim, index, sparse_grad=False):
 def take_along_dim(ctx, self, indices, dim=None):
     if dim is None:
         flat = ctx.call("reshape", self, newshape=(-1,))
-        return ctx.call("gather", flat, ctx.call("reshape", ctx.cast(indices, "int64"),
-                                                 newshape=(-1,)), axis=0)
+        return ctx.call(
+            "gather", flat, ctx.call("reshape", ctx.cast(indices, "int64"), newshape=(-1,)), axis=0
+        )
     return gather(ctx, self, dim, indices)
 
 
@@ -131,12 +136,22 @@ def _fit_src(ctx, src, index):
     s_shape, i_shape = ctx.shape_of(src), ctx.shape_of(index)
     if s_shape == i_shape:
         return src
-    return ctx.call("strided_slice", src, begin=(0,) * len(i_shape), end=tuple(
-        d if isinstance(d, int) else 2**31 - 1 for d in i_shape))
+    return ctx.call(
+        "strided_slice",
+        src,
+        begin=(0,) * len(i_shape),
+        end=tuple(d if isinstance(d, int) else 2**31 - 1 for d in i_shape),
+    )
 
 
-_REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "amax": "max",
-               "amin": "min"}
+_REDUCTIONS = {
+    "sum": "add",
+    "add": "add",
+    "prod": "mul",
+    "multiply": "mul",
+    "amax": "max",
+    "amin": "min",
+}
 
 
 def _scatter(ctx, self, dim, index, src, reduction="update"):
@@ -174,8 +189,14 @@ def scatter_reduce(ctx, self, dim, index, src, reduce, *, include_self=True):
     if reduce == "mean":
         total = scatter_reduce(ctx, x, dim, index, src, "sum", include_self=include_self)
         ones = ctx.call("ones_like", x)
-        counts = _scatter(ctx, ones if include_self else ctx.call("zeros_like", x), dim,
-                          index, ctx.call("ones_like", ctx.cast(index, d)), "add")
+        counts = _scatter(
+            ctx,
+            ones if include_self else ctx.call("zeros_like", x),
+            dim,
+            index,
+            ctx.call("ones_like", ctx.cast(index, d)),
+            "add",
+        )
         counts = ctx.call("maximum", counts, ctx.call("ones_like", counts))
         if d.startswith("float") or d.startswith("bfloat"):
             return ctx.call("divide", total, counts)
@@ -184,8 +205,9 @@ def scatter_reduce(ctx, self, dim, index, src, reduce, *, include_self=True):
     if not include_self:  # first put src values in place, then reduce src into them
         if red in ("add", "mul"):
             neutral = ctx.expr(0 if red == "add" else 1, d)
-            x = _scatter(ctx, x, dim, index, ctx.call(
-                "full_like", ctx.cast(ctx.expr(index), d), neutral))
+            x = _scatter(
+                ctx, x, dim, index, ctx.call("full_like", ctx.cast(ctx.expr(index), d), neutral)
+            )
         else:
             x = _scatter(ctx, x, dim, index, src)
     return _scatter(ctx, x, dim, index, src, red)
@@ -209,14 +231,18 @@ def masked_scatter(ctx, self, mask, source):
     shape = ctx.shape_of(x)
     flat_m = ctx.call("reshape", m, newshape=(-1,))
     flat_x = ctx.call("reshape", x, newshape=(-1,))
-    pos = ctx.call("subtract", ctx.call("cumsum", ctx.cast(flat_m, "int64"), axis=0),
-                   ctx.const(1, "int64"))
+    pos = ctx.call(
+        "subtract", ctx.call("cumsum", ctx.cast(flat_m, "int64"), axis=0), ctx.const(1, "int64")
+    )
     pos = ctx.call("maximum", pos, ctx.const(0, "int64"))
     src = ctx.call("reshape", ctx.cast(ctx.expr(source), ctx.dtype(x)), newshape=(-1,))
     picked = ctx.call("take", src, pos, axis=0, mode="clip")
     out = ctx.call("where", flat_m, picked, flat_x)
-    return ctx.call("reshape_like", out, x) if not all(isinstance(d, int) for d in shape) \
+    return (
+        ctx.call("reshape_like", out, x)
+        if not all(isinstance(d, int) for d in shape)
         else ctx.call("reshape", out, newshape=shape)
+    )
 
 
 @aten("masked_select.default")
@@ -266,13 +292,21 @@ def index_fill(ctx, self, dim, index, value):
     n = ctx.dim_size(x, dim)
     shape = [1] * nd
     shape[dim] = n
-    pos = ctx.call("reshape", ctx.call("arange", ctx.const(0, "int64"), ctx.expr(n, "int64"),
-                                       ctx.const(1, "int64"), dtype="int64"), newshape=shape)
+    pos = ctx.call(
+        "reshape",
+        ctx.call(
+            "arange",
+            ctx.const(0, "int64"),
+            ctx.expr(n, "int64"),
+            ctx.const(1, "int64"),
+            dtype="int64",
+        ),
+        newshape=shape,
+    )
     idx = ctx.call("reshape", ctx.cast(ctx.expr(index), "int64"), newshape=(-1,))
     n_exp = ctx.expr(n, "int64")
     idx = ctx.call("floor_mod", idx, n_exp)
-    hit = ctx.call("any", ctx.call("equal", ctx.call("expand_dims", pos, axis=nd),
-                                   idx), axis=(nd,))
+    hit = ctx.call("any", ctx.call("equal", ctx.call("expand_dims", pos, axis=nd), idx), axis=(nd,))
     return ctx.call("where", hit, ctx.expr(value, ctx.dtype(x)), x)
 
 
@@ -317,8 +351,7 @@ def _pnorm_last(ctx, diff, p, keep=False):
     if p == float("inf"):
         return ctx.call("max", a, axis=(-1,))
     if p == 0:
-        return ctx.call("sum", ctx.cast(ctx.call("not_equal", a, ctx.expr(0.0, d)), d),
-                        axis=(-1,))
+        return ctx.call("sum", ctx.cast(ctx.call("not_equal", a, ctx.expr(0.0, d)), d), axis=(-1,))
     s = ctx.call("sum", ctx.call("power", a, ctx.expr(float(p), d)), axis=(-1,))
     return ctx.call("power", s, ctx.expr(1.0 / p, d))
 

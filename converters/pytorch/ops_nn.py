@@ -22,8 +22,9 @@ def _tuple(v, n):
     return (v,) * n
 
 
-def conv(ctx, x, weight, bias, stride, padding, dilation, transposed=False,
-         output_padding=0, groups=1):
+def conv(
+    ctx, x, weight, bias, stride, padding, dilation, transposed=False, output_padding=0, groups=1
+):
     """Any torch convolution as nn.conv{1,2,3}d[_transpose] plus nn.bias_add."""
     x = ctx.expr(x)
     nd = ctx.ndim(weight) - 2
@@ -37,8 +38,13 @@ def conv(ctx, x, weight, bias, stride, padding, dilation, transposed=False,
         padding = _same_padding(ctx, weight, dilation, nd) if padding == "same" else (0,) * nd
     else:
         padding = _tuple(padding, nd)
-    kw = dict(strides=_tuple(stride, nd), padding=padding, dilation=_tuple(dilation, nd),
-              groups=groups, data_layout=data_layout)
+    kw = dict(
+        strides=_tuple(stride, nd),
+        padding=padding,
+        dilation=_tuple(dilation, nd),
+        groups=groups,
+        data_layout=data_layout,
+    )
     suffix = "d_transpose" if transposed else "d"
     if transposed:
         kw.update(kernel_layout=transposed_layout, output_padding=_tuple(output_padding, nd))
@@ -64,22 +70,57 @@ def _same_padding(ctx, weight, dilation, nd):
 
 
 @aten("convolution.default", "_convolution.default")
-def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,  # noqa: A002
-                output_padding, groups, *_):
-    return conv(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                groups)
+def convolution(
+    ctx,
+    input,
+    weight,
+    bias,
+    stride,
+    padding,
+    dilation,
+    transposed,  # noqa: A002
+    output_padding,
+    groups,
+    *_,
+):
+    return conv(
+        ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+    )
 
 
-@aten("conv1d.default", "conv2d.default", "conv3d.default", "conv1d.padding", "conv2d.padding",
-      "conv3d.padding")
-def conv_nd(ctx, input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A002
-            groups=1):
+@aten(
+    "conv1d.default",
+    "conv2d.default",
+    "conv3d.default",
+    "conv1d.padding",
+    "conv2d.padding",
+    "conv3d.padding",
+)
+def conv_nd(
+    ctx,
+    input,
+    weight,
+    bias=None,
+    stride=1,
+    padding=0,
+    dilation=1,  # noqa: A002
+    groups=1,
+):
     return conv(ctx, input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 @aten("conv_transpose1d.default", "conv_transpose2d.input", "conv_transpose3d.input")
-def conv_transpose(ctx, input, weight, bias=None, stride=1, padding=0,  # noqa: A002
-                   output_padding=0, groups=1, dilation=1):
+def conv_transpose(
+    ctx,
+    input,
+    weight,
+    bias=None,
+    stride=1,
+    padding=0,  # noqa: A002
+    output_padding=0,
+    groups=1,
+    dilation=1,
+):
     return conv(ctx, input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
@@ -171,7 +212,7 @@ def inner(ctx, self, other):
         return ctx.call("multiply", *ctx.operands(self, other))
     letters = "abcdefghijklmnopqrstuvwxy"
     na, nb = ctx.ndim(self) - 1, ctx.ndim(other) - 1
-    a, b = letters[:na], letters[na:na + nb]
+    a, b = letters[:na], letters[na : na + nb]
     return ctx.call("einsum", self, other, equation=f"{a}z,{b}z->{a}{b}")
 
 
@@ -194,7 +235,7 @@ def tensordot(ctx, self, other, dims_self, dims_other):
     letters = "abcdefghijklmnopqrstuvwxyz"
     na, nb = ctx.ndim(self), ctx.ndim(other)
     a = list(letters[:na])
-    b = list(letters[na:na + nb])
+    b = list(letters[na : na + nb])
     for i, j in zip(dims_self, dims_other):
         b[j % nb] = a[i % na]
     out = [c for k, c in enumerate(a) if k not in [i % na for i in dims_self]]
@@ -219,8 +260,7 @@ def _channels_like(ctx, x, axis=1):
     d = ctx.dtype(x)
     if isinstance(c, int):
         return ctx.call("zeros", shape=(c,), dtype=d)
-    return ctx.call("dyn.zeros", ctx.call("reshape", ctx.expr(c, "int64"), newshape=(1,)),
-                    dtype=d)
+    return ctx.call("dyn.zeros", ctx.call("reshape", ctx.expr(c, "int64"), newshape=(1,)), dtype=d)
 
 
 def _reduce_axes_except(ctx, x, axis=1):
@@ -239,9 +279,14 @@ def batch_norm(ctx, x, weight, bias, mean, var, eps):
     d = ctx.dtype(x)
     like = mean if mean is not None else _channels_like(ctx, x)
     return ctx.call(
-        "nn.batch_norm", x, _channel_param(ctx, weight, like, 1.0, d),
-        _channel_param(ctx, bias, like, 0.0, d), ctx.cast(mean, d), ctx.cast(var, d),
-        axis=1, epsilon=float(eps),
+        "nn.batch_norm",
+        x,
+        _channel_param(ctx, weight, like, 1.0, d),
+        _channel_param(ctx, bias, like, 0.0, d),
+        ctx.cast(mean, d),
+        ctx.cast(var, d),
+        axis=1,
+        epsilon=float(eps),
     )
 
 
@@ -250,8 +295,18 @@ def _rstd(ctx, var, eps):
 
 
 @aten("batch_norm.default")
-def batch_norm_default(ctx, input, weight, bias, running_mean, running_var,  # noqa: A002
-                       training, momentum, eps, cudnn_enabled=True):
+def batch_norm_default(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,  # noqa: A002
+    training,
+    momentum,
+    eps,
+    cudnn_enabled=True,
+):
     x = ctx.expr(input)
     if training or running_mean is None:
         mean, var = batch_stats(ctx, x)
@@ -261,18 +316,38 @@ def batch_norm_default(ctx, input, weight, bias, running_mean, running_var,  # n
 
 
 @aten("_native_batch_norm_legit_no_training.default")
-def native_batch_norm_no_training(ctx, input, weight, bias, running_mean,  # noqa: A002
-                                  running_var, momentum, eps):
+def native_batch_norm_no_training(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,  # noqa: A002
+    running_var,
+    momentum,
+    eps,
+):
     x = ctx.expr(input)
     out = batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
     empty = ctx.call("zeros", shape=(0,), dtype=ctx.dtype(x))
     return out, empty, empty
 
 
-@aten("_native_batch_norm_legit.default", "native_batch_norm.default",
-      "_batch_norm_with_update.default")
-def native_batch_norm(ctx, input, weight, bias, running_mean, running_var,  # noqa: A002
-                      training=True, momentum=0.1, eps=1e-5):
+@aten(
+    "_native_batch_norm_legit.default",
+    "native_batch_norm.default",
+    "_batch_norm_with_update.default",
+)
+def native_batch_norm(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,  # noqa: A002
+    training=True,
+    momentum=0.1,
+    eps=1e-5,
+):
     x = ctx.expr(input)
     if isinstance(training, float):  # _batch_norm_with_update(momentum, eps)
         training, momentum, eps = True, training, momentum
@@ -311,13 +386,21 @@ def layer_norm(ctx, x, normalized_shape, weight, bias, eps):
         like = ctx.call("zeros", shape=tuple(normalized_shape), dtype=d)
         weight = weight if weight is not None else ctx.call("ones_like", like)
         bias = bias if bias is not None else like
-    return ctx.call("nn.layer_norm", x, ctx.cast(weight, d), ctx.cast(bias, d), axis=-k,
-                    epsilon=float(eps))
+    return ctx.call(
+        "nn.layer_norm", x, ctx.cast(weight, d), ctx.cast(bias, d), axis=-k, epsilon=float(eps)
+    )
 
 
 @aten("layer_norm.default")
-def layer_norm_default(ctx, input, normalized_shape, weight=None, bias=None,  # noqa: A002
-                       eps=1e-5, cudnn_enable=True):
+def layer_norm_default(
+    ctx,
+    input,
+    normalized_shape,
+    weight=None,
+    bias=None,  # noqa: A002
+    eps=1e-5,
+    cudnn_enable=True,
+):
     return layer_norm(ctx, input, normalized_shape, weight, bias, eps)
 
 
@@ -332,14 +415,27 @@ def native_layer_norm(ctx, input, normalized_shape, weight, bias, eps):  # noqa:
 
 
 @aten("group_norm.default")
-def group_norm(ctx, input, num_groups, weight=None, bias=None, eps=1e-5,  # noqa: A002
-               cudnn_enabled=True):
+def group_norm(
+    ctx,
+    input,
+    num_groups,
+    weight=None,
+    bias=None,
+    eps=1e-5,  # noqa: A002
+    cudnn_enabled=True,
+):
     x = ctx.expr(input)
     d = ctx.dtype(x)
     like = _channels_like(ctx, x)
-    return ctx.call("nn.group_norm", x, _channel_param(ctx, weight, like, 1.0, d),
-                    _channel_param(ctx, bias, like, 0.0, d), num_groups=num_groups, axis=1,
-                    epsilon=float(eps))
+    return ctx.call(
+        "nn.group_norm",
+        x,
+        _channel_param(ctx, weight, like, 1.0, d),
+        _channel_param(ctx, bias, like, 0.0, d),
+        num_groups=num_groups,
+        axis=1,
+        epsilon=float(eps),
+    )
 
 
 @aten("native_group_norm.default")
@@ -353,15 +449,31 @@ def native_group_norm(ctx, input, weight, bias, N, C, HxW, group, eps):  # noqa:
 
 
 @aten("instance_norm.default")
-def instance_norm(ctx, input, weight, bias, running_mean, running_var,  # noqa: A002
-                  use_input_stats, momentum, eps, cudnn_enabled=True):
+def instance_norm(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,  # noqa: A002
+    use_input_stats,
+    momentum,
+    eps,
+    cudnn_enabled=True,
+):
     x = ctx.expr(input)
     d = ctx.dtype(x)
     if not use_input_stats:
         return batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
     like = _channels_like(ctx, x)
-    return ctx.call("nn.instance_norm", x, _channel_param(ctx, weight, like, 1.0, d),
-                    _channel_param(ctx, bias, like, 0.0, d), axis=1, epsilon=float(eps))
+    return ctx.call(
+        "nn.instance_norm",
+        x,
+        _channel_param(ctx, weight, like, 1.0, d),
+        _channel_param(ctx, bias, like, 0.0, d),
+        axis=1,
+        epsilon=float(eps),
+    )
 
 
 @aten("rms_norm.default")
@@ -397,8 +509,11 @@ def attention(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, enable_
     scores = ctx.call("multiply", scores, ctx.expr(float(scale), d))
     if is_causal:
         lq, lk = ctx.dim_size(q, -2), ctx.dim_size(k, -2)
-        ones = ctx.call("full", ctx.expr(True, "bool"), shape=(lq, lk), dtype="bool") if \
-            isinstance(lq, int) and isinstance(lk, int) else None
+        ones = (
+            ctx.call("full", ctx.expr(True, "bool"), shape=(lq, lk), dtype="bool")
+            if isinstance(lq, int) and isinstance(lk, int)
+            else None
+        )
         if ones is None:
             raise ctx.error("causal attention over symbolic lengths is not supported")
         causal = ctx.call("trilu", ones, k=0, upper=False)
@@ -414,22 +529,43 @@ def attention(ctx, q, k, v, attn_mask=None, is_causal=False, scale=None, enable_
 
 
 @aten("scaled_dot_product_attention.default")
-def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, *, scale=None, enable_gqa=False):
+def scaled_dot_product_attention(
+    ctx,
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    *,
+    scale=None,
+    enable_gqa=False,
+):
     return attention(ctx, query, key, value, attn_mask, is_causal, scale, enable_gqa)
 
 
 @aten("_scaled_dot_product_flash_attention_for_cpu.default")
-def sdpa_flash_cpu(ctx, query, key, value, dropout_p=0.0, is_causal=False, *,
-                   attn_mask=None, scale=None):
+def sdpa_flash_cpu(
+    ctx, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None
+):
     out = attention(ctx, query, key, value, attn_mask, is_causal, scale)
     lse = ctx.call("zeros", shape=ctx.out_shape(1) or (0,), dtype="float32")
     return out, lse
 
 
 @aten("_embedding_bag.default", "_embedding_bag_forward_only.default", "embedding_bag.padding_idx")
-def embedding_bag(ctx, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                  per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+def embedding_bag(
+    ctx,
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
     """(output, offset2bag, bag_size, max_indices) of EmbeddingBag over 1-D indices."""
     w = ctx.expr(weight)
     d = ctx.dtype(w)
@@ -440,25 +576,34 @@ def embedding_bag(ctx, weight, indices, offsets, scale_grad_by_freq=False, mode=
             rows = ctx.call("multiply", rows, ctx.call("expand_dims", per_sample_weights, axis=2))
         red = {0: "sum", 1: "mean", 2: "max"}[mode]
         out = ctx.call(red, rows, axis=(1,))
-        return out, ctx.call("zeros", shape=(0,), dtype="int64"), ctx.call(
-            "zeros", shape=(0,), dtype="int64"), ctx.call("zeros", shape=(0,), dtype="int64")
+        return (
+            out,
+            ctx.call("zeros", shape=(0,), dtype="int64"),
+            ctx.call("zeros", shape=(0,), dtype="int64"),
+            ctx.call("zeros", shape=(0,), dtype="int64"),
+        )
     offs = ctx.cast(ctx.expr(offsets), "int64")
     n = ctx.dim_size(idx, 0)
     nb = ctx.dim_size(offs, 0)
     if include_last_offset:
         nb = nb - 1 if isinstance(nb, int) else nb
         offs = ctx.call("strided_slice", offs, begin=(0,), end=(nb,))
-    pos = ctx.call("arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"),
-                   dtype="int64")
+    pos = ctx.call(
+        "arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"), dtype="int64"
+    )
     # bag of position i: the number of offsets <= i, minus one
-    ge = ctx.call("greater_equal", ctx.call("expand_dims", pos, axis=1),
-                  ctx.call("expand_dims", offs, axis=0))  # (N, B)
-    bag = ctx.call("subtract", ctx.call("sum", ctx.cast(ge, "int64"), axis=(1,)),
-                   ctx.const(1, "int64"))
-    nbags = ctx.call("arange", ctx.const(0, "int64"), ctx.expr(nb, "int64"),
-                     ctx.const(1, "int64"), dtype="int64")
-    member = ctx.call("equal", ctx.call("expand_dims", bag, axis=1),
-                      ctx.call("expand_dims", nbags, axis=0))  # (N, B)
+    ge = ctx.call(
+        "greater_equal", ctx.call("expand_dims", pos, axis=1), ctx.call("expand_dims", offs, axis=0)
+    )  # (N, B)
+    bag = ctx.call(
+        "subtract", ctx.call("sum", ctx.cast(ge, "int64"), axis=(1,)), ctx.const(1, "int64")
+    )
+    nbags = ctx.call(
+        "arange", ctx.const(0, "int64"), ctx.expr(nb, "int64"), ctx.const(1, "int64"), dtype="int64"
+    )
+    member = ctx.call(
+        "equal", ctx.call("expand_dims", bag, axis=1), ctx.call("expand_dims", nbags, axis=0)
+    )  # (N, B)
     if padding_idx is not None and padding_idx >= 0:
         keep = ctx.call("not_equal", idx, ctx.const(padding_idx, "int64"))
         member = ctx.call("logical_and", member, ctx.call("expand_dims", keep, axis=1))
@@ -468,8 +613,12 @@ def embedding_bag(ctx, weight, indices, offsets, scale_grad_by_freq=False, mode=
     m = ctx.cast(member, d)
     counts = ctx.call("sum", m, axis=(0,))  # (B,)
     if mode == 2:
-        big = ctx.call("where", ctx.call("expand_dims", member, axis=2),
-                       ctx.call("expand_dims", rows, axis=1), ctx.expr(-math.inf, d))
+        big = ctx.call(
+            "where",
+            ctx.call("expand_dims", member, axis=2),
+            ctx.call("expand_dims", rows, axis=1),
+            ctx.expr(-math.inf, d),
+        )
         out = ctx.call("max", big, axis=(0,))
         out = ctx.call("where", ctx.call("isinf", out), ctx.expr(0.0, d), out)
     else:

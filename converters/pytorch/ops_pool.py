@@ -28,8 +28,14 @@ def max_pool(ctx, nd, x, kernel_size, stride, padding, dilation, ceil_mode, with
     x, unb = _batched(ctx, x, nd)
     k = _tuple(kernel_size, nd)
     s = _tuple(stride, nd) if stride not in (None, [], ()) else k
-    kw = dict(pool_size=k, strides=s, padding=_tuple(padding, nd), dilation=_tuple(dilation, nd),
-              ceil_mode=bool(ceil_mode), layout=_LAYOUT[nd])
+    kw = dict(
+        pool_size=k,
+        strides=s,
+        padding=_tuple(padding, nd),
+        dilation=_tuple(dilation, nd),
+        ceil_mode=bool(ceil_mode),
+        layout=_LAYOUT[nd],
+    )
     if not with_indices:
         return _unbatch(ctx, ctx.call(f"nn.max_pool{nd}d", x, **kw), unb)
     pair = ctx.call(f"nn.max_pool{nd}d_with_argmax", x, **kw)
@@ -48,8 +54,9 @@ def _max_pool_converters(nd: int):
     def max_pool_nd(ctx, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         return max_pool(ctx, nd, self, kernel_size, stride, padding, dilation, ceil_mode, False)
 
-    def max_pool_nd_with_indices(ctx, self, kernel_size, stride=(), padding=0, dilation=1,
-                                 ceil_mode=False):
+    def max_pool_nd_with_indices(
+        ctx, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False
+    ):
         return max_pool(ctx, nd, self, kernel_size, stride, padding, dilation, ceil_mode, True)
 
     aten(f"max_pool{nd}d.default")(max_pool_nd)
@@ -60,14 +67,22 @@ for _nd in (1, 2, 3):
     _max_pool_converters(_nd)
 
 
-def avg_pool(ctx, nd, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-             divisor_override):
+def avg_pool(
+    ctx, nd, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
     x, unb = _batched(ctx, x, nd)
     k = _tuple(kernel_size, nd)
     s = _tuple(stride, nd) if stride not in (None, [], ()) else k
-    out = ctx.call(f"nn.avg_pool{nd}d", x, pool_size=k, strides=s, padding=_tuple(padding, nd),
-                   ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
-                   layout=_LAYOUT[nd])
+    out = ctx.call(
+        f"nn.avg_pool{nd}d",
+        x,
+        pool_size=k,
+        strides=s,
+        padding=_tuple(padding, nd),
+        ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad),
+        layout=_LAYOUT[nd],
+    )
     if divisor_override:
         if not count_include_pad:
             raise ctx.error("divisor_override with count_include_pad=False is not supported")
@@ -77,17 +92,34 @@ def avg_pool(ctx, nd, x, kernel_size, stride, padding, ceil_mode, count_include_
 
 
 @aten("avg_pool1d.default")
-def avg_pool1d(ctx, self, kernel_size, stride=(), padding=0, ceil_mode=False,
-               count_include_pad=True):
-    return avg_pool(ctx, 1, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                    None)
+def avg_pool1d(
+    ctx, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True
+):
+    return avg_pool(ctx, 1, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
 def _avg_pool_converter(nd: int):
-    def avg_pool_nd(ctx, self, kernel_size, stride=(), padding=0, ceil_mode=False,
-                    count_include_pad=True, divisor_override=None):
-        return avg_pool(ctx, nd, self, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad, divisor_override)
+    def avg_pool_nd(
+        ctx,
+        self,
+        kernel_size,
+        stride=(),
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        return avg_pool(
+            ctx,
+            nd,
+            self,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
 
     aten(f"avg_pool{nd}d.default")(avg_pool_nd)
 
@@ -171,8 +203,9 @@ def pad(ctx, x, pad_, mode="constant", value=0.0):
     relay_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}[mode]
     if mode == "constant":
         v = 0.0 if value is None else value
-        return ctx.call("nn.pad", x, ctx.expr(v, ctx.dtype(x)), pad_width=width,
-                        pad_mode="constant")
+        return ctx.call(
+            "nn.pad", x, ctx.expr(v, ctx.dtype(x)), pad_width=width, pad_mode="constant"
+        )
     return ctx.call("nn.pad", x, pad_width=width, pad_mode=relay_mode)
 
 
@@ -227,12 +260,16 @@ def resize(ctx, x, nd, output_size, scale_factors, method, align_corners=None, e
         raise ctx.error("resizing to a symbolic size is not supported")
     kw = dict(size=tuple(size[2:]), layout=_LAYOUT[nd])
     if method == "nearest":
-        kw.update(method="nearest_neighbor", coordinate_transformation_mode="half_pixel"
-                  if exact else "asymmetric",
-                  rounding_method="round_prefer_ceil" if exact else "floor")
+        kw.update(
+            method="nearest_neighbor",
+            coordinate_transformation_mode="half_pixel" if exact else "asymmetric",
+            rounding_method="round_prefer_ceil" if exact else "floor",
+        )
     else:
-        kw.update(method=method, coordinate_transformation_mode="align_corners"
-                  if align_corners else "half_pixel")
+        kw.update(
+            method=method,
+            coordinate_transformation_mode="align_corners" if align_corners else "half_pixel",
+        )
         if method == "cubic":
             kw.update(cubic_alpha=-0.75)
     if scale_factors and not align_corners:
@@ -253,17 +290,22 @@ def upsample_nearest_vec(ctx, input, output_size, scale_factors):  # noqa: A002
     return resize(ctx, input, ctx.ndim(input) - 2, output_size, scale_factors, "nearest")
 
 
-@aten("_upsample_nearest_exact1d.vec", "_upsample_nearest_exact2d.vec",
-      "_upsample_nearest_exact3d.vec")
+@aten(
+    "_upsample_nearest_exact1d.vec",
+    "_upsample_nearest_exact2d.vec",
+    "_upsample_nearest_exact3d.vec",
+)
 def upsample_nearest_exact_vec(ctx, input, output_size, scale_factors):  # noqa: A002
-    return resize(ctx, input, ctx.ndim(input) - 2, output_size, scale_factors, "nearest",
-                  exact=True)
+    return resize(
+        ctx, input, ctx.ndim(input) - 2, output_size, scale_factors, "nearest", exact=True
+    )
 
 
 @aten("upsample_linear1d.vec", "upsample_bilinear2d.vec", "upsample_trilinear3d.vec")
 def upsample_linear_vec(ctx, input, output_size, align_corners, scale_factors):  # noqa: A002
-    return resize(ctx, input, ctx.ndim(input) - 2, output_size, scale_factors, "linear",
-                  align_corners)
+    return resize(
+        ctx, input, ctx.ndim(input) - 2, output_size, scale_factors, "linear", align_corners
+    )
 
 
 @aten("upsample_bicubic2d.vec")
@@ -281,11 +323,11 @@ def upsample_nearest_exact(ctx, self, output_size, *scales):
     return resize(ctx, self, 2, output_size, _scales(*scales), "nearest", exact=True)
 
 
-@aten("upsample_linear1d.default", "upsample_bilinear2d.default",
-      "upsample_trilinear3d.default")
+@aten("upsample_linear1d.default", "upsample_bilinear2d.default", "upsample_trilinear3d.default")
 def upsample_linear(ctx, self, output_size, align_corners, *scales):
-    return resize(ctx, self, ctx.ndim(self) - 2, output_size, _scales(*scales), "linear",
-                  align_corners)
+    return resize(
+        ctx, self, ctx.ndim(self) - 2, output_size, _scales(*scales), "linear", align_corners
+    )
 
 
 @aten("upsample_bicubic2d.default")
@@ -294,18 +336,30 @@ def upsample_bicubic(ctx, self, output_size, align_corners, *scales):
 
 
 @aten("grid_sampler_2d.default", "grid_sampler.default")
-def grid_sampler_2d(ctx, input, grid, interpolation_mode, padding_mode,  # noqa: A002
-                    align_corners):
+def grid_sampler_2d(
+    ctx,
+    input,
+    grid,
+    interpolation_mode,
+    padding_mode,  # noqa: A002
+    align_corners,
+):
     method = {0: "bilinear", 1: "nearest", 2: "bicubic"}[interpolation_mode]
     padding = {0: "zeros", 1: "border", 2: "reflection"}[padding_mode]
-    return ctx.call("image.grid_sample", input, grid, method=method, padding_mode=padding,
-                    align_corners=bool(align_corners), layout="NCHW")
+    return ctx.call(
+        "image.grid_sample",
+        input,
+        grid,
+        method=method,
+        padding_mode=padding,
+        align_corners=bool(align_corners),
+        layout="NCHW",
+    )
 
 
 @aten("affine_grid_generator.default")
 def affine_grid_generator(ctx, theta, size, align_corners):
-    return ctx.call("image.affine_grid", theta, size=tuple(size),
-                    align_corners=bool(align_corners))
+    return ctx.call("image.affine_grid", theta, size=tuple(size), align_corners=bool(align_corners))
 
 
 # -- pixel shuffle, fold / unfold -----------------------------------------------------------------
@@ -337,8 +391,9 @@ def _window_index(c, size, kernel, dilation, padding, stride):
     hp, wp = h + 2 * ph, w + 2 * pw
     oh = (hp - dh * (kh - 1) - 1) // sh + 1
     ow = (wp - dw * (kw - 1) - 1) // sw + 1
-    ci, ki, kj, oi, oj = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), np.arange(oh),
-                                     np.arange(ow), indexing="ij")
+    ci, ki, kj, oi, oj = np.meshgrid(
+        np.arange(c), np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow), indexing="ij"
+    )
     rows = oi * sh + ki * dh
     cols = oj * sw + kj * dw
     return (ci * hp * wp + rows * wp + cols).reshape(-1).astype(np.int64), (hp, wp), oh * ow
@@ -352,8 +407,12 @@ def im2col(ctx, self, kernel_size, dilation, padding, stride):
         raise ctx.error("unfold needs static channel and spatial sizes")
     k, d, p, s = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
     idx, (hp, wp), L = _window_index(c, (h, w), k, d, p, s)
-    xp = ctx.call("nn.pad", x, ctx.expr(0.0, ctx.dtype(x)),
-                  pad_width=((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    xp = ctx.call(
+        "nn.pad",
+        x,
+        ctx.expr(0.0, ctx.dtype(x)),
+        pad_width=((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])),
+    )
     flat = ctx.call("reshape", xp, newshape=(0, -1))
     cols = ctx.call("take", flat, ctx.const(idx), axis=1)
     out = ctx.call("reshape", cols, newshape=(0, c * k[0] * k[1], L))
@@ -375,13 +434,21 @@ def col2im(ctx, self, output_size, kernel_size, dilation, padding, stride):
     idx, (hp, wp), _ = _window_index(c, (h, w), k, d, p, s)
     dtype = ctx.dtype(x)
     flat = ctx.call("reshape", x, newshape=(0, -1))
-    zeros = ctx.call("dyn.zeros", ctx.call("concatenate", ctx.call(
-        "reshape", ctx.expr(ctx.dim_size(x, 0), "int64"), newshape=(1,)),
-        ctx.const(np.asarray([c * hp * wp], np.int64))), dtype=dtype) if not isinstance(n, int) \
+    zeros = (
+        ctx.call(
+            "dyn.zeros",
+            ctx.call(
+                "concatenate",
+                ctx.call("reshape", ctx.expr(ctx.dim_size(x, 0), "int64"), newshape=(1,)),
+                ctx.const(np.asarray([c * hp * wp], np.int64)),
+            ),
+            dtype=dtype,
+        )
+        if not isinstance(n, int)
         else ctx.call("zeros", shape=(n, c * hp * wp), dtype=dtype)
+    )
     index = ctx.call("broadcast_to_like", ctx.call("expand_dims", ctx.const(idx), axis=0), flat)
     out = ctx.call("scatter_elements", zeros, index, flat, axis=1, reduction="add")
     out = ctx.call("reshape", out, newshape=(0, c, hp, wp))
-    out = ctx.call("strided_slice", out, begin=(p[0], p[1]), end=(p[0] + h, p[1] + w),
-                   axes=(2, 3))
+    out = ctx.call("strided_slice", out, begin=(p[0], p[1]), end=(p[0] + h, p[1] + w), axes=(2, 3))
     return ctx.call("squeeze", out, axis=(0,)) if unb else out

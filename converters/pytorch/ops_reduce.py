@@ -164,14 +164,18 @@ def argmin(ctx, self, dim=None, keepdim=False):
 
 @aten("max.dim")
 def max_dim(ctx, self, dim, keepdim=False):
-    return (_reduce(ctx, "max", self, dim, keepdim, ctx.out_dtype(0)),
-            _arg(ctx, "argmax", self, dim, keepdim))
+    return (
+        _reduce(ctx, "max", self, dim, keepdim, ctx.out_dtype(0)),
+        _arg(ctx, "argmax", self, dim, keepdim),
+    )
 
 
 @aten("min.dim")
 def min_dim(ctx, self, dim, keepdim=False):
-    return (_reduce(ctx, "min", self, dim, keepdim, ctx.out_dtype(0)),
-            _arg(ctx, "argmin", self, dim, keepdim))
+    return (
+        _reduce(ctx, "min", self, dim, keepdim, ctx.out_dtype(0)),
+        _arg(ctx, "argmin", self, dim, keepdim),
+    )
 
 
 @aten("logsumexp.default")
@@ -307,11 +311,19 @@ def topk(ctx, self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     nd = ctx.ndim(x)
     axis = dim + nd if dim < 0 else dim
     if not isinstance(k, int):
-        out = ctx.call("dyn.topk", x, ctx.expr(k, "int64"), axis=axis, ret_type="both",
-                       is_ascend=not largest, dtype="int64")
+        out = ctx.call(
+            "dyn.topk",
+            x,
+            ctx.expr(k, "int64"),
+            axis=axis,
+            ret_type="both",
+            is_ascend=not largest,
+            dtype="int64",
+        )
     else:
-        out = ctx.call("topk", x, k=k, axis=axis, ret_type="both", is_ascend=not largest,
-                       dtype="int64")
+        out = ctx.call(
+            "topk", x, k=k, axis=axis, ret_type="both", is_ascend=not largest, dtype="int64"
+        )
     return ctx.item(out, 0), ctx.item(out, 1)
 
 

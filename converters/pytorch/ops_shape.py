@@ -175,8 +175,14 @@ def broadcast_tensors(ctx, tensors):
     return tuple(out)
 
 
-@aten("squeeze.dim", "squeeze.dims", "squeeze.default", "squeeze_copy.dim",
-      "squeeze_copy.dims", "squeeze_copy.default")
+@aten(
+    "squeeze.dim",
+    "squeeze.dims",
+    "squeeze.default",
+    "squeeze_copy.dim",
+    "squeeze_copy.dims",
+    "squeeze_copy.default",
+)
 def squeeze(ctx, self, dim=None):
     nd = ctx.ndim(self)
     if nd == 0:
@@ -230,8 +236,12 @@ def slice_axis(ctx, x, dim, start, end, step=1):
     end = BIG if end is None else end
     if isinstance(start, Expr) or isinstance(end, Expr) or isinstance(step, Expr):
         return ctx.call(
-            "dyn.strided_slice", x, ctx.int_tensor([start]), ctx.int_tensor([end]),
-            ctx.int_tensor([step]), ctx.int_tensor([dim]),
+            "dyn.strided_slice",
+            x,
+            ctx.int_tensor([start]),
+            ctx.int_tensor([end]),
+            ctx.int_tensor([step]),
+            ctx.int_tensor([dim]),
         )
     if start == 0 and end >= BIG and step == 1:
         return x
@@ -246,8 +256,11 @@ def slice_(ctx, self, dim=0, start=None, end=None, step=1):
 
 @aten("narrow.default")
 def narrow(ctx, self, dim, start, length):
-    end = length + start if not isinstance(start, Expr) and not isinstance(length, Expr) else \
-        ctx.call("add", ctx.expr(start, "int64"), ctx.expr(length, "int64"))
+    end = (
+        length + start
+        if not isinstance(start, Expr) and not isinstance(length, Expr)
+        else ctx.call("add", ctx.expr(start, "int64"), ctx.expr(length, "int64"))
+    )
     return slice_axis(ctx, self, dim, start, end, 1)
 
 
@@ -372,9 +385,16 @@ def repeat_interleave(ctx, self, repeats, dim=None, output_size=None):
 # -- copies and conversions -----------------------------------------------------------------------
 
 
-@aten("clone.default", "alias.default", "alias_copy.default", "detach.default",
-      "detach_copy.default", "detach_.default", "lift_fresh_copy.default",
-      "contiguous.default")
+@aten(
+    "clone.default",
+    "alias.default",
+    "alias_copy.default",
+    "detach.default",
+    "detach_copy.default",
+    "detach_.default",
+    "lift_fresh_copy.default",
+    "contiguous.default",
+)
 def identity(ctx, self, *args, **kwargs):
     return self
 
@@ -416,8 +436,11 @@ def diagonal(ctx, self, offset=0, dim1=0, dim2=1):
         raise ctx.error("diagonal of symbolic-size axes is not supported")
     rest = [i for i in range(nd) if i not in (d1, d2)]
     x = ctx.call("transpose", self, axes=tuple(rest + [d1, d2]))
-    x = ctx.call("reshape", x, newshape=tuple([0] * len(rest)) + (n1 * n2,)) if rest else \
-        ctx.call("reshape", x, newshape=(n1 * n2,))
+    x = (
+        ctx.call("reshape", x, newshape=tuple([0] * len(rest)) + (n1 * n2,))
+        if rest
+        else ctx.call("reshape", x, newshape=(n1 * n2,))
+    )
     if offset >= 0:
         length = max(0, min(n1, n2 - offset))
         idx = [i * n2 + i + offset for i in range(length)]

@@ -43,10 +43,27 @@ for _name, _fn, _expect, _dec in [
 ]:
     add(fn_case(_name, _fn, X, expect=(_expect,), decomposed=_dec, **TOL))
 
-add(module_case("prelu", lambda: nn.PReLU(4, 0.3), R(2, 4, 3), expect=("aten.prelu.default",),
-                decomposed=False))
-add(module_case("prelu_single", lambda: nn.PReLU(1, 0.2), R(2, 4, 3),
-                expect=("aten.prelu.default",)))
-add(fn_case("log_sigmoid_forward", lambda x: torch.ops.aten.log_sigmoid_forward.default(x)[0], X,
-            expect=("aten.log_sigmoid_forward.default",), decomposed=False))
+add(
+    module_case(
+        "prelu",
+        lambda: nn.PReLU(4, 0.3),
+        R(2, 4, 3),
+        expect=("aten.prelu.default",),
+        decomposed=False,
+    )
+)
+add(
+    module_case(
+        "prelu_single", lambda: nn.PReLU(1, 0.2), R(2, 4, 3), expect=("aten.prelu.default",)
+    )
+)
+add(
+    fn_case(
+        "log_sigmoid_forward",
+        lambda x: torch.ops.aten.log_sigmoid_forward.default(x)[0],
+        X,
+        expect=("aten.log_sigmoid_forward.default",),
+        decomposed=False,
+    )
+)
 add(fn_case("relu_int", F.relu, torch.tensor([-2, 0, 3]), expect=("aten.relu.default",)))

@@ -114,8 +114,12 @@ def assert_close(got, want, rtol, atol, compare="values", where=""):
             np.testing.assert_array_equal(a, b, err_msg=f"{where} output {i}")
         else:
             assert a.dtype == b.dtype, f"{where} output {i}: dtype {a.dtype} vs {b.dtype}"
+            wide = np.complex128 if np.iscomplexobj(b) else np.float64
             np.testing.assert_allclose(
-                a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol,
+                a.astype(wide),
+                b.astype(wide),
+                rtol=rtol,
+                atol=atol,
                 err_msg=f"{where} output {i}",
             )
 

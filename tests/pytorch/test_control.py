@@ -111,8 +111,10 @@ class NoAutocast(torch.nn.Module):
 
 @pytest.mark.parametrize(
     "model, target",
-    [(NoGrad(), "higher_order.wrap_with_set_grad_enabled"),
-     (NoAutocast(), "higher_order.wrap_with_autocast")],
+    [
+        (NoGrad(), "higher_order.wrap_with_set_grad_enabled"),
+        (NoAutocast(), "higher_order.wrap_with_autocast"),
+    ],
 )
 def test_wrapped_regions_are_inlined(model, target):
     from .harness import graph_targets

@@ -76,6 +76,9 @@ def test_every_converter_is_exercised():
     expected = set()
     for case in ALL_CASES:
         expected.update(case.expect)
-    untested = [n for n in TORCH.names()
-                if n not in expected and n not in TESTED_ELSEWHERE and not _size_op(n)]
+    untested = [
+        n
+        for n in TORCH.names()
+        if n not in expected and n not in TESTED_ELSEWHERE and not _size_op(n)
+    ]
     assert not untested, f"converters without a test case: {untested}"

@@ -129,6 +129,7 @@ def test_wrong_object_is_refused():
 
 # -- unsupported ops and custom converters -----------------------------------------------------
 
+
 @torch.library.custom_op("relaytest::twice", mutates_args=())
 def _twice(x: torch.Tensor) -> torch.Tensor:
     return x * 2
@@ -190,8 +191,9 @@ def test_custom_convert_map_overrides_builtin():
 
     x = torch.randn(5)
     mod = from_pytorch(torch.nn.Tanh(), (x,), custom_convert_map={"aten.tanh.default": my_tanh})
-    np.testing.assert_allclose(relay_core.evaluate(mod, x.numpy()), torch.sigmoid(x).numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        relay_core.evaluate(mod, x.numpy()), torch.sigmoid(x).numpy(), rtol=1e-6
+    )
 
 
 def test_converter_errors_name_the_node():
@@ -199,14 +201,18 @@ def test_converter_errors_name_the_node():
         raise ValueError("boom")
 
     with pytest.raises(relay_core.RelayError, match=r"tanh.*boom"):
-        from_pytorch(torch.nn.Tanh(), (torch.randn(2),),
-                     custom_convert_map={"aten.tanh.default": broken})
+        from_pytorch(
+            torch.nn.Tanh(), (torch.randn(2),), custom_convert_map={"aten.tanh.default": broken}
+        )
 
 
 def test_text_round_trip():
     """The converted program prints, parses back, and is structurally the same."""
     m = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Conv2d(3, 4, 3),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
         torch.nn.Linear(4 * 6 * 6, 5),
     ).eval()
     batch = torch.export.Dim("batch", min=1, max=8)

@@ -72,9 +72,7 @@ def test_pt2_roundtrip(tmp_path):
 
 def test_pt2_with_dynamic_batch(tmp_path):
     batch = torch.export.Dim("batch", min=1, max=32)
-    path, module, _ = _save(
-        tmp_path, args=(torch.randn(2, 3, 4),), dynamic_shapes=({0: batch},)
-    )
+    path, module, _ = _save(tmp_path, args=(torch.randn(2, 3, 4),), dynamic_shapes=({0: batch},))
     mod = from_pytorch(path)
     (param,) = mod["main"].params
     sv = param.type_annotation.shape[0]

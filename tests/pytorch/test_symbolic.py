@@ -19,24 +19,50 @@ from relay_core.ir import Function, TensorType, Var  # noqa: E402
 from .harness import assert_close, graph_targets  # noqa: E402
 
 _PY = {
-    "operator.add": operator.add, "operator.sub": operator.sub, "operator.mul": operator.mul,
-    "operator.floordiv": operator.floordiv, "operator.mod": operator.mod,
-    "operator.truediv": operator.truediv, "operator.pow": operator.pow,
-    "operator.eq": operator.eq, "operator.ne": operator.ne, "operator.lt": operator.lt,
-    "operator.le": operator.le, "operator.gt": operator.gt, "operator.ge": operator.ge,
-    "operator.and_": operator.and_, "operator.or_": operator.or_, "operator.xor": operator.xor,
-    "operator.neg": operator.neg, "operator.abs": operator.abs, "operator.not_": operator.not_,
-    "math.sqrt": math.sqrt, "math.ceil": math.ceil, "math.floor": math.floor,
-    "math.trunc": math.trunc, "torch.sym_max": max, "torch.sym_min": min,
-    "torch.sym_not": operator.not_, "torch.sym_float": float, "torch.sym_int": int,
-    "torch._sym_sqrt": math.sqrt, "torch.sym_ite": lambda b, t, f: t if b else f,
+    "operator.add": operator.add,
+    "operator.sub": operator.sub,
+    "operator.mul": operator.mul,
+    "operator.floordiv": operator.floordiv,
+    "operator.mod": operator.mod,
+    "operator.truediv": operator.truediv,
+    "operator.pow": operator.pow,
+    "operator.eq": operator.eq,
+    "operator.ne": operator.ne,
+    "operator.lt": operator.lt,
+    "operator.le": operator.le,
+    "operator.gt": operator.gt,
+    "operator.ge": operator.ge,
+    "operator.and_": operator.and_,
+    "operator.or_": operator.or_,
+    "operator.xor": operator.xor,
+    "operator.neg": operator.neg,
+    "operator.abs": operator.abs,
+    "operator.not_": operator.not_,
+    "math.sqrt": math.sqrt,
+    "math.ceil": math.ceil,
+    "math.floor": math.floor,
+    "math.trunc": math.trunc,
+    "torch.sym_max": max,
+    "torch.sym_min": min,
+    "torch.sym_not": operator.not_,
+    "torch.sym_float": float,
+    "torch.sym_int": int,
+    "torch._sym_sqrt": math.sqrt,
+    "torch.sym_ite": lambda b, t, f: t if b else f,
 }
 _BOOL = {"operator.and_", "operator.or_", "operator.xor", "operator.not_", "torch.sym_not"}
-_FLOAT_IN = {"math.sqrt", "math.ceil", "math.floor", "math.trunc", "torch.sym_int",
-             "torch._sym_sqrt"}
+_FLOAT_IN = {
+    "math.sqrt",
+    "math.ceil",
+    "math.floor",
+    "math.trunc",
+    "torch.sym_int",
+    "torch._sym_sqrt",
+}
 
-SIZE_OPS = sorted(n for n in TORCH.names()
-                  if n.split(".")[0] in ("operator", "math") or n.startswith("torch."))
+SIZE_OPS = sorted(
+    n for n in TORCH.names() if n.split(".")[0] in ("operator", "math") or n.startswith("torch.")
+)
 
 
 def _values(name):
@@ -57,8 +83,14 @@ def _run(name, args, symbolic):
         if i in symbolic:
             d = "bool" if isinstance(a, bool) else ("int64" if isinstance(a, int) else "float32")
             v = Var(f"a{i}", TensorType((), d))
-            params.append((v, np.asarray(a, dtype={"bool": bool, "int64": np.int64,
-                                                    "float32": np.float32}[d])))
+            params.append(
+                (
+                    v,
+                    np.asarray(
+                        a, dtype={"bool": bool, "int64": np.int64, "float32": np.float32}[d]
+                    ),
+                )
+            )
             vals.append(v)
         else:
             vals.append(a)
@@ -82,9 +114,12 @@ def test_size_arithmetic_matches_python(name):
     if nparams == 1:
         cases = [(v,) for v in vals]
     elif nparams == 2:
-        cases = [(a, b) for a in vals for b in vals
-                 if not (name in ("operator.floordiv", "operator.mod", "operator.truediv")
-                         and b == 0)]
+        cases = [
+            (a, b)
+            for a in vals
+            for b in vals
+            if not (name in ("operator.floordiv", "operator.mod", "operator.truediv") and b == 0)
+        ]
     else:
         cases = [(c, 4, 9) for c in (True, False)]
     for args in cases:
@@ -93,9 +128,12 @@ def test_size_arithmetic_matches_python(name):
             if name == "torch.sym_ite" and 0 not in symbolic:
                 continue
             got = _run(name, args, symbolic)
-            np.testing.assert_allclose(np.asarray(got, dtype=np.float64),
-                                       np.float64(want), rtol=1e-6,
-                                       err_msg=f"{name}{args} symbolic={symbolic}")
+            np.testing.assert_allclose(
+                np.asarray(got, dtype=np.float64),
+                np.float64(want),
+                rtol=1e-6,
+                err_msg=f"{name}{args} symbolic={symbolic}",
+            )
 
 
 def test_sym_sum():
@@ -106,8 +144,9 @@ def test_sym_sum():
 
 
 def test_every_size_op_is_checked():
-    untested = [n for n in SIZE_OPS if n not in _PY and n not in (
-        "operator.getitem", "torch.sym_sum")]
+    untested = [
+        n for n in SIZE_OPS if n not in _PY and n not in ("operator.getitem", "torch.sym_sum")
+    ]
     assert not untested, untested
 
 
@@ -153,7 +192,10 @@ def _check_dynamic(model, args, dyn, sizes, make):
 def test_shape_arithmetic_model():
     b, n = Dim("b", min=1, max=16), Dim("n", min=2, max=32)
     seen = _check_dynamic(
-        ShapeMath(), (torch.randn(3, 6),), ({0: b, 1: 2 * n},), [(2, 4), (5, 10)],
+        ShapeMath(),
+        (torch.randn(3, 6),),
+        ({0: b, 1: 2 * n},),
+        [(2, 4), (5, 10)],
         lambda s: (torch.randn(*s),),
     )
     assert "aten.sym_size.int" in seen
@@ -162,15 +204,19 @@ def test_shape_arithmetic_model():
 
 def test_stride_and_numel_model():
     n = Dim("n", min=2, max=16)
-    seen = _check_dynamic(StrideMath(), (torch.randn(3, 5),), ({1: n},), [2, 7],
-                          lambda k: (torch.randn(3, k),))
+    seen = _check_dynamic(
+        StrideMath(), (torch.randn(3, 5),), ({1: n},), [2, 7], lambda k: (torch.randn(3, k),)
+    )
     assert "aten.sym_size.int" in seen
 
 
 def test_dynamic_views_model():
     b = Dim("b", min=2, max=16)
     seen = _check_dynamic(
-        DynamicViews(), (torch.randn(3, 4, 5), torch.randn(1, 4, 5)), ({0: b}, None), [2, 6],
+        DynamicViews(),
+        (torch.randn(3, 4, 5), torch.randn(1, 4, 5)),
+        ({0: b}, None),
+        [2, 6],
         lambda n: (torch.randn(n, 4, 5), torch.randn(1, 4, 5)),
     )
     assert "aten.expand.default" in seen
@@ -182,8 +228,9 @@ def test_sym_numel_model():
             return x / torch.ops.aten.sym_numel.default(x)
 
     b = Dim("b", min=2, max=16)
-    seen = _check_dynamic(M(), (torch.randn(3, 5),), ({0: b},), [2, 9],
-                          lambda n: (torch.randn(n, 5),))
+    seen = _check_dynamic(
+        M(), (torch.randn(3, 5),), ({0: b},), [2, 9], lambda n: (torch.randn(n, 5),)
+    )
     assert "aten.sym_numel.default" in seen or "aten.sym_size.int" in seen
 
 
