@@ -7,7 +7,7 @@ sequence lengths may be symbolic and the program does not grow with them.
 
 from __future__ import annotations
 
-from relay_core.ir import Any, Call, Expr, FuncType, Function, If, Let, TensorType, Tuple, TupleType
+from relay_core.ir import Any, Call, Expr, Function, FuncType, If, Let, TensorType, Tuple, TupleType
 from relay_core.ir import Var as RVar
 
 from .table import aten
