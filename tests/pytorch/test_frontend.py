@@ -223,3 +223,40 @@ def test_text_round_trip():
     assert relay_core.structural_equal(back, mod)
     x = np.random.default_rng(0).standard_normal((3, 3, 8, 8)).astype(np.float32)
     np.testing.assert_array_equal(relay_core.evaluate(back, x), relay_core.evaluate(mod, x))
+
+
+def test_ops_without_converter_are_decomposed_alone():
+    """addcmul / nan_to_num / frac have no converter: torch's decompositions replace only them,
+    and linear stays nn.dense."""
+    from converters.pytorch import decompose_unsupported
+
+    from .harness import graph_targets
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, y, z):
+            return (
+                torch.addcmul(self.lin(x), y, z, value=0.5),
+                torch.nan_to_num(x / y),
+                torch.frac(z),
+            )
+
+    g = torch.Generator().manual_seed(3)
+    args = tuple(torch.randn(2, 4, generator=g) for _ in range(3))
+    args[1][0, 0] = 0.0  # a division by zero for nan_to_num
+    m = M().eval()
+    ep = torch.export.export(m, args)
+    before = graph_targets(ep)
+    assert {"aten.addcmul.default", "aten.nan_to_num.default"} <= before
+    after = graph_targets(decompose_unsupported(ep))
+    assert "aten.linear.default" in after and "aten.addcmul.default" not in after
+    mod = from_pytorch(ep)
+    assert any(
+        isinstance(n, Call) and n.op.name == "nn.dense" for n in post_order(mod["main"].body)
+    )
+    with torch.no_grad():
+        want = m(*args)
+    assert_close(relay_core.evaluate(mod, *[a.numpy() for a in args]), want, 1e-6, 1e-6)
