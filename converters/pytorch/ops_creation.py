@@ -25,21 +25,15 @@ def full(ctx, size, fill_value, *, dtype=None, layout=None, device=None, pin_mem
     return full_shape(ctx, size, fill_value, _dtype(ctx, dtype))
 
 
-@aten("zeros.default", "empty.memory_format", "new_empty.default", "new_zeros.default")
-def zeros(
-    ctx,
-    *args,
-    dtype=None,
-    layout=None,
-    device=None,
-    pin_memory=None,
-    memory_format=None,
-    requires_grad=False,
-    names=None,
-):
-    """zeros(size) / empty(size) / new_zeros(self, size): empty tensors read as zeros."""
-    size = args[-1] if isinstance(args[-1], (list, tuple)) else args[0]
+@aten("zeros.default", "empty.memory_format")
+def zeros(ctx, size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """zeros(size); empty(size) reads as zeros (torch leaves it uninitialised)."""
     return full_shape(ctx, size, 0, _dtype(ctx, dtype))
+
+
+@aten("ones.default")
+def ones(ctx, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return full_shape(ctx, size, 1, _dtype(ctx, dtype))
 
 
 @aten("empty_strided.default")
@@ -47,19 +41,14 @@ def empty_strided(ctx, size, stride, *, dtype=None, layout=None, device=None, pi
     return full_shape(ctx, size, 0, _dtype(ctx, dtype))
 
 
-@aten("ones.default", "new_ones.default")
-def ones(
-    ctx,
-    *args,
-    dtype=None,
-    layout=None,
-    device=None,
-    pin_memory=None,
-    requires_grad=False,
-    names=None,
-):
-    size = args[-1]
-    return full_shape(ctx, size, 1, _dtype(ctx, dtype))
+@aten("new_zeros.default", "new_empty.default")
+def new_zeros(ctx, self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return full_shape(ctx, size, 0, _dtype(ctx, dtype, ctx.dtype(self)))
+
+
+@aten("new_ones.default")
+def new_ones(ctx, self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return full_shape(ctx, size, 1, _dtype(ctx, dtype, ctx.dtype(self)))
 
 
 @aten("new_full.default")

@@ -408,17 +408,40 @@ def copy(ctx, self, src, non_blocking=False):
     return ctx.call("broadcast_to_like", s, self)
 
 
-@aten("_to_copy.default", "to.dtype", "to.dtype_layout", "to.device", "to.other")
-def to_copy(ctx, self, *args, dtype=None, **kwargs):
-    for a in args:  # positional dtype of to.dtype / to.device
-        if isinstance(a, str):
-            dtype = a
-    if isinstance(args[:1], tuple) and args and isinstance(args[0], Expr):  # to.other
-        dtype = ctx.dtype(args[0])
+def _to(ctx, self, dtype):
     d = dtype or ctx.out_dtype()
-    if d is None:
-        return self
-    return ctx.cast(ctx.expr(self), d)
+    return ctx.expr(self) if d is None else ctx.cast(ctx.expr(self), d)
+
+
+@aten("_to_copy.default", "to.dtype_layout")
+def to_copy(
+    ctx,
+    self,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    non_blocking=False,
+    copy=False,
+    memory_format=None,
+):
+    return _to(ctx, self, dtype)
+
+
+@aten("to.dtype")
+def to_dtype(ctx, self, dtype, non_blocking=False, copy=False, memory_format=None):
+    return _to(ctx, self, dtype)
+
+
+@aten("to.device")
+def to_device(ctx, self, device, dtype, non_blocking=False, copy=False, memory_format=None):
+    return _to(ctx, self, dtype)
+
+
+@aten("to.other")
+def to_other(ctx, self, other, non_blocking=False, copy=False, memory_format=None):
+    return _to(ctx, self, ctx.dtype(other))
 
 
 @aten("type_as.default")
