@@ -226,6 +226,13 @@ class TorchContext(ConvertContext):
                 parts.append(self.const(np.asarray([v], dtype=dt.to_numpy(dtype)), dtype))
         return self.call("concatenate", *parts, axis=0)
 
+    def iota(self, n, dtype: str = "int64") -> Expr:
+        """0, 1, ..., n - 1: a constant when n is static, else an arange."""
+        if isinstance(n, (int, np.integer)):
+            return self.const(np.arange(int(n)).astype(dt.to_numpy(dtype)), dtype)
+        zero, one = self.const(0, dtype), self.const(1, dtype)
+        return self.call("arange", zero, self.expr(n, dtype), one, dtype=dtype)
+
     def dim_size(self, e: Expr, axis: int) -> int | Expr:
         """Size of `e` along `axis`: an int when static, else an int64 scalar expression."""
         shape = self.shape_of(e)

@@ -3,7 +3,12 @@ triangles, fill, and random tensors (rand, randn, randperm, bernoulli, ...)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from relay_core.ir import Expr
+from relay_core.ir import dtype as dt
 
 from .table import aten
 
@@ -111,54 +116,36 @@ def arange(ctx, *args, dtype=None, layout=None, device=None, pin_memory=None):
     else:
         start, end, step = args[:3]
     d = _dtype(ctx, dtype, "int64")
-    out = ctx.call("arange", ctx.expr(start, d), ctx.expr(end, d), ctx.expr(step, d), dtype=d)
-    n = ctx.out_shape()
-    if n is not None and n[0] is not None:  # the length torch computed: a static shape
-        out = ctx.call("reshape", out, newshape=n)
-    return out
+    if not any(isinstance(v, Expr) for v in (start, end, step)):
+        # static bounds: the values themselves (the length as torch computes it)
+        n = max(0, math.ceil((end - start) / step))
+        if dt.is_int(d):
+            values = np.arange(n, dtype=np.int64) * int(step) + int(start)
+        else:
+            values = np.arange(n, dtype=np.float64) * float(step) + float(start)
+        return ctx.const(values.astype(dt.to_numpy(d)), d)
+    return ctx.call("arange", ctx.expr(start, d), ctx.expr(end, d), ctx.expr(step, d), dtype=d)
 
 
 @aten("linspace.default")
 def linspace(ctx, start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
     d = _dtype(ctx, dtype)
     if steps == 1:
-        return ctx.call("full", ctx.expr(start, d), shape=(1,), dtype=d)
-    i = ctx.call(
-        "arange",
-        ctx.const(0, "int64"),
-        ctx.const(steps, "int64"),
-        ctx.const(1, "int64"),
-        dtype="int64",
-    )
-    i = ctx.call("reshape", i, newshape=(steps,))
-    fi = ctx.cast(i, "float64" if d == "float64" else "float32")
-    fd = ctx.dtype(fi)
+        return ctx.const(np.asarray([start]).astype(dt.to_numpy(d)), d)
+    i = np.arange(steps, dtype=np.float64)
     step = (end - start) / (steps - 1)
     # torch: start + i * step on the first half, end - (steps - 1 - i) * step on the second
-    lo = ctx.call("add", ctx.expr(start, fd), ctx.call("multiply", fi, ctx.expr(step, fd)))
-    hi = ctx.call(
-        "subtract",
-        ctx.expr(end, fd),
-        ctx.call("multiply", ctx.call("subtract", ctx.expr(steps - 1, fd), fi), ctx.expr(step, fd)),
-    )
-    out = ctx.call("where", ctx.call("less", i, ctx.const(steps // 2, "int64")), lo, hi)
-    return ctx.cast(out, d)
+    values = np.where(i < steps // 2, start + i * step, end - (steps - 1 - i) * step)
+    return ctx.const(values.astype(dt.to_numpy(d)), d)
 
 
 @aten("eye.default", "eye.m")
 def eye(ctx, n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None):
     m = n if m is None else m
     d = _dtype(ctx, dtype)
-    r = ctx.call("expand_dims", _iota(ctx, n), axis=1)
-    c = ctx.call("expand_dims", _iota(ctx, m), axis=0)
+    r = ctx.call("expand_dims", ctx.iota(n), axis=1)
+    c = ctx.call("expand_dims", ctx.iota(m), axis=0)
     return ctx.cast(ctx.call("equal", r, c), d)
-
-
-def _iota(ctx, n):
-    out = ctx.call(
-        "arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"), dtype="int64"
-    )
-    return ctx.call("reshape", out, newshape=(n,)) if isinstance(n, int) else out
 
 
 @aten("tril.default")

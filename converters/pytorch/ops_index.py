@@ -292,17 +292,7 @@ def index_fill(ctx, self, dim, index, value):
     n = ctx.dim_size(x, dim)
     shape = [1] * nd
     shape[dim] = n
-    pos = ctx.call(
-        "reshape",
-        ctx.call(
-            "arange",
-            ctx.const(0, "int64"),
-            ctx.expr(n, "int64"),
-            ctx.const(1, "int64"),
-            dtype="int64",
-        ),
-        newshape=shape,
-    )
+    pos = ctx.call("reshape", ctx.iota(n), newshape=shape)
     idx = ctx.call("reshape", ctx.cast(ctx.expr(index), "int64"), newshape=(-1,))
     n_exp = ctx.expr(n, "int64")
     idx = ctx.call("floor_mod", idx, n_exp)

@@ -588,9 +588,7 @@ def embedding_bag(
     if include_last_offset:
         nb = nb - 1 if isinstance(nb, int) else nb
         offs = ctx.call("strided_slice", offs, begin=(0,), end=(nb,))
-    pos = ctx.call(
-        "arange", ctx.const(0, "int64"), ctx.expr(n, "int64"), ctx.const(1, "int64"), dtype="int64"
-    )
+    pos = ctx.iota(n)
     # bag of position i: the number of offsets <= i, minus one
     ge = ctx.call(
         "greater_equal", ctx.call("expand_dims", pos, axis=1), ctx.call("expand_dims", offs, axis=0)
@@ -598,9 +596,7 @@ def embedding_bag(
     bag = ctx.call(
         "subtract", ctx.call("sum", ctx.cast(ge, "int64"), axis=(1,)), ctx.const(1, "int64")
     )
-    nbags = ctx.call(
-        "arange", ctx.const(0, "int64"), ctx.expr(nb, "int64"), ctx.const(1, "int64"), dtype="int64"
-    )
+    nbags = ctx.iota(nb)
     member = ctx.call(
         "equal", ctx.call("expand_dims", bag, axis=1), ctx.call("expand_dims", nbags, axis=0)
     )  # (N, B)

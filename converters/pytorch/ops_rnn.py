@@ -65,7 +65,9 @@ def _scan(ctx, cell, xp, init, w_hh, b_hh, hidden, tag):
     xshape = ctx.shape_of(xp)
     state_t = TensorType((xshape[1], hidden), d)
     n_state = len(init)
-    ys_t = TensorType((Any, xshape[1], hidden), d)
+    n = ctx.dim_size(xp, 0)
+    static = isinstance(n, int)  # then ys is preallocated and written step by step
+    ys_t = TensorType((n if static else Any, xshape[1], hidden), d)
     xp_var = RVar(f"{tag}_x", ctx.type_of(xp))
     t_var = RVar(f"{tag}_t", TensorType((), "int64"))
     s_vars = [RVar(f"{tag}_s{i}", state_t) for i in range(n_state)]
@@ -74,10 +76,14 @@ def _scan(ctx, cell, xp, init, w_hh, b_hh, hidden, tag):
     loop = RVar(
         f"{tag}_loop", FuncType((t_var.type_annotation,) + (state_t,) * n_state + (ys_t,), ret)
     )
-    n = ctx.dim_size(xp, 0)
     xt = ctx.call("take", xp_var, t_var, axis=0)
     out, new_state = cell(ctx, xt, s_vars, w_hh, b_hh, hidden)
-    ys2 = ctx.call("concatenate", ys_var, ctx.call("expand_dims", out, axis=0), axis=0)
+    row = ctx.call("expand_dims", out, axis=0)
+    if static:
+        at = ctx.call("reshape", t_var, newshape=(1, 1))
+        ys2 = ctx.call("scatter_nd", ys_var, at, row, mode="update")
+    else:
+        ys2 = ctx.call("concatenate", ys_var, row, axis=0)
     step = Call(loop, (ctx.call("add", t_var, ctx.const(1, "int64")), *new_state, ys2), span=span)
     body = If(
         ctx.call("less", t_var, ctx.expr(n, "int64")),
@@ -86,9 +92,11 @@ def _scan(ctx, cell, xp, init, w_hh, b_hh, hidden, tag):
         span=span,
     )
     fn = Function((t_var, *s_vars, ys_var), body, ret_type=ret, span=span)
-    ys0 = ctx.call(
-        "strided_slice", ctx.call("expand_dims", init[0], axis=0), begin=(0,), end=(0,), axes=(0,)
-    )
+    first = ctx.call("expand_dims", ctx.call("zeros_like", init[0]), axis=0)
+    if static:
+        ys0 = ctx.call("repeat", first, repeats=n, axis=0) if n != 1 else first
+    else:
+        ys0 = ctx.call("strided_slice", first, begin=(0,), end=(0,), axes=(0,))
     call = Call(loop, (ctx.const(0, "int64"), *init, ys0), span=span)
     res: Expr = Let(xp_var, xp, Let(loop, fn, call, span=span), span=span)
     return ctx.item(res, 0), [ctx.item(res, 1 + i) for i in range(n_state)]
