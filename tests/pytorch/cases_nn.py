@@ -567,3 +567,25 @@ add(
         **TOL,
     )
 )
+
+# half precision: compared at the precision of the format
+for _dt, _tol in ((torch.float16, 2e-3), (torch.bfloat16, 2e-2)):
+    _name = str(_dt).removeprefix("torch.")
+    add(
+        module_case(
+            f"mlp_{_name}",
+            (
+                lambda d: (
+                    lambda: _seeded(
+                        lambda: nn.Sequential(
+                            nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4)
+                        )
+                    )().to(d)
+                )
+            )(_dt),
+            R(3, 8, dtype=_dt),
+            expect=("aten.linear.default",),
+            rtol=_tol,
+            atol=_tol,
+        )
+    )
