@@ -100,21 +100,15 @@ def _dim_names(ep, module, args, dynamic_shapes) -> dict:
         per_arg = [dynamic_shapes.get(p) for p in params[: len(args)]]
     else:
         per_arg = list(dynamic_shapes)
-    users = [
-        n
-        for n, spec in zip(
-            (n for n in ep.graph.nodes if n.op == "placeholder"),
-            ep.graph_signature.input_specs,
-        )
-        if spec.kind.name == "USER_INPUT"
-    ]
-    by_name = {n.name: n for n in users}
-    out = {}
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     tensor_nodes = [
-        by_name.get(getattr(s.arg, "name", ""))
+        placeholders.get(getattr(s.arg, "name", ""))
         for s in ep.graph_signature.input_specs
         if s.kind.name == "USER_INPUT"
     ]
+    if len(tensor_nodes) != len(args):  # nested inputs: names stay torch's symbols
+        return {}
+    out = {}
     for arg, spec, node in zip(args, per_arg, tensor_nodes):
         if not isinstance(arg, torch.Tensor) or spec is None or node is None:
             continue

@@ -68,7 +68,7 @@ def _get_attr(gm, path: str):
 
 
 class TorchImporter:
-    """Converts one ExportedProgram. Use `from_exported_program`."""
+    """Converts one ExportedProgram. Use `from_pytorch`."""
 
     def __init__(
         self,
