@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     creation,
     dyn,
     elemwise,
+    grad_support,
     image,
     misc,
     nn_activation,
@@ -16,9 +17,15 @@ from . import (  # noqa: F401
     random,
     reduce,
     sort,
+    torch_extra,
     transform,
     transform_index,
     transform_slice,
     vision,
 )
-from . import torch_extra  # noqa: F401
+
+# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
+from . import decompose, grads, grads_nn, grads_tensor  # noqa: E402, F401, I001
+
+grads.install()
+decompose.install()
