@@ -57,16 +57,28 @@ def _part_samples(rng):
             yield Sample([(re + 1j * im).astype(dtype)])
 
 
-register(OpDef(
-    "complex.make", _make_rel, _make, OpPattern.BROADCAST, None, (2, 2),
-    "complex.make(real, imag): a complex tensor (float32 -> complex64, float64 -> complex128)",
-    samples=_make_samples,
-))
-for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag),
-                   ("complex.abs", np.abs)]:
-    register(OpDef(
-        _name, _part_rel(_name), (lambda f: lambda xs, attrs: np.asarray(f(xs[0])).copy())(_fn),
-        OpPattern.ELEMWISE, None, (1, 1),
-        f"{_name}(z): the {_name.split('.')[1]} of a complex tensor, as a real tensor",
-        samples=_part_samples,
-    ))
+register(
+    OpDef(
+        "complex.make",
+        _make_rel,
+        _make,
+        OpPattern.BROADCAST,
+        None,
+        (2, 2),
+        "complex.make(real, imag): a complex tensor (float32 -> complex64, float64 -> complex128)",
+        samples=_make_samples,
+    )
+)
+for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag), ("complex.abs", np.abs)]:
+    register(
+        OpDef(
+            _name,
+            _part_rel(_name),
+            (lambda f: lambda xs, attrs: np.asarray(f(xs[0])).copy())(_fn),
+            OpPattern.ELEMWISE,
+            None,
+            (1, 1),
+            f"{_name}(z): the {_name.split('.')[1]} of a complex tensor, as a real tensor",
+            samples=_part_samples,
+        )
+    )
