@@ -134,8 +134,9 @@ def graph_targets(ep) -> set[str]:
     return {name for name, _ in iter_targets(ep.graph_module)}
 
 
-def check_case(case: Case, compiled: bool = False) -> set[str]:
-    """Run one case through every requested form; returns the targets seen."""
+def check_case(case: Case, modes: tuple[str, ...] = ("interpreted", "compiled")) -> set[str]:
+    """Run one case through every requested form (as exported / core ATen) and mode
+    (interpreter / compiled), exporting and converting once; returns the targets seen."""
     module, inputs = case.make()
     module.eval()
     torch.manual_seed(0)
@@ -151,10 +152,13 @@ def check_case(case: Case, compiled: bool = False) -> set[str]:
     for label, prog in forms:
         seen |= graph_targets(prog)
         mod = from_pytorch(prog)
-        got = run_relay(mod, inputs, compiled=compiled)
-        if got is None:
-            pytest.skip("the LLVM backend (relay_core.build) has not landed")
-        assert_close(got, want, case.rtol, case.atol, case.compare, f"{case.name} [{label}]")
+        for mode in modes:
+            got = run_relay(mod, inputs, compiled=mode == "compiled")
+            if got is None:
+                pytest.skip("the LLVM backend (relay_core.build) has not landed")
+            assert_close(
+                got, want, case.rtol, case.atol, case.compare, f"{case.name} [{label}, {mode}]"
+            )
     missing = [t for t in case.expect if t not in seen]
     assert not missing, f"{case.name}: the graphs never used {missing}; seen {sorted(seen)}"
     return seen

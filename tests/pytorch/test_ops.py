@@ -12,10 +12,6 @@ _IDS = [c.name for c in ALL_CASES]
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=_IDS)
-def test_op_interpreted(case):
+def test_op(case):
+    # One export and conversion per form, checked in the interpreter and compiled.
     check_case(case)
-
-
-@pytest.mark.parametrize("case", ALL_CASES, ids=_IDS)
-def test_op_compiled(case):
-    check_case(case, compiled=True)
