@@ -85,6 +85,7 @@ class TorchImporter:
         self._shape_vars: dict[str, ShapeVar] = {}
         self.params: dict[str, np.ndarray] = {}
         self.graph_prefix = ""
+        self.source_nodes: list[tuple] = []  # (FX node, target, [input nodes], [outputs])
 
     # -- support ------------------------------------------------------------------------------
     def lookup(self, name: str) -> Callable | None:
@@ -183,6 +184,12 @@ class TorchImporter:
         func = Function(tuple(user_inputs + param_vars), body)
         mod = IRModule.from_expr(func)
         mod.attrs["input_names"] = [v.name_hint for v in user_inputs]
+        mod.attrs["output_names"] = [
+            getattr(spec.arg, "name", f"output{i}")
+            for i, spec in enumerate(s for s in sig.output_specs if s.kind.name == "USER_OUTPUT")
+        ]
+        mod.attrs["source_outputs"] = dict(self.ctx.source_outputs)
+        mod.attrs["source_nodes"] = list(self.source_nodes)
         if self.keep_params:
             mod.attrs["params"] = dict(self.params)
         try:
@@ -270,6 +277,8 @@ class TorchImporter:
                 env[node] = obj
             elif node.op == "call_function":
                 env[node] = self._call(node, env, prefix)
+                if not prefix:
+                    self._record(node, env[node])
             elif node.op == "output":
                 out = node.args[0]
                 outputs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -277,6 +286,17 @@ class TorchImporter:
             else:
                 raise ConversionError(f"unsupported FX node kind {node.op!r} ({node.name})")
         return outputs
+
+    def _record(self, node, value) -> None:
+        """Source map for verify: FX node name -> Relay value, and the node's inputs."""
+        import torch
+
+        if not isinstance(value, Expr):
+            return
+        self.ctx.source_outputs[node.name] = value
+        ins = []
+        torch.fx.node.map_arg((node.args, node.kwargs), lambda a: ins.append(a.name))
+        self.source_nodes.append((node.name, target_name(node.target), ins, [node.name]))
 
     def _call(self, node, env, prefix):
         name = target_name(node.target)

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402
+from converters.pytorch.harness_util import flatten_outputs  # noqa: E402
 from converters.pytorch.importer import iter_targets  # noqa: E402
 
 
@@ -50,22 +51,7 @@ def module_case(name, factory, *inputs, **kw) -> Case:
     return Case(name, lambda: (factory(), inputs), **kw)
 
 
-def flatten(v) -> list:
-    out = []
-    stack = [v]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (tuple, list)):
-            stack.extend(reversed(x))
-        elif isinstance(x, dict):
-            stack.extend(reversed(list(x.values())))
-        elif hasattr(x, "to_tuple"):  # transformers ModelOutput
-            stack.extend(reversed(list(x.to_tuple())))
-        elif x is None:
-            continue
-        else:
-            out.append(x)
-    return out
+flatten = flatten_outputs
 
 
 def to_numpy(x):
