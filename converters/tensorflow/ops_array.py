@@ -7,6 +7,7 @@ import numpy as np
 
 from relay_core.ir import dtype as dt
 
+from .static import SymDim
 from .table import TF
 from .util import cast_to, dynamic_shape, ints, refine, shape_dims
 
@@ -58,18 +59,21 @@ def Rank(ctx, x):
 
 @TF.register("Reshape")
 def Reshape(ctx, x, shape):
-    dims = shape_dims(ctx, shape)
-    if dims is None:
+    raw = shape_dims(ctx, shape, symbolic=True)
+    if raw is None:
         raise ctx.error("the length of the new shape must be known before run time")
+    zero = any(d == 0 for d in raw if isinstance(d, int))  # a literal 0: no copies possible
+    # A run-time dim of x itself at the same position becomes reshape's 0 (copy the dim).
+    dims = [(0 if not zero and d.expr is x and d.axis == i else None)
+            if isinstance(d, SymDim) else d for i, d in enumerate(raw)]
     unknown = [i for i, d in enumerate(dims) if d is None]
     if not unknown:
-        return ctx.call("reshape", x, newshape=tuple(dims), allowzero=0 in dims)
-    if len(unknown) == 1 and -1 not in dims and 0 not in dims:
-        new = list(dims)
-        new[unknown[0]] = -1
-        return ctx.call("reshape", x, newshape=tuple(new))
+        return ctx.call("reshape", x, newshape=tuple(dims), allowzero=zero)
+    if len(unknown) == 1 and -1 not in dims:
+        dims[unknown[0]] = -1
+        return ctx.call("reshape", x, newshape=tuple(dims), allowzero=zero)
     out = ctx.call("dyn.reshape", x, dynamic_shape(ctx, shape), allowzero=True)
-    return refine(ctx, out, [None if d is None or d < 0 else d for d in dims])
+    return refine(ctx, out, [None if d is None or d <= 0 else d for d in dims])
 
 
 @TF.register("Transpose")

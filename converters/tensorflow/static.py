@@ -5,8 +5,9 @@ needs such a tensor as an attribute (a new shape, slice bounds, an axis) asks:
 
 - `static_value(ctx, e)`: the whole value, when `e` depends only on constants and on the static
   dims of shapes (small tensors only). Nothing is rewritten: the expression stays as built.
-- `partial_value(ctx, e)`: for a rank-0/1 integer tensor of static length, each element as an int
-  or None (unknown until run time), e.g. `shape_of(x)` with x: (?, 6) gives (None, 6).
+- `partial_value(ctx, e)`: for a rank-0/1 integer tensor of static length, each element as an int,
+  a `SymDim` (dim i of tensor x, unknown until run time) or None (unknown), e.g. `shape_of(x)`
+  with x: (?, 6) gives (SymDim(x, 0), 6).
 
 Both walk the expression iteratively and memoize in the context.
 """
@@ -110,6 +111,22 @@ def static_value(ctx, e) -> np.ndarray | None:
 
 
 # -- partially known integer vectors --------------------------------------------------------------
+class SymDim:
+    """Dim `axis` of tensor `expr`, whose size is known only at run time."""
+
+    __slots__ = ("expr", "axis")
+
+    def __init__(self, expr, axis: int):
+        self.expr, self.axis = expr, axis
+
+    def __repr__(self) -> str:
+        return f"SymDim({self.axis})"
+
+
+def _int(v):
+    return v if isinstance(v, int) else None
+
+
 _ELEMWISE = {
     "add": lambda a, b: a + b,
     "subtract": lambda a, b: a - b,
@@ -159,7 +176,8 @@ def partial_value(ctx, e) -> tuple | None:
             at = _tensor_type(ctx, node.args[0])
             if at is None:
                 return _UNKNOWN
-            return tuple(d if isinstance(d, int) else None for d in at.shape)
+            return tuple(d if isinstance(d, int) else SymDim(node.args[0], i)
+                         for i, d in enumerate(at.shape))
         if vals is None:
             return (None,) * (t.shape[0] if t.ndim else 1)
         if name in ("cast", "reshape", "expand_dims", "squeeze", "copy", "concatenate", "stack"):
@@ -188,7 +206,8 @@ def partial_value(ctx, e) -> tuple | None:
             n = max(len(x), len(y))
             x = x * n if len(x) == 1 else x
             y = y * n if len(y) == 1 else y
-            return tuple(None if a is None or b is None else fn(a, b) for a, b in zip(x, y))
+            return tuple(None if _int(a) is None or _int(b) is None else fn(a, b)
+                         for a, b in zip(x, y))
         return (None,) * (t.shape[0] if t.ndim else 1)
 
     v = _evaluate(e, memo, children, rule)

@@ -49,12 +49,16 @@ def refine(ctx, x, dims):
     return ctx.call("reshape", x, newshape=tuple(0 if d is None else d for d in dims))
 
 
-def shape_dims(ctx, e):
-    """A shape tensor's elements: ints or None (unknown), or None when its length is unknown."""
+def shape_dims(ctx, e, symbolic: bool = False):
+    """A shape tensor's elements: ints or None (unknown), or None when its length is unknown.
+    With `symbolic`, run-time dims of known tensors stay `SymDim`s."""
+    from .static import SymDim
+
     p = ctx.partial(e)
     if p is None:
         return None
-    return [None if v is None else int(v) for v in p]
+    return [v if isinstance(v, SymDim) and symbolic else
+            int(v) if isinstance(v, (int, np.integer)) else None for v in p]
 
 
 def dim_or_any(d):
