@@ -26,11 +26,6 @@ def _resize(ctx, images, size, method, align_corners, half_pixel_centers, out_dt
         mode = ("align_corners" if align_corners else
                 "half_pixel" if half_pixel_centers else "asymmetric")
         kw["coordinate_transformation_mode"] = mode
-        if method == "cubic":
-            # TF's Keys kernel: a = -0.5 and edge taps dropped with half-pixel centres, else the
-            # legacy a = -0.75.
-            kw.update(cubic_alpha=-0.5 if half_pixel_centers else -0.75,
-                      cubic_exclude=int(half_pixel_centers))
     return ctx.call("image.resize2d", images, size=(h, w), layout="NHWC", out_dtype=out_dtype,
                     **kw)
 
@@ -47,7 +42,57 @@ def ResizeNearestNeighbor(ctx, images, size, align_corners=False, half_pixel_cen
 
 @TF.register("ResizeBicubic")
 def ResizeBicubic(ctx, images, size, align_corners=False, half_pixel_centers=False):
-    return _resize(ctx, images, size, "cubic", align_corners, half_pixel_centers, "float32")
+    """TF's bicubic kernel reads its weights from a 1024-entry table (positions rounded to
+    1/1024), so it is reproduced as two constant interpolation matrices, one per axis."""
+    oh, ow = ints(ctx, size, "size")
+    _, h, w, c = ctx.shape_of(images)
+    if not all(isinstance(d, int) for d in (h, w, c)):
+        raise ctx.error("ResizeBicubic needs static height, width and channels")
+    x = cast_to(ctx, images, "float32")
+    wh = ctx.const(_bicubic_matrix(h, oh, align_corners, half_pixel_centers))
+    ww = ctx.const(_bicubic_matrix(w, ow, align_corners, half_pixel_centers))
+    y = ctx.call("reshape", x, newshape=(-1, h, w * c))
+    y = ctx.call("nn.matmul", wh, y)  # (N, oh, w * c)
+    y = ctx.call("reshape", y, newshape=(-1, w, c))
+    y = ctx.call("nn.matmul", ww, y)  # (N * oh, ow, c)
+    return ctx.call("reshape", y, newshape=(-1, oh, ow, c))
+
+
+_TABLE = 1024
+
+
+def _coeffs(a: float) -> np.ndarray:
+    x = np.arange(_TABLE + 1, dtype=np.float64) / _TABLE
+    t = np.empty((_TABLE + 1, 2), np.float32)
+    t[:, 0] = ((a + 2) * x - (a + 3)) * x * x + 1
+    x = x + 1.0
+    t[:, 1] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return t
+
+
+def _bicubic_matrix(n_in: int, n_out: int, align_corners: bool, half_pixel: bool) -> np.ndarray:
+    """(n_out, n_in) weights of TF's resize_bicubic along one axis."""
+    if align_corners and n_out > 1:
+        scale = np.float32((n_in - 1) / (n_out - 1))
+    else:
+        scale = np.float32(n_in / n_out)
+    table = _coeffs(-0.5 if half_pixel else -0.75)
+    m = np.zeros((n_out, n_in), np.float32)
+    for o in range(n_out):
+        f = (np.float32(o) + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel \
+            else np.float32(o) * scale
+        loc = int(np.floor(f))
+        off = int(np.rint(np.float32(f - loc) * _TABLE))
+        wts = [table[off, 1], table[off, 0], table[_TABLE - off, 0], table[_TABLE - off, 1]]
+        idx = [loc - 1, loc, loc + 1, loc + 2]
+        if half_pixel:  # Keys: taps outside the image get weight 0, then renormalise
+            wts = [wt if 0 <= i < n_in else np.float32(0) for wt, i in zip(wts, idx)]
+            total = np.float32(sum(wts))
+            if abs(total) >= 1000 * np.finfo(np.float32).tiny:
+                wts = [np.float32(wt / total) for wt in wts]
+        for wt, i in zip(wts, idx):
+            m[o, min(max(i, 0), n_in - 1)] += wt
+    return m
 
 
 @TF.register("CropAndResize")
@@ -55,6 +100,7 @@ def CropAndResize(ctx, image, boxes, box_ind, crop_size, method="bilinear",
                   extrapolation_value=0.0):
     ch, cw = ints(ctx, crop_size, "crop_size")
     boxes = cast_to(ctx, boxes, "float32")
+    method = {"nearest": "nearest_neighbor"}.get(method, method)
     return ctx.call("image.crop_and_resize", image, boxes, box_ind, crop_size=(ch, cw),
                     layout="NHWC", method=method, extrapolation_value=extrapolation_value,
                     out_dtype="float32")
@@ -153,11 +199,6 @@ def TopKV2(ctx, x, k, sorted=True, index_type="int32"):
         out = ctx.call("dyn.topk", x, cast_to(ctx, k, "int64"), axis=-1, ret_type="both",
                        is_ascend=False, dtype=index_type)
     return [ctx.item(out, 0), ctx.item(out, 1)]
-
-
-@TF.register("TopK")
-def TopK(ctx, x, k=1, sorted=True):
-    return TopKV2(ctx, x, ctx.const(np.asarray(k, np.int32)), sorted)
 
 
 # -- space / depth / batch -------------------------------------------------------------------------

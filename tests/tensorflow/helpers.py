@@ -24,7 +24,8 @@ class Case:
     ops: tuple = ()
     rtol: float = 1e-5
     atol: float = 1e-5
-    dynamic: tuple = ()  # indices of inputs whose dims are all None in the signature
+    dynamic: tuple = ()  # indices of inputs whose first dim is None in the signature
+    dynamic_all: tuple = ()  # indices of inputs whose dims are all None
     compile: bool = True  # also compare the compiled module (when relay_core.build exists)
     signature: list | None = field(default=None)
 
@@ -32,13 +33,18 @@ class Case:
         return self.name
 
 
-def spec_of(x, dynamic=False):
-    shape = [None] * x.ndim if dynamic else list(x.shape)
+def spec_of(x, dynamic=False, dynamic_all=False):
+    shape = list(x.shape)
+    if dynamic_all:
+        shape = [None] * x.ndim
+    elif dynamic and shape:
+        shape[0] = None
     return tf.TensorSpec(shape, tf.as_dtype(x.dtype))
 
 
 def concrete(case: Case):
-    sig = case.signature or [spec_of(x, i in case.dynamic) for i, x in enumerate(case.inputs)]
+    sig = case.signature or [spec_of(x, i in case.dynamic, i in case.dynamic_all)
+                             for i, x in enumerate(case.inputs)]
     return tf.function(case.fn, autograph=True).get_concrete_function(*sig)
 
 
