@@ -218,7 +218,9 @@ class GraphDriver:
             return [out]
         if isinstance(out, Tuple):
             return list(out.fields)
-        return list(out)
+        if isinstance(out, (list, tuple)):
+            return list(out)
+        return [out]  # a value that is not an expression (a PendingList)
 
     def _attrs_for(self, fn, node, n_inputs: int) -> dict:
         sig = self._sig_cache.get(fn)

@@ -165,11 +165,18 @@ def _freeze(cf, keep_alive=None) -> FrozenGraph:
         convert_variables_to_constants_v2,
     )
 
+    from tensorflow.python.framework import convert_to_constants as c2c
+
     tf = _tf()
+    # TF keeps While / If functional when asked, but not Case: extend its list for the call.
+    saved = c2c._CONTROL_FLOW_OPS
+    c2c._CONTROL_FLOW_OPS = saved | {"Case", "StatelessCase"}
     try:
         frozen = convert_variables_to_constants_v2(cf, lower_control_flow=False)
     except Exception as e:
         raise ModelLoadError(f"cannot freeze the function's variables: {e}") from None
+    finally:
+        c2c._CONTROL_FLOW_OPS = saved
     gd = frozen.graph.as_graph_def()
     specs = [s for s in tf.nest.flatten(cf.structured_input_signature)
              if isinstance(s, tf.TensorSpec)]

@@ -16,7 +16,7 @@ from relay_core.ir import Any, Expr, TensorType
 from relay_core.ir import dtype as dt
 
 from .table import TF
-from .util import cast_to, shape_dims
+from .util import cast_to, refine, shape_dims
 
 
 class PendingList:
@@ -135,12 +135,28 @@ def TensorListSetItem(ctx, lst, index, item, element_dtype=None, resize_if_index
             lst.item_type = ctx.tensor_type(item)
         lst = materialize(ctx, lst, ctx.tensor_type(item))
     dims = elem_dims(ctx, lst)
-    if None not in dims:
+    if resize_if_index_out_of_bounds:
+        lst = _resize_to(ctx, lst, index)
+    if None not in dims and not resize_if_index_out_of_bounds:
         idx = ctx.call("reshape", index, newshape=(1, 1))
         out = ctx.call("scatter_nd", lst, idx, ctx.call("expand_dims", item, axis=0), mode="update")
         return remember(ctx, out, dims)
     # Placeholder dims broadcast to the item's dims.
     out = ctx.call("where", _index_mask(ctx, lst, index), ctx.call("expand_dims", item, axis=0), lst)
+    return remember(ctx, out, dims)
+
+
+def _resize_to(ctx, lst, index):
+    """`lst` grown with zero elements so that `index` is inside it."""
+    dims = elem_dims(ctx, lst)
+    shape = ctx.call("shape_of", lst, dtype="int64")
+    n = ctx.call("strided_slice", shape, begin=(0,), end=(1,))
+    need = ctx.call("add", ctx.call("reshape", cast_to(ctx, index, "int64"), newshape=(1,)),
+                    ctx.const(np.asarray([1], np.int64)))
+    extra = ctx.call("maximum", ctx.call("subtract", need, n), ctx.const(np.asarray([0], np.int64)))
+    rest = ctx.call("strided_slice", shape, begin=(1,), end=(2**31 - 1,))
+    pad = ctx.call("dyn.zeros", ctx.call("concatenate", extra, rest, axis=0), dtype=ctx.dtype(lst))
+    out = refine(ctx, ctx.call("concatenate", lst, pad, axis=0), [None, *dims])
     return remember(ctx, out, dims)
 
 

@@ -16,7 +16,8 @@ tf = pytest.importorskip("tensorflow")
 
 @dataclass
 class Case:
-    """One op-level test: `fn` applied to `inputs` must contain `ops` once frozen."""
+    """One op-level test: `fn` applied to `inputs` must contain `ops` once frozen ("A|B": one
+    of them)."""
 
     name: str
     fn: object
@@ -119,8 +120,9 @@ def run_case(case: Case):
 
     cf = concrete(case)
     if case.ops:
-        missing = set(case.ops) - graph_ops(cf)
-        assert not missing, f"{case.name}: the frozen graph has no {sorted(missing)}"
+        have = graph_ops(cf)
+        missing = [op for op in case.ops if not set(op.split("|")) & have]
+        assert not missing, f"{case.name}: the frozen graph has no {missing}"
     mod = from_tensorflow(cf)
     theirs = tf_outputs(cf, case.inputs)
     assert_close(relay_outputs(mod, case.inputs), theirs, case.rtol, case.atol, case.name)
