@@ -1,9 +1,11 @@
 """Imports every converter module so that each registers its converters on TF."""
 
-from . import control_flow  # noqa: F401
-from . import ops_array  # noqa: F401
-from . import ops_image  # noqa: F401
-from . import ops_index  # noqa: F401
-from . import ops_math  # noqa: F401
-from . import ops_nn  # noqa: F401
-from . import tensor_list  # noqa: F401
+from . import (
+    control_flow,  # noqa: F401
+    ops_array,  # noqa: F401
+    ops_image,  # noqa: F401
+    ops_index,  # noqa: F401
+    ops_math,  # noqa: F401
+    ops_nn,  # noqa: F401
+    tensor_list,  # noqa: F401
+)

@@ -84,8 +84,9 @@ def call_function(ctx, fname: str, args: list) -> list:
     if any(isinstance(a, PendingList) for a in args):
         return drv.inline(fname, args)
     g = drv.function_graph(fname)
-    key = (fname,) + tuple(("c", id(a)) if isinstance(a, Constant) else ("t", ctx.type_of(a))
-                           for a in args)
+    key = (fname,) + tuple(
+        ("c", id(a)) if isinstance(a, Constant) else ("t", ctx.type_of(a)) for a in args
+    )
     cache = ctx.memo.setdefault("functions", {})
     entry = cache.get(key)
     if entry is None:
@@ -113,7 +114,7 @@ def call_function(ctx, fname: str, args: list) -> list:
     return [TupleGetItem(call, i, span=ctx.span) for i in range(n)]
 
 
-# -- While ------------------------------------------------------------------------------------------
+# -- While ----------------------------------------------------------------------------------------
 def _passthrough(g, i: int) -> bool:
     """True if the body returns its argument i unchanged (through identities)."""
     name = g.outputs[i]
@@ -149,8 +150,9 @@ def _initial_type(ctx, init, shape_hint):
     t = ctx.tensor_type(init)
     if shape_hint is not None and len(shape_hint) == t.ndim:
         # TF's shape invariants: None dims vary across iterations.
-        return TensorType(tuple(Any if h is None else d for d, h in zip(t.shape, shape_hint)),
-                          t.dtype)
+        return TensorType(
+            tuple(Any if h is None else d for d, h in zip(t.shape, shape_hint)), t.dtype
+        )
     return t
 
 
@@ -185,8 +187,10 @@ def _resolve_pending(ctx, body, inits, types_hint):
     out = list(inits)
     for i in pend:
         if bind[i].item_type is None:
-            raise ctx.error("a TensorList loop variable with an unknown element shape is never "
-                            "written by the loop")
+            raise ctx.error(
+                "a TensorList loop variable with an unknown element shape is never "
+                "written by the loop"
+            )
         out[i] = materialize(ctx, inits[i], bind[i].item_type)
     return out
 
@@ -216,8 +220,12 @@ def convert_while(ctx, cond: str, body: str, inits: list, shapes: list) -> list:
             if len(c) != 1:
                 raise ctx.error(f"the While condition {cond} must return one value")
             outs = drv.inline(body, bind)
-            new = {i: _generalize(ctx, types[i], ctx.type_of(outs[i]),
-                                  f"loop variable {i} ({g.args[i]})") for i in loop_idx}
+            new = {
+                i: _generalize(
+                    ctx, types[i], ctx.type_of(outs[i]), f"loop variable {i} ({g.args[i]})"
+                )
+                for i in loop_idx
+            }
             if new == types:
                 break
             types = new

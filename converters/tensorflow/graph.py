@@ -51,8 +51,10 @@ class TFContext(ConvertContext):
     def require_value(self, e: Expr, what: str):
         v = self.value(e)
         if v is None:
-            raise self.error(f"{what} must be known before run time (a constant or computable "
-                             "from static shapes)")
+            raise self.error(
+                f"{what} must be known before run time (a constant or computable "
+                "from static shapes)"
+            )
         return v
 
     def attr(self, name: str, default=None):
@@ -74,9 +76,7 @@ class FunctionGraph:
         try:
             gd, names = function_def_to_graph_def(fdef)
         except Exception as e:
-            raise ConversionError(
-                f"cannot read TF function {fdef.signature.name}: {e}"
-            ) from None
+            raise ConversionError(f"cannot read TF function {fdef.signature.name}: {e}") from None
         self.name = fdef.signature.name
         self.nodes = list(gd.node)
         self.args = [a.name for a in fdef.signature.input_arg]
@@ -124,7 +124,9 @@ class GraphDriver:
         for op, (first, count) in ops.items():
             entries.append((op, f"({count} node{'s' if count > 1 else ''}, e.g. {first})"))
         check_supported(
-            "TensorFlow", [e for e in entries if not supported(e)], lambda e: False,
+            "TensorFlow",
+            [e for e in entries if not supported(e)],
+            lambda e: False,
             "Pass custom_convert_map={'OpType': fn(ctx, *inputs, **attrs)} to convert them.",
         )
 
@@ -192,8 +194,9 @@ class GraphDriver:
         i = int(idx) if idx else 0
         if i >= len(outs) or outs[i] is None:
             who = f" (input of {node.name})" if node is not None else ""
-            raise ConversionError(f"tensor {tensor}{who} does not exist: {name} has "
-                                  f"{len(outs)} output(s)")
+            raise ConversionError(
+                f"tensor {tensor}{who} does not exist: {name} has {len(outs)} output(s)"
+            )
         return outs[i]
 
     def _convert_node(self, node, ins: list) -> list:
@@ -226,8 +229,9 @@ class GraphDriver:
         sig = self._sig_cache.get(fn)
         if sig is None:
             params = list(inspect.signature(fn).parameters.values())
-            positional = [p.name for p in params
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            positional = [
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
             names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
             var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
             sig = self._sig_cache[fn] = (positional, names, var_kw)
@@ -264,8 +268,9 @@ class GraphDriver:
         if g is None:
             fdef = self.library.get(fname)
             if fdef is None:
-                raise self.ctx.error(f"the graph calls function {fname!r}, which is not in its "
-                                     "library")
+                raise self.ctx.error(
+                    f"the graph calls function {fname!r}, which is not in its library"
+                )
             g = self._fgraphs[fname] = FunctionGraph(fdef)
         return g
 

@@ -33,7 +33,9 @@ class FrozenGraph:
     output_names: list[str] = field(default_factory=list)
 
 
-def load(obj, input_signature=None, signature: str = "serving_default", outputs=None) -> FrozenGraph:
+def load(
+    obj, input_signature=None, signature: str = "serving_default", outputs=None
+) -> FrozenGraph:
     """Freeze `obj` into a FrozenGraph (see `from_tensorflow` for what `obj` may be)."""
     if isinstance(obj, (str, os.PathLike)):
         return _load_path(os.fspath(obj), input_signature, signature, outputs)
@@ -161,11 +163,10 @@ def _concrete(fn, input_signature):
 
 
 def _freeze(cf, keep_alive=None) -> FrozenGraph:
+    from tensorflow.python.framework import convert_to_constants as c2c
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2,
     )
-
-    from tensorflow.python.framework import convert_to_constants as c2c
 
     tf = _tf()
     # TF keeps While / If functional when asked, but not Case: extend its list for the call.
@@ -178,18 +179,23 @@ def _freeze(cf, keep_alive=None) -> FrozenGraph:
     finally:
         c2c._CONTROL_FLOW_OPS = saved
     gd = frozen.graph.as_graph_def()
-    specs = [s for s in tf.nest.flatten(cf.structured_input_signature)
-             if isinstance(s, tf.TensorSpec)]
+    specs = [
+        s for s in tf.nest.flatten(cf.structured_input_signature) if isinstance(s, tf.TensorSpec)
+    ]
     inputs = []
     for i, t in enumerate(frozen.inputs):
         if t.dtype in (tf.resource, tf.variant):
             continue
         shape = t.shape
         user = specs[i].name if i < len(specs) and specs[i].name else t.op.name
-        inputs.append(GraphInput(
-            t.op.name, user, None if shape.rank is None else tuple(shape.as_list()),
-            _dtype_name(t.dtype),
-        ))
+        inputs.append(
+            GraphInput(
+                t.op.name,
+                user,
+                None if shape.rank is None else tuple(shape.as_list()),
+                _dtype_name(t.dtype),
+            )
+        )
     outs = [t.name for t in frozen.outputs]
     names = _output_names(cf.structured_outputs, len(outs))
     del keep_alive

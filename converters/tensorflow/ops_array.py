@@ -26,8 +26,15 @@ def _identity(ctx, x, *rest):
     return x
 
 
-for _name in ("Identity", "StopGradient", "PreventGradient", "Snapshot", "CheckNumerics",
-              "EnsureShape", "PlaceholderWithDefault"):
+for _name in (
+    "Identity",
+    "StopGradient",
+    "PreventGradient",
+    "Snapshot",
+    "CheckNumerics",
+    "EnsureShape",
+    "PlaceholderWithDefault",
+):
     TF.register(_name)(_identity)
 
 
@@ -36,7 +43,7 @@ def IdentityN(ctx, *xs):
     return list(xs)
 
 
-# -- shapes -------------------------------------------------------------------------------------------
+# -- shapes ---------------------------------------------------------------------------------------
 @TF.register("Shape")
 def Shape(ctx, x, out_type="int32"):
     return ctx.call("shape_of", x, dtype=out_type)
@@ -64,8 +71,10 @@ def Reshape(ctx, x, shape):
         raise ctx.error("the length of the new shape must be known before run time")
     zero = any(d == 0 for d in raw if isinstance(d, int))  # a literal 0: no copies possible
     # A run-time dim of x itself at the same position becomes reshape's 0 (copy the dim).
-    dims = [(0 if not zero and d.expr is x and d.axis == i else None)
-            if isinstance(d, SymDim) else d for i, d in enumerate(raw)]
+    dims = [
+        (0 if not zero and d.expr is x and d.axis == i else None) if isinstance(d, SymDim) else d
+        for i, d in enumerate(raw)
+    ]
     unknown = [i for i, d in enumerate(dims) if d is None]
     if not unknown:
         return ctx.call("reshape", x, newshape=tuple(dims), allowzero=zero)
@@ -194,8 +203,11 @@ def LinSpace(ctx, start, stop, num):
     dtype = ctx.dtype(start)
     if n == 1:
         return ctx.call("reshape", start, newshape=(1,))
-    step = ctx.call("divide", ctx.call("subtract", stop, start),
-                    ctx.const(np.asarray(n - 1, dt.to_numpy(dtype))))
+    step = ctx.call(
+        "divide",
+        ctx.call("subtract", stop, start),
+        ctx.const(np.asarray(n - 1, dt.to_numpy(dtype))),
+    )
     idx = ctx.const(np.arange(n).astype(dt.to_numpy(dtype)))
     out = ctx.call("add", start, ctx.call("multiply", idx, step))
     # TF makes the last element exactly `stop`.

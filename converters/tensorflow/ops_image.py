@@ -9,25 +9,31 @@ from .table import TF
 from .util import cast_to, ints, refine
 
 
-# -- resize -----------------------------------------------------------------------------------------
+# -- resize ---------------------------------------------------------------------------------------
 def _resize(ctx, images, size, method, align_corners, half_pixel_centers, out_dtype=""):
     h, w = ints(ctx, size, "size")
     kw = {"method": method}
     if method == "nearest_neighbor":
         if align_corners:
-            kw.update(coordinate_transformation_mode="align_corners",
-                      rounding_method="round_prefer_ceil")
+            kw.update(
+                coordinate_transformation_mode="align_corners", rounding_method="round_prefer_ceil"
+            )
         elif half_pixel_centers:
-            kw.update(coordinate_transformation_mode="tf_half_pixel_for_nn",
-                      rounding_method="floor")
+            kw.update(
+                coordinate_transformation_mode="tf_half_pixel_for_nn", rounding_method="floor"
+            )
         else:
             kw.update(coordinate_transformation_mode="asymmetric", rounding_method="floor")
     else:
-        mode = ("align_corners" if align_corners else
-                "half_pixel" if half_pixel_centers else "asymmetric")
+        mode = (
+            "align_corners"
+            if align_corners
+            else "half_pixel"
+            if half_pixel_centers
+            else "asymmetric"
+        )
         kw["coordinate_transformation_mode"] = mode
-    return ctx.call("image.resize2d", images, size=(h, w), layout="NHWC", out_dtype=out_dtype,
-                    **kw)
+    return ctx.call("image.resize2d", images, size=(h, w), layout="NHWC", out_dtype=out_dtype, **kw)
 
 
 @TF.register("ResizeBilinear")
@@ -79,8 +85,11 @@ def _bicubic_matrix(n_in: int, n_out: int, align_corners: bool, half_pixel: bool
     table = _coeffs(-0.5 if half_pixel else -0.75)
     m = np.zeros((n_out, n_in), np.float32)
     for o in range(n_out):
-        f = (np.float32(o) + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel \
+        f = (
+            (np.float32(o) + np.float32(0.5)) * scale - np.float32(0.5)
+            if half_pixel
             else np.float32(o) * scale
+        )
         loc = int(np.floor(f))
         off = int(np.rint(np.float32(f - loc) * _TABLE))
         wts = [table[off, 1], table[off, 0], table[_TABLE - off, 0], table[_TABLE - off, 1]]
@@ -96,14 +105,23 @@ def _bicubic_matrix(n_in: int, n_out: int, align_corners: bool, half_pixel: bool
 
 
 @TF.register("CropAndResize")
-def CropAndResize(ctx, image, boxes, box_ind, crop_size, method="bilinear",
-                  extrapolation_value=0.0):
+def CropAndResize(
+    ctx, image, boxes, box_ind, crop_size, method="bilinear", extrapolation_value=0.0
+):
     ch, cw = ints(ctx, crop_size, "crop_size")
     boxes = cast_to(ctx, boxes, "float32")
     method = {"nearest": "nearest_neighbor"}.get(method, method)
-    return ctx.call("image.crop_and_resize", image, boxes, box_ind, crop_size=(ch, cw),
-                    layout="NHWC", method=method, extrapolation_value=extrapolation_value,
-                    out_dtype="float32")
+    return ctx.call(
+        "image.crop_and_resize",
+        image,
+        boxes,
+        box_ind,
+        crop_size=(ch, cw),
+        layout="NHWC",
+        method=method,
+        extrapolation_value=extrapolation_value,
+        out_dtype="float32",
+    )
 
 
 # -- non-max suppression ---------------------------------------------------------------------------
@@ -132,8 +150,9 @@ def _pad_to(ctx, idx, max_output_size):
 
 
 def _count(ctx, idx):
-    return ctx.call("take", ctx.call("shape_of", idx, dtype="int32"),
-                    ctx.const(np.asarray(0, np.int64)), axis=0)
+    return ctx.call(
+        "take", ctx.call("shape_of", idx, dtype="int32"), ctx.const(np.asarray(0, np.int64)), axis=0
+    )
 
 
 @TF.register("NonMaxSuppression")
@@ -153,8 +172,15 @@ def NonMaxSuppressionV3(ctx, boxes, scores, max_output_size, iou_threshold, scor
 
 
 @TF.register("NonMaxSuppressionV4")
-def NonMaxSuppressionV4(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
-                        pad_to_max_output_size=False):
+def NonMaxSuppressionV4(
+    ctx,
+    boxes,
+    scores,
+    max_output_size,
+    iou_threshold,
+    score_threshold,
+    pad_to_max_output_size=False,
+):
     idx = _nms(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold)
     n = _count(ctx, idx)
     if pad_to_max_output_size:
@@ -163,8 +189,16 @@ def NonMaxSuppressionV4(ctx, boxes, scores, max_output_size, iou_threshold, scor
 
 
 @TF.register("NonMaxSuppressionV5")
-def NonMaxSuppressionV5(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold,
-                        soft_nms_sigma, pad_to_max_output_size=False):
+def NonMaxSuppressionV5(
+    ctx,
+    boxes,
+    scores,
+    max_output_size,
+    iou_threshold,
+    score_threshold,
+    soft_nms_sigma,
+    pad_to_max_output_size=False,
+):
     sigma = ctx.value(soft_nms_sigma)
     if sigma is None or float(np.asarray(sigma).reshape(-1)[0]) != 0.0:
         raise ctx.error("soft NMS (soft_nms_sigma != 0) is not supported")
@@ -174,14 +208,17 @@ def NonMaxSuppressionV5(ctx, boxes, scores, max_output_size, iou_threshold, scor
     if pad_to_max_output_size:
         m = ints(ctx, max_output_size, "max_output_size")[0]
         idx = _pad_to(ctx, idx, max_output_size)
-        zeros = ctx.const(np.zeros(m, np.float32)) if ctx.dtype(scores) == "float32" else \
-            ctx.call("zeros", shape=(m,), dtype=ctx.dtype(scores))
+        zeros = (
+            ctx.const(np.zeros(m, np.float32))
+            if ctx.dtype(scores) == "float32"
+            else ctx.call("zeros", shape=(m,), dtype=ctx.dtype(scores))
+        )
         both = ctx.call("concatenate", sel_scores, zeros, axis=0)
         sel_scores = refine(ctx, ctx.call("strided_slice", both, begin=(0,), end=(m,)), [m])
     return [idx, sel_scores, n]
 
 
-# -- top-k ---------------------------------------------------------------------------------------------
+# -- top-k ----------------------------------------------------------------------------------------
 @TF.register("TopKV2")
 def TopKV2(ctx, x, k, sorted=True, index_type="int32"):
     kv = ctx.value(k)
@@ -191,13 +228,21 @@ def TopKV2(ctx, x, k, sorted=True, index_type="int32"):
             shape = tuple(d for d in ctx.shape_of(x)[:-1])
             if any(not isinstance(d, int) for d in shape):
                 raise ctx.error("TopKV2 with k = 0 needs a static shape")
-            return [ctx.call("zeros", shape=shape + (0,), dtype=ctx.dtype(x)),
-                    ctx.call("zeros", shape=shape + (0,), dtype=index_type)]
-        out = ctx.call("topk", x, k=kk, axis=-1, ret_type="both", is_ascend=False,
-                       dtype=index_type)
+            return [
+                ctx.call("zeros", shape=shape + (0,), dtype=ctx.dtype(x)),
+                ctx.call("zeros", shape=shape + (0,), dtype=index_type),
+            ]
+        out = ctx.call("topk", x, k=kk, axis=-1, ret_type="both", is_ascend=False, dtype=index_type)
     else:
-        out = ctx.call("dyn.topk", x, cast_to(ctx, k, "int64"), axis=-1, ret_type="both",
-                       is_ascend=False, dtype=index_type)
+        out = ctx.call(
+            "dyn.topk",
+            x,
+            cast_to(ctx, k, "int64"),
+            axis=-1,
+            ret_type="both",
+            is_ascend=False,
+            dtype=index_type,
+        )
     return [ctx.item(out, 0), ctx.item(out, 1)]
 
 
@@ -226,17 +271,22 @@ def SpaceToBatchND(ctx, x, block_shape, paddings):
     width = [(0, 0)] + [(int(a), int(b)) for a, b in pads] + [(0, 0)] * (nd - 1 - m)
     y = ctx.call("nn.pad", x, pad_width=tuple(width))
     sp = [shape[1 + i] + width[1 + i][0] + width[1 + i][1] for i in range(m)]
-    rest = list(shape[1 + m:])
+    rest = list(shape[1 + m :])
     split = [-1]
     for d, b in zip(sp, bs):
         split += [d // b, b]
     y = ctx.call("reshape", y, newshape=tuple(split + rest))
     # (N, d0, b0, d1, b1, ..., rest) -> (b0, b1, ..., N, d0, d1, ..., rest)
-    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + \
-        list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
+    perm = (
+        [2 + 2 * i for i in range(m)]
+        + [0]
+        + [1 + 2 * i for i in range(m)]
+        + list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
+    )
     y = ctx.call("transpose", y, axes=tuple(perm))
-    return ctx.call("reshape", y, newshape=(-1,) + tuple(d // b for d, b in zip(sp, bs)) +
-                    tuple(rest))
+    return ctx.call(
+        "reshape", y, newshape=(-1,) + tuple(d // b for d, b in zip(sp, bs)) + tuple(rest)
+    )
 
 
 @TF.register("BatchToSpaceND")
@@ -247,7 +297,7 @@ def BatchToSpaceND(ctx, x, block_shape, crops):
     m = len(bs)
     if any(not isinstance(d, int) for d in shape[1:]):
         raise ctx.error("BatchToSpaceND needs static non-batch dims")
-    sp, rest = list(shape[1:1 + m]), list(shape[1 + m:])
+    sp, rest = list(shape[1 : 1 + m]), list(shape[1 + m :])
     # (b0, ..., N, d0, ..., rest) -> (N, d0, b0, d1, b1, ..., rest)
     y = ctx.call("reshape", x, newshape=tuple(bs) + (-1,) + tuple(sp) + tuple(rest))
     perm = [m]
@@ -258,7 +308,11 @@ def BatchToSpaceND(ctx, x, block_shape, crops):
     full = [d * b for d, b in zip(sp, bs)]
     y = ctx.call("reshape", y, newshape=(-1,) + tuple(full) + tuple(rest))
     if cr.any():
-        y = ctx.call("strided_slice", y, begin=tuple(int(c[0]) for c in cr),
-                     end=tuple(f - int(c[1]) for f, c in zip(full, cr)),
-                     axes=tuple(range(1, 1 + m)))
+        y = ctx.call(
+            "strided_slice",
+            y,
+            begin=tuple(int(c[0]) for c in cr),
+            end=tuple(f - int(c[1]) for f, c in zip(full, cr)),
+            axes=tuple(range(1, 1 + m)),
+        )
     return y

@@ -18,8 +18,7 @@ def _bit(mask: int, i: int) -> bool:
 def dense_spec(ndim, nspec, ellipsis_mask, new_axis_mask, shrink_axis_mask):
     """TF's sparse slice spec as a list of entries, in output order (shrunk dims included):
     ("new",) for an inserted axis, or ("dim", input_axis, spec_index | None, shrink)."""
-    real = sum(1 for i in range(nspec)
-               if not _bit(ellipsis_mask, i) and not _bit(new_axis_mask, i))
+    real = sum(1 for i in range(nspec) if not _bit(ellipsis_mask, i) and not _bit(new_axis_mask, i))
     entries, axis, seen_ellipsis = [], 0, False
     for i in range(nspec):
         if _bit(ellipsis_mask, i) and not seen_ellipsis:
@@ -49,8 +48,18 @@ def _elements(ctx, e, n):
 
 
 @TF.register("StridedSlice")
-def StridedSlice(ctx, x, begin, end, strides, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                 new_axis_mask=0, shrink_axis_mask=0):
+def StridedSlice(
+    ctx,
+    x,
+    begin,
+    end,
+    strides,
+    begin_mask=0,
+    end_mask=0,
+    ellipsis_mask=0,
+    new_axis_mask=0,
+    shrink_axis_mask=0,
+):
     shape = ctx.shape_of(x)
     nd = len(shape)
     st = ints(ctx, strides, "strides")
@@ -88,9 +97,14 @@ def StridedSlice(ctx, x, begin, end, strides, begin_mask=0, end_mask=0, ellipsis
     if static:
         static = [t for t in static if not (t[1] == 0 and t[2] >= BIG and t[3] == 1)]
     if static:
-        y = ctx.call("strided_slice", y,
-                     begin=tuple(t[1] for t in static), end=tuple(t[2] for t in static),
-                     strides=tuple(t[3] for t in static), axes=tuple(t[0] for t in static))
+        y = ctx.call(
+            "strided_slice",
+            y,
+            begin=tuple(t[1] for t in static),
+            end=tuple(t[2] for t in static),
+            strides=tuple(t[3] for t in static),
+            axes=tuple(t[0] for t in static),
+        )
     if dynamic:
         y = _dynamic_slice(ctx, y, begin, end, dynamic, begin_mask, end_mask)
     for ax, i in sorted(takes, reverse=True):
@@ -115,21 +129,32 @@ def _dynamic_slice(ctx, x, begin, end, dynamic, begin_mask, end_mask):
     b_parts, e_parts, s_parts, axes = [], [], [], []
     for ax, i, s in dynamic:
         idx = ctx.const(np.asarray([i], np.int64))
-        b = ctx.const(np.asarray([0 if s > 0 else BIG], t)) if _bit(begin_mask, i) else \
-            ctx.call("take", begin, idx, axis=0)
-        e = ctx.const(np.asarray([BIG if s > 0 else -BIG - 1], t)) if _bit(end_mask, i) else \
-            ctx.call("take", end, idx, axis=0)
+        b = (
+            ctx.const(np.asarray([0 if s > 0 else BIG], t))
+            if _bit(begin_mask, i)
+            else ctx.call("take", begin, idx, axis=0)
+        )
+        e = (
+            ctx.const(np.asarray([BIG if s > 0 else -BIG - 1], t))
+            if _bit(end_mask, i)
+            else ctx.call("take", end, idx, axis=0)
+        )
         b_parts.append(b)
         e_parts.append(e)
         s_parts.append(s)
         axes.append(ax)
-    cat = (lambda ps: ps[0] if len(ps) == 1 else ctx.call("concatenate", *ps, axis=0))
+    cat = lambda ps: ps[0] if len(ps) == 1 else ctx.call("concatenate", *ps, axis=0)
     known = [d if isinstance(d, int) else None for d in ctx.shape_of(x)]
     for ax in axes:
         known[ax] = None
-    y = ctx.call("dyn.strided_slice", x, dynamic_shape(ctx, cat(b_parts)),
-                 dynamic_shape(ctx, cat(e_parts)), ctx.const(np.asarray(s_parts, np.int64)),
-                 ctx.const(np.asarray(axes, np.int64)))
+    y = ctx.call(
+        "dyn.strided_slice",
+        x,
+        dynamic_shape(ctx, cat(b_parts)),
+        dynamic_shape(ctx, cat(e_parts)),
+        ctx.const(np.asarray(s_parts, np.int64)),
+        ctx.const(np.asarray(axes, np.int64)),
+    )
     return refine(ctx, y, known)
 
 
@@ -138,19 +163,36 @@ def Slice(ctx, x, begin, size):
     nd = ctx.ndim(x)
     b, s = ctx.value(begin), ctx.value(size)
     if b is not None and s is not None:
-        return ctx.call("strided_slice", x, begin=tuple(int(v) for v in b),
-                        end=tuple(int(v) for v in s), slice_mode="size")
-    y = ctx.call("dyn.strided_slice", x, dynamic_shape(ctx, begin), dynamic_shape(ctx, size),
-                 slice_mode="size")
+        return ctx.call(
+            "strided_slice",
+            x,
+            begin=tuple(int(v) for v in b),
+            end=tuple(int(v) for v in s),
+            slice_mode="size",
+        )
+    y = ctx.call(
+        "dyn.strided_slice",
+        x,
+        dynamic_shape(ctx, begin),
+        dynamic_shape(ctx, size),
+        slice_mode="size",
+    )
     sizes = ctx.partial(size) or (None,) * nd
     shape = ctx.shape_of(x)
-    known = [v if v is not None and v >= 0 else (shape[i] if v == -1 and b is not None
-             and int(b[i]) == 0 and isinstance(shape[i], int) else None)
-             for i, v in enumerate(sizes)]
+    known = [
+        v
+        if v is not None and v >= 0
+        else (
+            shape[i]
+            if v == -1 and b is not None and int(b[i]) == 0 and isinstance(shape[i], int)
+            else None
+        )
+        for i, v in enumerate(sizes)
+    ]
     return refine(ctx, y, known)
 
 
-# -- gathers ----------------------------------------------------------------------------------------
+# -- gathers --------------------------------------------------------------------------------------
 @TF.register("GatherV2")
 def GatherV2(ctx, params, indices, axis, batch_dims=0):
     nd = ctx.ndim(params)
@@ -173,8 +215,13 @@ def _index_first(ctx, indices):
 @TF.register("GatherNd")
 def GatherNd(ctx, params, indices, batch_dims=0):
     m = ctx.shape_of(indices)[-1]
-    return ctx.call("gather_nd", params, _index_first(ctx, indices), batch_dims=batch_dims,
-                    index_rank=m if isinstance(m, int) else None)
+    return ctx.call(
+        "gather_nd",
+        params,
+        _index_first(ctx, indices),
+        batch_dims=batch_dims,
+        index_rank=m if isinstance(m, int) else None,
+    )
 
 
 @TF.register("ScatterNd")
@@ -191,8 +238,12 @@ def _tensor_scatter(mode: str):
     return convert
 
 
-for _tf_op, _mode in {"TensorScatterUpdate": "update", "TensorScatterAdd": "add",
-                      "TensorScatterMax": "max", "TensorScatterMin": "min"}.items():
+for _tf_op, _mode in {
+    "TensorScatterUpdate": "update",
+    "TensorScatterAdd": "add",
+    "TensorScatterMax": "max",
+    "TensorScatterMin": "min",
+}.items():
     _fn = _tensor_scatter(_mode)
     _fn.__name__ = _fn.__qualname__ = _tf_op
     TF.register(_tf_op)(_fn)

@@ -11,14 +11,41 @@ from .util import cast_to, reduce_call, scalar_like
 
 # -- unary: one Relay op each ------------------------------------------------------------------
 _UNARY = {
-    "Abs": "abs", "Acos": "acos", "Acosh": "acosh", "Asin": "asin", "Asinh": "asinh",
-    "Atan": "atan", "Atanh": "atanh", "Ceil": "ceil", "Cos": "cos", "Cosh": "cosh",
-    "Erf": "erf", "Exp": "exp", "Expm1": "expm1", "Floor": "floor", "Log": "log",
-    "Log1p": "log1p", "Neg": "negative", "Reciprocal": "reciprocal", "Inv": "reciprocal",
-    "Round": "round", "Rint": "round", "Rsqrt": "rsqrt", "Sigmoid": "sigmoid", "Sign": "sign",
-    "Sin": "sin", "Sinh": "sinh", "Sqrt": "sqrt", "Square": "square", "Tan": "tan",
-    "Tanh": "tanh", "IsNan": "isnan", "IsInf": "isinf", "IsFinite": "isfinite",
-    "LogicalNot": "logical_not", "Invert": "bitwise_not",
+    "Abs": "abs",
+    "Acos": "acos",
+    "Acosh": "acosh",
+    "Asin": "asin",
+    "Asinh": "asinh",
+    "Atan": "atan",
+    "Atanh": "atanh",
+    "Ceil": "ceil",
+    "Cos": "cos",
+    "Cosh": "cosh",
+    "Erf": "erf",
+    "Exp": "exp",
+    "Expm1": "expm1",
+    "Floor": "floor",
+    "Log": "log",
+    "Log1p": "log1p",
+    "Neg": "negative",
+    "Reciprocal": "reciprocal",
+    "Inv": "reciprocal",
+    "Round": "round",
+    "Rint": "round",
+    "Rsqrt": "rsqrt",
+    "Sigmoid": "sigmoid",
+    "Sign": "sign",
+    "Sin": "sin",
+    "Sinh": "sinh",
+    "Sqrt": "sqrt",
+    "Square": "square",
+    "Tan": "tan",
+    "Tanh": "tanh",
+    "IsNan": "isnan",
+    "IsInf": "isinf",
+    "IsFinite": "isfinite",
+    "LogicalNot": "logical_not",
+    "Invert": "bitwise_not",
 }
 
 
@@ -81,13 +108,31 @@ def Softsign(ctx, x):
 
 # -- binary ---------------------------------------------------------------------------------------
 _BINARY = {
-    "Add": "add", "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "divide",
-    "FloorDiv": "floor_divide", "FloorMod": "floor_mod", "TruncateMod": "mod",
-    "Maximum": "maximum", "Minimum": "minimum", "Pow": "power", "Atan2": "atan2",
-    "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
-    "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and",
-    "LogicalOr": "logical_or", "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or",
-    "BitwiseXor": "bitwise_xor", "LeftShift": "left_shift", "RightShift": "right_shift",
+    "Add": "add",
+    "AddV2": "add",
+    "Sub": "subtract",
+    "Mul": "multiply",
+    "RealDiv": "divide",
+    "FloorDiv": "floor_divide",
+    "FloorMod": "floor_mod",
+    "TruncateMod": "mod",
+    "Maximum": "maximum",
+    "Minimum": "minimum",
+    "Pow": "power",
+    "Atan2": "atan2",
+    "Equal": "equal",
+    "NotEqual": "not_equal",
+    "Less": "less",
+    "LessEqual": "less_equal",
+    "Greater": "greater",
+    "GreaterEqual": "greater_equal",
+    "LogicalAnd": "logical_and",
+    "LogicalOr": "logical_or",
+    "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or",
+    "BitwiseXor": "bitwise_xor",
+    "LeftShift": "left_shift",
+    "RightShift": "right_shift",
 }
 
 
@@ -146,8 +191,9 @@ def Xdivy(ctx, x, y):
 @TF.register("Xlogy")
 def Xlogy(ctx, x, y):
     zero = scalar_like(ctx, 0, x)
-    return ctx.call("where", ctx.call("equal", x, zero), zero,
-                    ctx.call("multiply", x, ctx.call("log", y)))
+    return ctx.call(
+        "where", ctx.call("equal", x, zero), zero, ctx.call("multiply", x, ctx.call("log", y))
+    )
 
 
 @TF.register("AddN")
@@ -191,8 +237,16 @@ def ApproximateEqual(ctx, x, y, tolerance=1e-5):
 
 
 # -- reductions -----------------------------------------------------------------------------------
-_REDUCE = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod",
-           "All": "all", "Any": "any", "EuclideanNorm": "l2_norm"}
+_REDUCE = {
+    "Sum": "sum",
+    "Mean": "mean",
+    "Max": "max",
+    "Min": "min",
+    "Prod": "prod",
+    "All": "all",
+    "Any": "any",
+    "EuclideanNorm": "l2_norm",
+}
 
 
 def _reduce(relay_op: str):
@@ -229,8 +283,9 @@ for _tf_op, _relay_op in {"ArgMax": "argmax", "ArgMin": "argmin"}.items():
 def _scan(relay_op: str):
     def convert(ctx, x, axis, exclusive=False, reverse=False):
         a = int(np.asarray(ctx.require_value(axis, "axis")).reshape(-1)[0])
-        return ctx.call(relay_op, x, axis=a % max(ctx.ndim(x), 1), exclusive=exclusive,
-                        reverse=reverse)
+        return ctx.call(
+            relay_op, x, axis=a % max(ctx.ndim(x), 1), exclusive=exclusive, reverse=reverse
+        )
 
     return convert
 

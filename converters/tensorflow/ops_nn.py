@@ -48,7 +48,7 @@ def BiasAddV1(ctx, x, bias):
     return ctx.call("nn.bias_add", x, bias, axis=-1)
 
 
-# -- windows ----------------------------------------------------------------------------------------
+# -- windows --------------------------------------------------------------------------------------
 def _spatial(values, data_format: str, nd: int, what: str, ctx):
     """The spatial entries of a TF per-dimension list (N, spatial..., C or N, C, spatial...)."""
     vals = list(values or [1] * (nd + 2))
@@ -80,20 +80,32 @@ def _layout(data_format: str, nd: int) -> str:
 def _conv(ctx, x, w, nd, strides, padding, data_format, dilations, explicit_paddings, groups=1):
     op = f"nn.conv{nd}d"
     return ctx.call(
-        op, x, w, strides=_spatial(strides, data_format, nd, "strides", ctx),
-        dilation=_spatial(dilations, data_format, nd, "dilations", ctx), groups=groups,
-        data_layout=_layout(data_format, nd), kernel_layout=_KERNEL[nd],
+        op,
+        x,
+        w,
+        strides=_spatial(strides, data_format, nd, "strides", ctx),
+        dilation=_spatial(dilations, data_format, nd, "dilations", ctx),
+        groups=groups,
+        data_layout=_layout(data_format, nd),
+        kernel_layout=_KERNEL[nd],
         **_padding(ctx, padding, explicit_paddings, data_format, nd),
     )
 
 
 @TF.register("Conv2D")
-def Conv2D(ctx, x, w, strides=None, padding="VALID", data_format="NHWC", dilations=None,
-           explicit_paddings=()):
+def Conv2D(
+    ctx,
+    x,
+    w,
+    strides=None,
+    padding="VALID",
+    data_format="NHWC",
+    dilations=None,
+    explicit_paddings=(),
+):
     cin, win = _channels(ctx, x, data_format), ctx.shape_of(w)[2]
     groups = cin // win if isinstance(cin, int) and isinstance(win, int) and win else 1
-    return _conv(ctx, x, w, 2, strides, padding, data_format, dilations, explicit_paddings,
-                 groups)
+    return _conv(ctx, x, w, 2, strides, padding, data_format, dilations, explicit_paddings, groups)
 
 
 @TF.register("Conv3D")
@@ -107,8 +119,16 @@ def _channels(ctx, x, data_format):
 
 
 @TF.register("DepthwiseConv2dNative")
-def DepthwiseConv2dNative(ctx, x, w, strides=None, padding="VALID", data_format="NHWC",
-                          dilations=None, explicit_paddings=()):
+def DepthwiseConv2dNative(
+    ctx,
+    x,
+    w,
+    strides=None,
+    padding="VALID",
+    data_format="NHWC",
+    dilations=None,
+    explicit_paddings=(),
+):
     kh, kw, c, m = ctx.shape_of(w)
     if not all(isinstance(d, int) for d in (kh, kw, c, m)):
         raise ctx.error("the depthwise filter's shape must be static")
@@ -150,43 +170,69 @@ def _conv_transpose(ctx, sizes, w, x, nd, strides, padding, data_format, dilatio
         raise ctx.error(f"input_sizes {out_sp} are too small for this transposed convolution")
     kernel = "HWOI" if nd == 2 else "DHWOI"
     return ctx.call(
-        f"nn.conv{nd}d_transpose", x, w, strides=s, dilation=d,
-        padding=tuple(begins) + tuple(ends), output_padding=tuple(extra),
-        data_layout=_layout(data_format, nd), kernel_layout=kernel,
+        f"nn.conv{nd}d_transpose",
+        x,
+        w,
+        strides=s,
+        dilation=d,
+        padding=tuple(begins) + tuple(ends),
+        output_padding=tuple(extra),
+        data_layout=_layout(data_format, nd),
+        kernel_layout=kernel,
     )
 
 
 @TF.register("Conv2DBackpropInput")
-def Conv2DBackpropInput(ctx, sizes, w, x, strides=None, padding="VALID", data_format="NHWC",
-                        dilations=None, explicit_paddings=()):
-    return _conv_transpose(ctx, sizes, w, x, 2, strides, padding, data_format, dilations,
-                           explicit_paddings)
+def Conv2DBackpropInput(
+    ctx,
+    sizes,
+    w,
+    x,
+    strides=None,
+    padding="VALID",
+    data_format="NHWC",
+    dilations=None,
+    explicit_paddings=(),
+):
+    return _conv_transpose(
+        ctx, sizes, w, x, 2, strides, padding, data_format, dilations, explicit_paddings
+    )
 
 
 @TF.register("Conv3DBackpropInputV2")
-def Conv3DBackpropInputV2(ctx, sizes, w, x, strides=None, padding="VALID",
-                          data_format="NDHWC", dilations=None):
+def Conv3DBackpropInputV2(
+    ctx, sizes, w, x, strides=None, padding="VALID", data_format="NDHWC", dilations=None
+):
     return _conv_transpose(ctx, sizes, w, x, 3, strides, padding, data_format, dilations, ())
 
 
-# -- pooling ----------------------------------------------------------------------------------------
+# -- pooling --------------------------------------------------------------------------------------
 def _pool(kind: str, nd: int):
-    def convert(ctx, x, ksize=None, strides=None, padding="VALID", data_format=None,
-                explicit_paddings=()):
+    def convert(
+        ctx, x, ksize=None, strides=None, padding="VALID", data_format=None, explicit_paddings=()
+    ):
         fmt = data_format or _LAYOUT[nd]
         kw = _padding(ctx, padding, explicit_paddings, fmt, nd)
         if kind == "avg":
             kw["count_include_pad"] = False
         return ctx.call(
-            f"nn.{kind}_pool{nd}d", x, pool_size=_spatial(ksize, fmt, nd, "ksize", ctx),
-            strides=_spatial(strides, fmt, nd, "strides", ctx), layout=_layout(fmt, nd), **kw,
+            f"nn.{kind}_pool{nd}d",
+            x,
+            pool_size=_spatial(ksize, fmt, nd, "ksize", ctx),
+            strides=_spatial(strides, fmt, nd, "strides", ctx),
+            layout=_layout(fmt, nd),
+            **kw,
         )
 
     return convert
 
 
-for _tf_op, _kind, _nd in [("MaxPool", "max", 2), ("AvgPool", "avg", 2),
-                           ("MaxPool3D", "max", 3), ("AvgPool3D", "avg", 3)]:
+for _tf_op, _kind, _nd in [
+    ("MaxPool", "max", 2),
+    ("AvgPool", "avg", 2),
+    ("MaxPool3D", "max", 3),
+    ("AvgPool3D", "avg", 3),
+]:
     _fn = _pool(_kind, _nd)
     _fn.__name__ = _fn.__qualname__ = _tf_op
     TF.register(_tf_op)(_fn)
@@ -199,14 +245,26 @@ def MaxPoolV2(ctx, x, ksize, strides, padding="VALID", data_format="NHWC"):
     return _pool("max", 2)(ctx, x, k, s, padding, data_format)
 
 
-# -- normalisation and softmax ------------------------------------------------------------------------
-def _fused_batch_norm(ctx, x, scale, offset, mean, variance, epsilon=1e-4, data_format="NHWC",
-                      is_training=False, exponential_avg_factor=1.0):
+# -- normalisation and softmax --------------------------------------------------------------------
+def _fused_batch_norm(
+    ctx,
+    x,
+    scale,
+    offset,
+    mean,
+    variance,
+    epsilon=1e-4,
+    data_format="NHWC",
+    is_training=False,
+    exponential_avg_factor=1.0,
+):
     nd = ctx.ndim(x)
     axis = 1 if data_format.startswith("NC") else nd - 1
     xt = ctx.dtype(x)
-    params = [p if ctx.dtype(p) == xt else ctx.call("cast", p, dtype=xt)
-              for p in (scale, offset, mean, variance)]
+    params = [
+        p if ctx.dtype(p) == xt else ctx.call("cast", p, dtype=xt)
+        for p in (scale, offset, mean, variance)
+    ]
     if is_training:  # statistics of this batch (what TF computes in training mode)
         rest = tuple(a for a in range(nd) if a != axis)
         m = ctx.call("mean", x, axis=rest)
@@ -236,8 +294,9 @@ def LogSoftmax(ctx, logits):
 def LRN(ctx, x, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5):
     size = 2 * depth_radius + 1
     # TF's alpha multiplies the plain sum of squares; Relay's divides by the window size.
-    return ctx.call("nn.lrn", x, size=size, axis=ctx.ndim(x) - 1, alpha=alpha * size,
-                    beta=beta, bias=bias)
+    return ctx.call(
+        "nn.lrn", x, size=size, axis=ctx.ndim(x) - 1, alpha=alpha * size, beta=beta, bias=bias
+    )
 
 
 @TF.register("L2Loss")

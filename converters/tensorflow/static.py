@@ -153,8 +153,21 @@ def partial_value(ctx, e) -> tuple | None:
         name = node.op.name
         if name == "shape_of":
             return None
-        if name in ("cast", "concatenate", "stack", "reshape", "expand_dims", "squeeze",
-                    "strided_slice", "take", "copy") or name in _ELEMWISE:
+        if (
+            name
+            in (
+                "cast",
+                "concatenate",
+                "stack",
+                "reshape",
+                "expand_dims",
+                "squeeze",
+                "strided_slice",
+                "take",
+                "copy",
+            )
+            or name in _ELEMWISE
+        ):
             return list(node.args[:1]) if name in ("strided_slice", "take") else list(node.args)
         return None
 
@@ -176,8 +189,9 @@ def partial_value(ctx, e) -> tuple | None:
             at = _tensor_type(ctx, node.args[0])
             if at is None:
                 return _UNKNOWN
-            return tuple(d if isinstance(d, int) else SymDim(node.args[0], i)
-                         for i, d in enumerate(at.shape))
+            return tuple(
+                d if isinstance(d, int) else SymDim(node.args[0], i) for i, d in enumerate(at.shape)
+            )
         if vals is None:
             return (None,) * (t.shape[0] if t.ndim else 1)
         if name in ("cast", "reshape", "expand_dims", "squeeze", "copy", "concatenate", "stack"):
@@ -206,8 +220,9 @@ def partial_value(ctx, e) -> tuple | None:
             n = max(len(x), len(y))
             x = x * n if len(x) == 1 else x
             y = y * n if len(y) == 1 else y
-            return tuple(None if _int(a) is None or _int(b) is None else fn(a, b)
-                         for a, b in zip(x, y))
+            return tuple(
+                None if _int(a) is None or _int(b) is None else fn(a, b) for a, b in zip(x, y)
+            )
         return (None,) * (t.shape[0] if t.ndim else 1)
 
     v = _evaluate(e, memo, children, rule)

@@ -21,14 +21,32 @@ TF = ConverterTable("tensorflow")
 
 # TF DataType enum -> Relay dtype (types.proto). Variant (TensorList) and resource have no dtype.
 DTYPES = {
-    1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string",
-    9: "int64", 10: "bool", 14: "bfloat16", 17: "uint16", 19: "float16", 22: "uint32",
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    19: "float16",
+    22: "uint32",
     23: "uint64",
 }
 DT_RESOURCE, DT_VARIANT = 20, 21
 DTYPE_NAMES = {
-    8: "complex64", 11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16", 16: "quint16",
-    18: "complex128", 20: "resource", 21: "variant",
+    8: "complex64",
+    11: "qint8",
+    12: "quint8",
+    13: "qint32",
+    15: "qint16",
+    16: "quint16",
+    18: "complex128",
+    20: "resource",
+    21: "variant",
 }
 
 

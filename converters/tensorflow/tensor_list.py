@@ -120,8 +120,9 @@ def _index_mask(ctx, lst, index):
     if isinstance(n, int):
         pos = ctx.const(np.arange(n, dtype=dt.to_numpy(idt)))
     else:
-        size = ctx.call("take", ctx.call("shape_of", lst, dtype=idt),
-                        ctx.const(np.asarray(0, np.int64)), axis=0)
+        size = ctx.call(
+            "take", ctx.call("shape_of", lst, dtype=idt), ctx.const(np.asarray(0, np.int64)), axis=0
+        )
         zero, one = (ctx.const(np.asarray(v, dt.to_numpy(idt))) for v in (0, 1))
         pos = ctx.call("arange", zero, size, one, dtype=idt)
     pos = ctx.call("reshape", pos, newshape=(-1,) + (1,) * (t.ndim - 1))
@@ -129,7 +130,9 @@ def _index_mask(ctx, lst, index):
 
 
 @TF.register("TensorListSetItem")
-def TensorListSetItem(ctx, lst, index, item, element_dtype=None, resize_if_index_out_of_bounds=False):
+def TensorListSetItem(
+    ctx, lst, index, item, element_dtype=None, resize_if_index_out_of_bounds=False
+):
     if isinstance(lst, PendingList):
         if lst.item_type is None:
             lst.item_type = ctx.tensor_type(item)
@@ -142,7 +145,8 @@ def TensorListSetItem(ctx, lst, index, item, element_dtype=None, resize_if_index
         out = ctx.call("scatter_nd", lst, idx, ctx.call("expand_dims", item, axis=0), mode="update")
         return remember(ctx, out, dims)
     # Placeholder dims broadcast to the item's dims.
-    out = ctx.call("where", _index_mask(ctx, lst, index), ctx.call("expand_dims", item, axis=0), lst)
+    new = ctx.call("expand_dims", item, axis=0)
+    out = ctx.call("where", _index_mask(ctx, lst, index), new, lst)
     return remember(ctx, out, dims)
 
 
@@ -151,8 +155,11 @@ def _resize_to(ctx, lst, index):
     dims = elem_dims(ctx, lst)
     shape = ctx.call("shape_of", lst, dtype="int64")
     n = ctx.call("strided_slice", shape, begin=(0,), end=(1,))
-    need = ctx.call("add", ctx.call("reshape", cast_to(ctx, index, "int64"), newshape=(1,)),
-                    ctx.const(np.asarray([1], np.int64)))
+    need = ctx.call(
+        "add",
+        ctx.call("reshape", cast_to(ctx, index, "int64"), newshape=(1,)),
+        ctx.const(np.asarray([1], np.int64)),
+    )
     extra = ctx.call("maximum", ctx.call("subtract", need, n), ctx.const(np.asarray([0], np.int64)))
     rest = ctx.call("strided_slice", shape, begin=(1,), end=(2**31 - 1,))
     pad = ctx.call("dyn.zeros", ctx.call("concatenate", extra, rest, axis=0), dtype=ctx.dtype(lst))
@@ -181,15 +188,17 @@ def TensorListGather(ctx, lst, indices, element_shape, element_dtype=None):
 def TensorListLength(ctx, lst):
     if isinstance(lst, PendingList):
         return cast_to(ctx, lst.n, "int32")
-    return ctx.call("take", ctx.call("shape_of", lst, dtype="int32"),
-                    ctx.const(np.asarray(0, np.int64)), axis=0)
+    return ctx.call(
+        "take", ctx.call("shape_of", lst, dtype="int32"), ctx.const(np.asarray(0, np.int64)), axis=0
+    )
 
 
 @TF.register("TensorListElementShape")
 def TensorListElementShape(ctx, lst, shape_type="int32"):
     lst = _need_list(ctx, lst, "TensorListElementShape")
-    return ctx.call("strided_slice", ctx.call("shape_of", lst, dtype=shape_type),
-                    begin=(1,), end=(2**31 - 1,))
+    return ctx.call(
+        "strided_slice", ctx.call("shape_of", lst, dtype=shape_type), begin=(1,), end=(2**31 - 1,)
+    )
 
 
 def _grow_to(ctx, lst, item):
@@ -226,8 +235,7 @@ def TensorListPopBack(ctx, lst, element_shape, element_dtype=None):
 def TensorListScatterIntoExistingList(ctx, lst, tensor, indices, element_dtype=None):
     lst = _need_list(ctx, lst, "TensorListScatterIntoExistingList")
     dims = elem_dims(ctx, lst)
-    lst = _grow_to(ctx, lst, ctx.call("take", tensor, ctx.const(np.asarray(0, np.int64)),
-                                      axis=0))
+    lst = _grow_to(ctx, lst, ctx.call("take", tensor, ctx.const(np.asarray(0, np.int64)), axis=0))
     idx = ctx.call("reshape", indices, newshape=(1, -1))
     return remember(ctx, ctx.call("scatter_nd", lst, idx, tensor, mode="update"), dims)
 
@@ -239,7 +247,11 @@ def TensorListConcatV2(ctx, lst, element_shape, leading_dims, element_dtype=None
     if len(shape) < 2 or not all(isinstance(d, int) for d in shape[2:]):
         raise ctx.error("TensorListConcatV2 needs elements of rank >= 1 with static inner dims")
     out = ctx.call("reshape", lst, newshape=(-1,) + tuple(shape[2:]))
-    sizes = ctx.call("take", ctx.call("shape_of", lst, dtype="int64"),
-                     ctx.const(np.asarray([1], np.int64)), axis=0)
+    sizes = ctx.call(
+        "take",
+        ctx.call("shape_of", lst, dtype="int64"),
+        ctx.const(np.asarray([1], np.int64)),
+        axis=0,
+    )
     n = ctx.call("strided_slice", ctx.call("shape_of", lst, dtype="int64"), begin=(0,), end=(1,))
     return [out, ctx.call("dyn.broadcast_to", sizes, n)]

@@ -57,8 +57,14 @@ def shape_dims(ctx, e, symbolic: bool = False):
     p = ctx.partial(e)
     if p is None:
         return None
-    return [v if isinstance(v, SymDim) and symbolic else
-            int(v) if isinstance(v, (int, np.integer)) else None for v in p]
+    return [
+        v
+        if isinstance(v, SymDim) and symbolic
+        else int(v)
+        if isinstance(v, (int, np.integer))
+        else None
+        for v in p
+    ]
 
 
 def dim_or_any(d):

@@ -44,8 +44,9 @@ def spec_of(x, dynamic=False, dynamic_all=False):
 
 
 def concrete(case: Case):
-    sig = case.signature or [spec_of(x, i in case.dynamic, i in case.dynamic_all)
-                             for i, x in enumerate(case.inputs)]
+    sig = case.signature or [
+        spec_of(x, i in case.dynamic, i in case.dynamic_all) for i, x in enumerate(case.inputs)
+    ]
     return tf.function(case.fn, autograph=True).get_concrete_function(*sig)
 
 

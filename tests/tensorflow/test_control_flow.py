@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .helpers import Case, assert_close, params, rand, relay_outputs, run_case, tf
-
 from converters.tensorflow import from_tensorflow  # noqa: E402
 from relay_core.ir import Any, Call, GlobalVar, If, post_order  # noqa: E402
+
+from .helpers import Case, assert_close, params, rand, relay_outputs, run_case, tf
 
 
 def recursive_functions(mod) -> list[str]:
@@ -25,7 +25,7 @@ def _count(mod, kind) -> int:
     return sum(isinstance(n, kind) for f in mod.functions.values() for n in post_order(f.body))
 
 
-# -- a data-dependent while loop with a cond inside --------------------------------------------------
+# -- a data-dependent while loop with a cond inside -----------------------------------------------
 @tf.function(input_signature=[tf.TensorSpec([3]), tf.TensorSpec([], tf.int32)])
 def loop_fn(x, n):
     def body(i, x):
@@ -77,7 +77,7 @@ def test_data_dependent_trip_count(scale):
     assert_close(relay_outputs(mod, [x]), want)
 
 
-# -- more shapes of control flow ---------------------------------------------------------------------
+# -- more shapes of control flow ------------------------------------------------------------------
 def _nested(x):
     def outer(i, acc):
         def inner(j, a):
@@ -93,8 +93,12 @@ def _growing(x):
     def body(i, acc):
         return i + 1, tf.concat([acc, acc[-1:] * 2.0], axis=0)
 
-    return tf.while_loop(lambda i, a: i < 4, body, [0, x],
-                         shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])])[1]
+    return tf.while_loop(
+        lambda i, a: i < 4,
+        body,
+        [0, x],
+        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])],
+    )[1]
 
 
 def _tensor_array(x):
@@ -104,8 +108,7 @@ def _tensor_array(x):
         s = s + x[i]
         return i + 1, ta.write(i, s * s), s
 
-    _, ta, _ = tf.while_loop(lambda i, *_: i < tf.shape(x)[0], body,
-                             [0, ta, tf.zeros_like(x[0])])
+    _, ta, _ = tf.while_loop(lambda i, *_: i < tf.shape(x)[0], body, [0, ta, tf.zeros_like(x[0])])
     return ta.stack()
 
 
@@ -128,15 +131,28 @@ def _switch(x, k):
 CASES = [
     Case("nested_while", _nested, [rand(3)], ("While|StatelessWhile",)),
     Case("growing_loop_var", _growing, [rand(1, 2)], ("While|StatelessWhile",)),
-    Case("tensor_array_in_while", _tensor_array, [rand(5, 3)],
-         ("While|StatelessWhile", "TensorListReserve", "TensorListSetItem", "TensorListStack")),
-    Case("tensor_array_dynamic_batch", _tensor_array, [rand(5, 3)], ("While|StatelessWhile",),
-         dynamic=(0,)),
-    Case("tensor_array_dynamic_size", _dynamic_tensor_array, [rand(4, 3)], ("While|StatelessWhile",)),
+    Case(
+        "tensor_array_in_while",
+        _tensor_array,
+        [rand(5, 3)],
+        ("While|StatelessWhile", "TensorListReserve", "TensorListSetItem", "TensorListStack"),
+    ),
+    Case(
+        "tensor_array_dynamic_batch",
+        _tensor_array,
+        [rand(5, 3)],
+        ("While|StatelessWhile",),
+        dynamic=(0,),
+    ),
+    Case(
+        "tensor_array_dynamic_size", _dynamic_tensor_array, [rand(4, 3)], ("While|StatelessWhile",)
+    ),
     Case("cond_two_outputs_true", _multi_cond, [rand(3), np.array(True)], ("If|StatelessIf",)),
     Case("cond_two_outputs_false", _multi_cond, [rand(3), np.array(False)], ("If|StatelessIf",)),
-    *[Case(f"switch_case_{k}", _switch, [rand(3), np.array(k, np.int32)], ("Case|StatelessCase",))
-      for k in (0, 1, 2, 7)],
+    *[
+        Case(f"switch_case_{k}", _switch, [rand(3), np.array(k, np.int32)], ("Case|StatelessCase",))
+        for k in (0, 1, 2, 7)
+    ],
 ]
 
 
@@ -151,7 +167,7 @@ def test_growing_loop_var_gets_any_dim():
     assert mod["main"].body.checked_type.shape == (Any, 2)
 
 
-# -- TensorList ops directly -------------------------------------------------------------------------
+# -- TensorList ops directly ----------------------------------------------------------------------
 R = tf.raw_ops
 
 
@@ -160,23 +176,26 @@ def _list_ops(x):
     lst = R.TensorListSetItem(input_handle=lst, index=1, item=x[0] * 10.0)
     n = R.TensorListLength(input_handle=lst)
     es = R.TensorListElementShape(input_handle=lst, shape_type=tf.int32)
-    g = R.TensorListGather(input_handle=lst, indices=[2, 0], element_shape=[3],
-                           element_dtype=tf.float32)
+    g = R.TensorListGather(
+        input_handle=lst, indices=[2, 0], element_shape=[3], element_dtype=tf.float32
+    )
     lst = R.TensorListPushBack(input_handle=lst, tensor=x[1] + 1.0)
-    lst, last = R.TensorListPopBack(input_handle=lst, element_shape=[3],
-                                    element_dtype=tf.float32)
-    item = R.TensorListGetItem(input_handle=lst, index=-1 + n, element_shape=[3],
-                               element_dtype=tf.float32)
+    lst, last = R.TensorListPopBack(input_handle=lst, element_shape=[3], element_dtype=tf.float32)
+    item = R.TensorListGetItem(
+        input_handle=lst, index=-1 + n, element_shape=[3], element_dtype=tf.float32
+    )
     st = R.TensorListStack(input_handle=lst, element_shape=[3], element_dtype=tf.float32)
-    cat, lens = R.TensorListConcatV2(input_handle=lst, element_shape=[3],
-                                     leading_dims=tf.zeros([0], tf.int64),
-                                     element_dtype=tf.float32)
+    cat, lens = R.TensorListConcatV2(
+        input_handle=lst,
+        element_shape=[3],
+        leading_dims=tf.zeros([0], tf.int64),
+        element_dtype=tf.float32,
+    )
     return n, es, g, last, item, st, cat, lens
 
 
 def _empty_list(x):
-    lst = R.EmptyTensorList(element_shape=[-1, 2], max_num_elements=-1,
-                            element_dtype=tf.float32)
+    lst = R.EmptyTensorList(element_shape=[-1, 2], max_num_elements=-1, element_dtype=tf.float32)
     lst = R.TensorListPushBack(input_handle=lst, tensor=x)
     lst = R.TensorListPushBack(input_handle=lst, tensor=x * 2.0)
     return R.TensorListStack(input_handle=lst, element_shape=[-1, 2], element_dtype=tf.float32)
@@ -189,14 +208,36 @@ def _scatter_list(x):
 
 
 LIST_CASES = [
-    Case("tensor_list_ops", _list_ops, [rand(4, 3)],
-         ("TensorListFromTensor", "TensorListSetItem", "TensorListLength",
-          "TensorListElementShape", "TensorListGather", "TensorListPushBack",
-          "TensorListPopBack", "TensorListGetItem", "TensorListStack", "TensorListConcatV2")),
-    Case("empty_tensor_list", _empty_list, [rand(3, 2)],
-         ("EmptyTensorList", "TensorListPushBack"), dynamic=(0,)),
-    Case("tensor_list_scatter", _scatter_list, [rand(2, 2)],
-         ("TensorListReserve", "TensorListScatterIntoExistingList")),
+    Case(
+        "tensor_list_ops",
+        _list_ops,
+        [rand(4, 3)],
+        (
+            "TensorListFromTensor",
+            "TensorListSetItem",
+            "TensorListLength",
+            "TensorListElementShape",
+            "TensorListGather",
+            "TensorListPushBack",
+            "TensorListPopBack",
+            "TensorListGetItem",
+            "TensorListStack",
+            "TensorListConcatV2",
+        ),
+    ),
+    Case(
+        "empty_tensor_list",
+        _empty_list,
+        [rand(3, 2)],
+        ("EmptyTensorList", "TensorListPushBack"),
+        dynamic=(0,),
+    ),
+    Case(
+        "tensor_list_scatter",
+        _scatter_list,
+        [rand(2, 2)],
+        ("TensorListReserve", "TensorListScatterIntoExistingList"),
+    ),
 ]
 
 
@@ -205,7 +246,7 @@ def test_tensor_list(case):
     run_case(case)
 
 
-# -- calls ------------------------------------------------------------------------------------------
+# -- calls ----------------------------------------------------------------------------------------
 def test_partitioned_call_becomes_a_global_function():
     @tf.function
     def inner(x):
@@ -221,8 +262,11 @@ def test_partitioned_call_becomes_a_global_function():
     mod = from_tensorflow(gd)
     names = [gv.name_hint for gv in mod.functions]
     assert any("inner" in n for n in names), names
-    calls = [n for n in post_order(mod["main"].body)
-             if isinstance(n, Call) and isinstance(n.op, GlobalVar)]
+    calls = [
+        n
+        for n in post_order(mod["main"].body)
+        if isinstance(n, Call) and isinstance(n.op, GlobalVar)
+    ]
     assert len(calls) == 2 and calls[0].op == calls[1].op  # converted once, called twice
     x = rand(2, 3)
     assert_close(relay_outputs(mod, [x]), [outer(x).numpy()])
