@@ -22,6 +22,7 @@ def from_tensorflow(
     signature: str = "serving_default",
     custom_convert_map: dict | None = None,
     outputs: list[str] | None = None,
+    cleanup: bool = True,
 ) -> IRModule:
     """Convert a TensorFlow model to a typed Relay module whose `@main` takes the model's inputs
     (dims that are None in the signature become `Any`) and returns its output (a tuple if there
@@ -36,7 +37,11 @@ def from_tensorflow(
     recursive global function, an If a Relay `If`, a call a global function. TensorList values
     (RNN layers) are stacked tensors. Graphs with file, Python or other I/O ops are refused, and
     every op without a converter is listed in one UnsupportedOpsError; `custom_convert_map`
-    ({"OpType": fn(ctx, *inputs, **attrs)}) supplies or overrides converters.
+    ({"OpType": fn(ctx, *inputs, **attrs)}) supplies or overrides converters. With `cleanup`,
+    the FoldConstant and DynamicToStatic passes run afterwards (when they exist).
+
+    `mod.attrs` records "input_names", "output_names", "source_outputs" (TF tensor name ->
+    Relay expression) and "source_nodes" ((name, op, inputs, outputs) in topological order).
     """
     from relay_core.typing import infer_type
 
@@ -48,8 +53,27 @@ def from_tensorflow(
     driver = GraphDriver(frozen.graph_def, custom_convert_map)
     mod = driver.convert_main(frozen)
     mod.attrs["source_outputs"] = dict(driver.ctx.source_outputs)
+    mod.attrs["source_nodes"] = list(driver.source_nodes)
     infer_type(mod)
-    return mod
+    return _cleanup(mod) if cleanup else mod
+
+
+CLEANUP = ("FoldConstant", "DynamicToStatic")
+
+
+def _cleanup(mod: IRModule) -> IRModule:
+    """Run the cleanup passes that exist (FoldConstant, DynamicToStatic), then InferType."""
+    from relay_core import passes
+
+    known = passes.all_passes()
+    seq = [known[name]() for name in CLEANUP if name in known]
+    if not seq:
+        return mod
+    attrs = dict(mod.attrs)
+    out = passes.Sequential([*seq, known["InferType"]()])(mod)
+    for k, v in attrs.items():
+        out.attrs.setdefault(k, v)
+    return out
 
 
 def supported_ops() -> list[str]:

@@ -97,6 +97,8 @@ class GraphDriver:
         self._sig_cache: dict[Callable, tuple] = {}
         self._names: set[str] = set()
         self.depth = 0  # nesting of function bodies being converted
+        # main-graph nodes in topological order: (name, op, input tensors, output tensors)
+        self.source_nodes: list[tuple] = []
 
     # -- checks before converting --------------------------------------------------------------
     def check(self, nodes) -> None:
@@ -181,9 +183,13 @@ class GraphDriver:
                 ctx.node, ctx.node_name, ctx.node_op = saved
             values[name] = out
             if record:
+                names = []
                 for i, e in enumerate(out):
                     if isinstance(e, Expr):
                         ctx.source_outputs[f"{name}:{i}"] = e
+                        names.append(f"{name}:{i}")
+                data_in = [i if ":" in i else i + ":0" for i in node.input if not i.startswith("^")]
+                self.source_nodes.append((name, node.op, data_in, names))
         return [self._lookup(values, o, None) for o in outputs]
 
     def _lookup(self, values, tensor: str, node):

@@ -220,6 +220,22 @@ def test_spans_name_the_tf_nodes():
     assert all(c.span is not None and c.span.source == "tensorflow" for c in calls)
 
 
+def test_source_nodes_and_outputs_for_verify():
+    @tf.function(input_signature=[tf.TensorSpec([2, 3], name="x")])
+    def f(x):
+        h = tf.nn.relu(x, name="act")
+        return tf.reduce_sum(h, axis=1, name="total")
+
+    mod = from_tensorflow(f)
+    nodes = mod.attrs["source_nodes"]
+    order = [n[0] for n in nodes]
+    assert order.index("act") < order.index("total")
+    act = next(n for n in nodes if n[0] == "act")
+    assert act[1] == "Relu" and act[2] == ["x:0"] and act[3] == ["act:0"]
+    e = mod.attrs["source_outputs"]["act:0"]
+    assert e.checked_type == TensorType((2, 3), "float32")
+
+
 def test_supported_ops_count():
     ops = supported_ops()
     assert len(ops) >= 200
