@@ -6,6 +6,7 @@ from . import (
     ops_image,  # noqa: F401
     ops_index,  # noqa: F401
     ops_math,  # noqa: F401
+    ops_misc,  # noqa: F401
     ops_nn,  # noqa: F401
     tensor_list,  # noqa: F401
 )

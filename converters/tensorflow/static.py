@@ -70,6 +70,8 @@ def static_value(ctx, e) -> np.ndarray | None:
                 return None
             if node.op.opdef.stateful:
                 return None
+            if node.op.name == "arange":  # its length depends on its (small) inputs' values
+                return list(node.args)
             t = _static_shape(ctx, node)
             if t is None or t.size > LIMIT:
                 return None
@@ -100,6 +102,10 @@ def static_value(ctx, e) -> np.ndarray | None:
                 v = t.shape if name == "shape_of" else t.size
                 return np.asarray(v, dtype=dt.to_numpy(node.attrs.dtype))
             return _UNKNOWN
+        if name == "arange":
+            start, stop, step = (float(np.asarray(v).reshape(-1)[0]) for v in vals)
+            if step == 0 or (stop - start) / step > LIMIT:
+                return _UNKNOWN
         try:
             out = node.op.opdef.ref(list(vals), node.attrs)
         except Exception:  # a run-time error stays a run-time error

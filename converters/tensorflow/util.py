@@ -46,6 +46,10 @@ def refine(ctx, x, dims):
         return x
     if all(d is None or (isinstance(s, int) and s == d) for d, s in zip(dims, t.shape)):
         return x
+    if None not in dims:
+        return ctx.call("reshape", x, newshape=tuple(dims), allowzero=True)
+    if 0 in dims:  # a literal 0 and copies cannot be mixed
+        return x
     return ctx.call("reshape", x, newshape=tuple(0 if d is None else d for d in dims))
 
 

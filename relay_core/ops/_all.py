@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     random,
     reduce,
     sort,
+    tf_extra,
     transform,
     transform_index,
     transform_slice,

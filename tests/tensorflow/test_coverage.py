@@ -11,6 +11,7 @@ from . import (
     test_ops_image,
     test_ops_index,
     test_ops_math,
+    test_ops_misc,
     test_ops_nn,
 )
 
@@ -26,6 +27,7 @@ OTHER_TESTS = {
 def covered() -> set[str]:
     ops = set(OTHER_TESTS)
     for mod in (
+        test_ops_misc,
         test_ops_math,
         test_ops_array,
         test_ops_index,
