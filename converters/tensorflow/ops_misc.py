@@ -85,7 +85,7 @@ def Roll(ctx, x, shift, axis):
     return x
 
 
-# -- matrix diagonals -----------------------------------------------------------------------------------
+# -- matrix diagonals -----------------------------------------------------------------------------
 def _diag_k(ctx, k):
     ks = ints(ctx, k, "k")
     if len(ks) > 1 and ks[0] != ks[-1]:
@@ -160,7 +160,7 @@ def MatrixDiagV3(ctx, diagonal, k, num_rows, num_cols, padding_value, align="RIG
     return ctx.call("where", ctx.const(_diag_mask(m, n, kk)), spread, pad)
 
 
-# -- segment reductions -----------------------------------------------------------------------------
+# -- segment reductions ---------------------------------------------------------------------------
 def _unsorted_segment(mode: str):
     def convert(ctx, data, segment_ids, num_segments):
         n = ints(ctx, num_segments, "num_segments")[0]
@@ -194,7 +194,7 @@ for _tf_op, _mode in {
     TF.register(_tf_op)(_fn)
 
 
-# -- losses -----------------------------------------------------------------------------------------
+# -- losses ---------------------------------------------------------------------------------------
 @TF.register("SoftmaxCrossEntropyWithLogits")
 def SoftmaxCrossEntropyWithLogits(ctx, features, labels):
     logp = ctx.call("nn.log_softmax", features, axis=-1)
