@@ -30,8 +30,10 @@ def from_tensorflow(
 
     `obj`: a SavedModel directory (its `signature`), a `.keras` file (loaded with safe_mode), a
     Keras model, a tf.function (with an input_signature, or pass `input_signature`), a concrete
-    function, a GraphDef (or a frozen `.pb` file; `input_signature` may give placeholder shapes
-    and `outputs` the tensors to return).
+    function, a GraphDef (or a frozen `.pb` file; `outputs` names the tensors to return).
+    `input_signature` traces Keras models and tf.functions; for SavedModels, concrete functions
+    and GraphDefs it refines the inputs' shapes (a dict name -> shape, or a list), e.g. to fix
+    a dynamic batch.
 
     Variables are frozen to constants; While / If / PartitionedCall stay control flow: a While is a
     recursive global function, an If a Relay `If`, a call a global function. TensorList values

@@ -44,7 +44,7 @@ def load(
     if _is_keras_model(obj):
         return _freeze(_trace_keras(obj, input_signature))
     if hasattr(obj, "graph") and hasattr(obj, "structured_outputs"):  # ConcreteFunction
-        return _freeze(obj)
+        return specialize(_freeze(obj), input_signature)
     if hasattr(obj, "get_concrete_function"):  # tf.function
         return _freeze(_concrete(obj, input_signature))
     raise InputError(
@@ -58,7 +58,7 @@ def _load_path(path: str, input_signature, signature: str, outputs) -> FrozenGra
     if os.path.isdir(path):
         if not os.path.isfile(os.path.join(path, "saved_model.pb")):
             raise ModelLoadError(f"{path} is a directory without saved_model.pb: not a SavedModel")
-        return _load_saved_model(path, signature)
+        return specialize(_load_saved_model(path, signature), input_signature)
     if not os.path.isfile(path):
         raise ModelLoadError(f"no such file or directory: {path}")
     if path.endswith(".keras"):
@@ -218,6 +218,39 @@ def _dtype_name(dtype) -> str:
     from .table import tf_dtype
 
     return tf_dtype(dtype.as_datatype_enum)
+
+
+def specialize(frozen: FrozenGraph, input_signature) -> FrozenGraph:
+    """Refine the inputs' shapes from `input_signature` (a dict name -> shape, or a list in
+    input order; TensorSpecs or tuples), e.g. to fix a dynamic batch. Known dims must agree."""
+    if input_signature is None:
+        return frozen
+    if isinstance(input_signature, dict):
+        given = {k: _as_shape(v) for k, v in input_signature.items()}
+    else:
+        sig = list(input_signature)
+        if len(sig) != len(frozen.inputs):
+            raise InputError(
+                f"input_signature has {len(sig)} entries, the model has {len(frozen.inputs)} "
+                f"inputs ({', '.join(i.name for i in frozen.inputs)})"
+            )
+        given = {i.name: _as_shape(s) for i, s in zip(frozen.inputs, sig)}
+    names = {i.name for i in frozen.inputs} | {i.node for i in frozen.inputs}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise InputError(f"input_signature names unknown inputs {unknown}")
+    for inp in frozen.inputs:
+        shape = given.get(inp.name, given.get(inp.node))
+        if shape is None:
+            continue
+        old = inp.shape
+        if old is not None and (
+            len(old) != len(shape)
+            or any(a is not None and b is not None and a != b for a, b in zip(old, shape))
+        ):
+            raise InputError(f"input {inp.name!r} has shape {old}; {shape} does not fit it")
+        inp.shape = tuple(shape)
+    return frozen
 
 
 # -- GraphDef ------------------------------------------------------------------------------------

@@ -81,6 +81,14 @@ def relay_outputs(mod, inputs) -> list[np.ndarray]:
     return flat(out)
 
 
+class NotCompilable(Exception):
+    """The backend refuses the module (a construct or op it does not compile yet)."""
+
+
+# Backend errors that mean "not supported yet" rather than "wrong".
+_UNSUPPORTED = ("NotStaticGraph", "LoweringError")
+
+
 def compiled_outputs(mod, inputs):
     """Outputs of the compiled module, or None while relay_core.build does not exist."""
     import relay_core
@@ -88,7 +96,12 @@ def compiled_outputs(mod, inputs):
     build = getattr(relay_core, "build", None)
     if build is None:
         return None
-    lib = build(mod)
+    try:
+        lib = build(mod)
+    except Exception as e:
+        if type(e).__name__ in _UNSUPPORTED:
+            raise NotCompilable(f"{type(e).__name__}: {e}") from None
+        raise
     return flat(lib(*inputs))
 
 
@@ -128,7 +141,10 @@ def run_case(case: Case):
     theirs = tf_outputs(cf, case.inputs)
     assert_close(relay_outputs(mod, case.inputs), theirs, case.rtol, case.atol, case.name)
     if case.compile:
-        got = compiled_outputs(mod, case.inputs)
+        try:
+            got = compiled_outputs(mod, case.inputs)
+        except NotCompilable as e:  # interpreter parity held; the compiler cannot run it yet
+            pytest.xfail(f"not compiled: {e}")
         if got is not None:
             assert_close(got, theirs, case.rtol, case.atol, case.name + " (compiled)")
     return mod

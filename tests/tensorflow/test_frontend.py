@@ -100,6 +100,19 @@ def test_input_and_output_names():
     assert_close(got, [want["diff"].numpy(), want["joined"].numpy()])
 
 
+def test_saved_model_input_signature_fixes_the_batch(tmp_path):
+    path = str(tmp_path / "sm")
+    model = _small_model()
+    model.export(path, verbose=False)
+    assert from_tensorflow(path)["main"].params[0].type_annotation.shape == (Any, 6)
+    mod = from_tensorflow(path, input_signature=[tf.TensorSpec([4, 6])])
+    assert mod["main"].params[0].type_annotation.shape == (4, 6)
+    x = rand(4, 6)
+    assert_close(relay_outputs(mod, [x]), [model(x).numpy()])
+    with pytest.raises(InputError, match="does not fit"):
+        from_tensorflow(path, input_signature=[(4, 7)])
+
+
 def test_saved_model_signature_errors(tmp_path):
     path = str(tmp_path / "sm")
     _small_model().export(path, verbose=False)

@@ -10,7 +10,7 @@ import pytest
 
 from converters.tensorflow import from_tensorflow  # noqa: E402
 
-from .helpers import compiled_outputs, flat, rel_error, relay_outputs, tf
+from .helpers import NotCompilable, compiled_outputs, flat, rel_error, relay_outputs, tf
 
 keras = pytest.importorskip("keras")
 REL = 1e-4
@@ -32,25 +32,43 @@ def _randomize_bn(model, seed=0):
             )
 
 
-def check_model(name, model_or_fn, inputs, mod=None, **kw):
-    """Convert, run with the interpreter (and compiled when available), compare with TF."""
-    mod = mod or from_tensorflow(model_or_fn, **kw)
+def _expected(model_or_fn, inputs):
+    args = [tf.constant(x) for x in inputs]
     if hasattr(model_or_fn, "predict"):
-        want = flat(model_or_fn(*[tf.constant(x) for x in inputs], training=False))
-    else:
-        want = flat(model_or_fn(*[tf.constant(x) for x in inputs]))
-    want = [np.asarray(w) for w in want]
+        return [np.asarray(w) for w in flat(model_or_fn(*args, training=False))]
+    return [np.asarray(w) for w in flat(model_or_fn(*args))]
+
+
+def check_model(name, model_or_fn, inputs, mod=None, **kw):
+    """Convert (unless given `mod`), run with the interpreter, compare with TF."""
+    mod = mod or from_tensorflow(model_or_fn, **kw)
+    want = _expected(model_or_fn, inputs)
     got = relay_outputs(mod, inputs)
     err = rel_error(got, want)
     FIGURES[name] = err
     assert all(g.shape == w.shape for g, w in zip(got, want)), name
     assert err <= REL, f"{name}: relative error {err:.2e}"
-    compiled = compiled_outputs(mod, inputs)
-    if compiled is not None:
-        cerr = rel_error(compiled, want)
-        FIGURES[name + " (compiled)"] = cerr
-        assert cerr <= REL, f"{name} compiled: relative error {cerr:.2e}"
     return mod
+
+
+def check_compiled(name, model_or_fn, inputs, want=None, **kw):
+    """Once relay_core.build exists: convert with the inputs' exact shapes (the backend compiles
+    static shapes), compile, compare with TF. An xfail names what the backend cannot do yet."""
+    import relay_core
+
+    if not hasattr(relay_core, "build"):
+        return
+    if "input_signature" not in kw and hasattr(model_or_fn, "predict"):
+        kw["input_signature"] = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in inputs]
+    mod = from_tensorflow(model_or_fn, **kw)
+    try:
+        got = compiled_outputs(mod, inputs)
+    except NotCompilable as e:
+        FIGURES[name + " (compiled)"] = float("nan")
+        pytest.xfail(f"not compiled: {e}")
+    err = rel_error(got, want if want is not None else _expected(model_or_fn, inputs))
+    FIGURES[name + " (compiled)"] = err
+    assert err <= REL, f"{name} compiled: relative error {err:.2e}"
 
 
 def test_keras_cnn_batchnorm_depthwise():
@@ -73,6 +91,7 @@ def test_keras_cnn_batchnorm_depthwise():
     _randomize_bn(model)
     x = np.random.default_rng(0).normal(size=(2, 32, 32, 3)).astype("f4")
     check_model("keras CNN (BN, depthwise)", model, [x])
+    check_compiled("keras CNN (BN, depthwise)", model, [x])
 
 
 def test_keras_lstm_gru_text_model():
@@ -95,6 +114,7 @@ def test_keras_lstm_gru_text_model():
     for steps in (1, 5, 13):
         x = rng.integers(0, 100, size=(3, steps)).astype("int32")
         check_model(f"keras LSTM+GRU text model (T={steps})", model, [x], mod=mod)
+    check_compiled("keras LSTM+GRU text model (T=13)", model, [x])
 
 
 def test_multi_head_attention_layer_norm_block():
@@ -108,6 +128,7 @@ def test_multi_head_attention_layer_norm_block():
     model = keras.Model(inp, out)
     x = np.random.default_rng(4).normal(size=(2, 7, 32)).astype("f4")
     check_model("MultiHeadAttention + LayerNorm block", model, [x])
+    check_compiled("MultiHeadAttention + LayerNorm block", model, [x])
 
 
 @tf.function(input_signature=[tf.TensorSpec([None, 4]), tf.TensorSpec([], tf.float32)])
@@ -131,6 +152,9 @@ def test_tf_function_while_and_cond():
         check_model(
             f"tf.function while+cond (limit={limit:g})", loop_model, [x, np.float32(limit)], mod=mod
         )
+    sig = [tf.TensorSpec([3, 4]), tf.TensorSpec([], tf.float32)]
+    fixed = tf.function(loop_model.python_function, input_signature=sig)
+    check_compiled("tf.function while+cond (limit=60)", fixed, [x, np.float32(60.0)])
 
 
 def test_saved_model_from_disk(tmp_path):
@@ -153,6 +177,7 @@ def test_saved_model_from_disk(tmp_path):
     FIGURES["SavedModel from disk"] = err
     assert err <= REL
     assert mod.attrs["output_names"] and mod.attrs["input_names"]
+    check_compiled("SavedModel from disk", path, [x], input_signature=[(5, 10)], want=want)
 
 
 @pytest.mark.slow
@@ -162,6 +187,7 @@ def test_mobilenet_v2():
     _randomize_bn(model)
     x = np.random.default_rng(8).uniform(-1, 1, size=(1, 224, 224, 3)).astype("f4")
     check_model("MobileNetV2 (224x224, random weights)", model, [x])
+    check_compiled("MobileNetV2 (224x224, random weights)", model, [x])
 
 
 def test_zz_report_figures(capsys):

@@ -231,13 +231,12 @@ CASES = [
         [np.array([2, 0, 1], I32)],
         ("OneHot",),
     ),
-    Case("Where", lambda x: tf.where(x), [rand(3, 4, dtype="bool")], ("Where",), compile=False),
+    Case("Where", lambda x: tf.where(x), [rand(3, 4, dtype="bool")], ("Where",)),
     Case(
         "Where_float",
         lambda x: tf.where(x),
         [np.array([[0.0, 1.0], [2.0, 0.0]], np.float32)],
         ("Where",),
-        compile=False,
     ),
     Case(
         "MatrixBandPart",
@@ -260,7 +259,6 @@ CASES = [
         lambda x: R.Unique(x=x),
         [np.array([3, 1, 3, 2, 1, 7], I32)],
         ("Unique",),
-        compile=False,
     ),
 ]
 

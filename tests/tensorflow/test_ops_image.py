@@ -132,7 +132,6 @@ CASES += [
         lambda b, s: R.NonMaxSuppressionV2(boxes=b, scores=s, max_output_size=6, iou_threshold=0.3),
         [BOXES, SCORES],
         ("NonMaxSuppressionV2",),
-        compile=False,
     ),
     Case(
         "NonMaxSuppressionV3",
@@ -141,7 +140,6 @@ CASES += [
         ),
         [BOXES, SCORES],
         ("NonMaxSuppressionV3",),
-        compile=False,
     ),
     Case(
         "NonMaxSuppressionV4_padded",
@@ -155,7 +153,6 @@ CASES += [
         ),
         [BOXES, SCORES],
         ("NonMaxSuppressionV4",),
-        compile=False,
     ),
     Case(
         "NonMaxSuppressionV5",
@@ -169,7 +166,6 @@ CASES += [
         ),
         [BOXES, SCORES],
         ("NonMaxSuppressionV5",),
-        compile=False,
     ),
     Case(
         "NonMaxSuppressionV5_padded",
@@ -184,14 +180,12 @@ CASES += [
         ),
         [BOXES, SCORES],
         ("NonMaxSuppressionV5",),
-        compile=False,
     ),
     Case(
         "NonMaxSuppression_v1",
         lambda b, s: R.NonMaxSuppression(boxes=b, scores=s, max_output_size=5, iou_threshold=0.3),
         [BOXES, SCORES],
         ("NonMaxSuppression",),
-        compile=False,
     ),
 ]
 
