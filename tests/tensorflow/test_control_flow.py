@@ -77,6 +77,34 @@ def test_data_dependent_trip_count(scale):
     assert_close(relay_outputs(mod, [x]), want)
 
 
+def test_if_nested_forty_deep():
+    def build(d, x):
+        if d == 0:
+            return x * 1.5 + 1.0
+        return tf.cond(tf.reduce_sum(x) > float(d), lambda: build(d - 1, x - 1.0), lambda: x + 0.5)
+
+    f = tf.function(lambda x: build(40, x), input_signature=[tf.TensorSpec([3])])
+    mod = from_tensorflow(f)
+    assert _count(mod, If) == 40
+    for v in (5.0, 30.0, 500.0):
+        x = np.array([v, 9.0, 30.0], np.float32)
+        assert_close(relay_outputs(mod, [x]), [f(x).numpy()])
+
+
+@pytest.mark.parametrize("n", [0, 3, 17])
+def test_compiled_loop_trip_counts(loop_mod, n):
+    from .helpers import NotCompilable, compiled_outputs
+
+    x = np.array([0.5, -2.0, 3.0], np.float32)
+    try:
+        got = compiled_outputs(loop_mod, [x, np.int32(n)])
+    except NotCompilable as e:
+        pytest.xfail(f"not compiled: {e}")
+    if got is None:
+        pytest.skip("relay_core.build is not available yet")
+    assert_close(got, [loop_fn(x, np.int32(n)).numpy()], what=f"compiled n={n}")
+
+
 # -- more shapes of control flow ------------------------------------------------------------------
 def _nested(x):
     def outer(i, acc):

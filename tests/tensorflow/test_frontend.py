@@ -187,6 +187,39 @@ def test_saved_model_with_file_ops_is_refused_before_loading(tmp_path, monkeypat
         from_tensorflow(path)
 
 
+def _node(gd, name, op, inputs=(), dtype=1):
+    n = gd.node.add()
+    n.name, n.op = name, op
+    n.input.extend(inputs)
+    n.attr["T" if op != "Const" else "dtype"].type = dtype
+    return n
+
+
+def test_huge_declared_constant_is_refused_before_allocating():
+    from converters.common import ConversionError
+
+    gd = tf.compat.v1.GraphDef()
+    big = _node(gd, "big", "Const")
+    t = big.attr["value"].tensor
+    t.dtype = 1
+    for _ in range(3):
+        t.tensor_shape.dim.add().size = 2**20
+    t.float_val.append(1.0)
+    _node(gd, "out", "Identity", ["big"])
+    with pytest.raises(ConversionError, match="byte budget"):
+        from_tensorflow(gd, outputs=["out"])
+
+
+def test_cyclic_graph_is_refused_clearly():
+    from converters.common import ConversionError
+
+    gd = tf.compat.v1.GraphDef()
+    _node(gd, "a", "Identity", ["b"])
+    _node(gd, "b", "Identity", ["a"])
+    with pytest.raises(ConversionError, match="cycle"):
+        from_tensorflow(gd, outputs=["a"])
+
+
 # -- unsupported ops and custom converters --------------------------------------------------------
 def test_every_unsupported_op_is_listed_at_once():
     @tf.function(input_signature=[tf.TensorSpec([4])])
