@@ -35,6 +35,20 @@ def parse(text: str, source_name: str = "<string>", typecheck: bool = True) -> I
     return _parse(text, source_name=source_name, typecheck=typecheck)
 
 
+def gradient(mod: IRModule, mode: str = "higher_order") -> IRModule:
+    """Reverse-mode AD: a module whose `@main` returns `(value, (d value/d param_i, ...))`.
+
+    `mode="higher_order"` handles the whole language (if, closures, recursion, refs);
+    `mode="first_order"` handles dataflow programs and needs no refs. Tensor-valued mains are
+    seeded with ones (the gradient of the sum of the outputs).
+
+    >>> value, (dx, dw) = relay_core.evaluate(relay_core.gradient(mod), x, w)
+    """
+    from .passes.gradient import gradient as _gradient
+
+    return _gradient(mod, mode)
+
+
 def evaluate(mod, *args, **kwargs):
     """Run `@main` of `mod` with numpy inputs in the reference interpreter."""
     from .interp import evaluate as _evaluate
@@ -50,6 +64,7 @@ __all__ = [
     "infer_type",
     "infer_expr",
     "evaluate",
+    "gradient",
     "structural_equal",
     "structural_hash",
     "RelayError",
