@@ -134,8 +134,6 @@ class GraphDriver:
 
     # -- main graph ------------------------------------------------------------------------------
     def convert_main(self, frozen) -> IRModule:
-        from .loader import GraphInput  # noqa: F401  (documentation of the inputs' type)
-
         nodes = list(self.graph_def.node)
         by_name = {n.name: n for n in nodes}
         needed = _needed(by_name, [o.split(":")[0] for o in frozen.outputs])

@@ -256,7 +256,6 @@ def _fused_batch_norm(
     epsilon=1e-4,
     data_format="NHWC",
     is_training=False,
-    exponential_avg_factor=1.0,
 ):
     nd = ctx.ndim(x)
     axis = 1 if data_format.startswith("NC") else nd - 1
