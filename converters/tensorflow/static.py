@@ -210,19 +210,28 @@ def partial_value(ctx, e) -> tuple | None:
             return tuple(src[int(i)] for i in idx.reshape(-1))
         if name == "strided_slice":
             a = node.attrs
-            if a.axes not in (None, (0,)) or a.slice_mode != "end":
+            if a.axes not in (None, (0,)):
                 return _UNKNOWN
-            from relay_core.ops.transform_slice import slice_axis
+            from relay_core.ops.transform_slice import BIG, slice_axis
 
             src = vals[0]
             if not a.begin:
                 return src
-            s = a.strides[0] if a.strides else 1
-            sl, _ = slice_axis(len(src), a.begin[0], a.end[0] if a.end else 2**31 - 1, s)
+            b, s = a.begin[0], a.strides[0] if a.strides else 1
+            e = a.end[0] if a.end else BIG
+            if a.slice_mode == "size":  # end holds a size; -1: to the end
+                s = 1
+                b = b + len(src) if b < 0 else b
+                e = BIG if e < 0 else b + e
+            sl, _ = slice_axis(len(src), b, e, s)
             return tuple(src[sl])
         fn = _ELEMWISE.get(name)
         if fn is not None:
             x, y = vals
+            if name in ("minimum", "maximum") and len(x) == len(y) == 1:
+                c = _clamped(ctx, node, x[0], y[0])
+                if c is not None:
+                    return (c,)
             n = max(len(x), len(y))
             x = x * n if len(x) == 1 else x
             y = y * n if len(y) == 1 else y
@@ -233,6 +242,24 @@ def partial_value(ctx, e) -> tuple | None:
 
     v = _evaluate(e, memo, children, rule)
     return None if v is _UNKNOWN else v
+
+
+def _clamped(ctx, node, x, y):
+    """min(c, max(d, _)) = c when d >= c, and max(c, min(d, _)) = c when d <= c (Keras
+    bincount sizes); None when that does not decide it."""
+    outer = node.op.name
+    inner = "maximum" if outer == "minimum" else "minimum"
+    for c, other in ((x, node.args[1]), (y, node.args[0])):
+        if not isinstance(c, int) or not isinstance(other, Call) or not isinstance(other.op, Op):
+            continue
+        if other.op.name != inner:
+            continue
+        for arg in other.args:
+            p = partial_value(ctx, arg)
+            d = p[0] if p is not None and len(p) == 1 else None
+            if isinstance(d, int) and (d >= c if outer == "minimum" else d <= c):
+                return c
+    return None
 
 
 def _tensor_type(ctx, e) -> TensorType | None:

@@ -10,6 +10,11 @@ from relay_core.ir import dtype as dt
 
 def ints(ctx, e, what: str) -> list[int]:
     """A static integer tensor (scalar or 1-D) as a list of ints."""
+    v = ctx.value(e)
+    if v is None:  # e.g. min(10, max(10, f(x))): known although x is not
+        p = ctx.partial(e)
+        if p is not None and all(isinstance(d, int) for d in p):
+            return list(p)
     return [int(v) for v in np.asarray(ctx.require_value(e, what)).reshape(-1)]
 
 
