@@ -113,6 +113,36 @@ def test_saved_model_input_signature_fixes_the_batch(tmp_path):
         from_tensorflow(path, input_signature=[(4, 7)])
 
 
+def test_saved_module_with_variables_inside_loop_and_cond(tmp_path):
+    class Stepper(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(rand(3, 3) * 0.5)
+            self.b = tf.Variable(np.ones(3, "f4"))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3]), tf.TensorSpec([], tf.int32)])
+        def __call__(self, x, n):
+            def body(i, x):
+                x = tf.cond(
+                    tf.reduce_mean(x) > 0,
+                    lambda: tf.tanh(x @ self.w + self.b),
+                    lambda: x * 2.0 - self.b,
+                )
+                return i + 1, x
+
+            return {"y": tf.while_loop(lambda i, x: i < n, body, [0, x])[1]}
+
+    m = Stepper()
+    path = str(tmp_path / "stepper")
+    tf.saved_model.save(m, path, signatures={"serving_default": m.__call__})
+    mod = from_tensorflow(path)
+    # A signature's inputs come in the order of their (sorted) names.
+    assert mod.attrs["input_names"] == ["n", "x"] and mod.attrs["output_names"] == ["y"]
+    x = rand(2, 3)
+    for n in (0, 1, 4):
+        got = relay_outputs(mod, [np.int32(n), x])
+        assert_close(got, [m(x, np.int32(n))["y"].numpy()], what=f"n={n}")
+
+
 def test_saved_model_signature_errors(tmp_path):
     path = str(tmp_path / "sm")
     _small_model().export(path, verbose=False)
