@@ -156,6 +156,21 @@ def _initial_type(ctx, init, shape_hint):
     return t
 
 
+def _functions(ctx) -> set:
+    return set(ctx.driver.mod.functions)
+
+
+def _drop_functions_since(ctx, before: set) -> None:
+    """Forget global functions made by a conversion whose result is thrown away."""
+    mod = ctx.driver.mod
+    gone = [gv for gv in mod.functions if gv not in before]
+    for gv in gone:
+        del mod.functions[gv]
+    cache = ctx.memo.get("functions", {})
+    for key in [k for k, (gv, _) in cache.items() if gv in gone]:
+        del cache[key]
+
+
 def _save(ctx):
     return ctx.node, ctx.node_name, ctx.node_op
 
@@ -179,11 +194,12 @@ def _resolve_pending(ctx, body, inits, types_hint):
             bind.append(v)
         else:
             bind.append(Var(f"probe{i}", _initial_type(ctx, v, types_hint[i])))
-    saved = _save(ctx)
+    saved, before = _save(ctx), _functions(ctx)
     try:
         drv.inline(body, bind)
     finally:
         _restore(ctx, saved)
+        _drop_functions_since(ctx, before)  # the probe's own loops and calls
     out = list(inits)
     for i in pend:
         if bind[i].item_type is None:
@@ -211,6 +227,7 @@ def convert_while(ctx, cond: str, body: str, inits: list, shapes: list) -> list:
     saved = _save(ctx)
     try:
         for _ in range(8):
+            before = _functions(ctx)
             params = {i: Var(names[i], types[i]) for i in loop_idx}
             for i in loop_idx:
                 if ctx.memo.get("list_elems", {}).get(inits[i]) is not None:
@@ -229,11 +246,13 @@ def convert_while(ctx, cond: str, body: str, inits: list, shapes: list) -> list:
             if new == types:
                 break
             types = new
+            _drop_functions_since(ctx, before)  # nested loops of the discarded body
         else:
             raise ctx.error("the loop variables' types do not settle")
     finally:
         _restore(ctx, saved)
-    gv = GlobalVar(drv.unique("while_" + sanitize_name(ctx.node_name or body)))
+    base = sanitize_name(ctx.node_name or body)
+    gv = GlobalVar(drv.unique(base if "while" in base.lower() else "while_" + base))
     ps = tuple(params[i] for i in loop_idx)
     ret = TupleType(tuple(types[i] for i in loop_idx))
     recur = Call(gv, tuple(outs[i] for i in loop_idx), span=span)

@@ -195,6 +195,37 @@ def test_growing_loop_var_gets_any_dim():
     assert mod["main"].body.checked_type.shape == (Any, 2)
 
 
+def _nested_growing(x):
+    def outer(i, acc):
+        inner = tf.while_loop(lambda j, a: j < 2, lambda j, a: (j + 1, a * 2.0), [0, acc])[1]
+        return i + 1, tf.concat([acc, inner[-1:]], axis=0)
+
+    return tf.while_loop(
+        lambda i, a: i < 3,
+        outer,
+        [0, x],
+        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, 2])],
+    )[1]
+
+
+def test_retyped_loop_body_leaves_no_stale_functions():
+    from converters.tensorflow.loader import load
+
+    f = tf.function(_nested_growing, input_signature=[tf.TensorSpec([1, 2])])
+    gd = load(f).graph_def
+    # Without TF's shape invariants the growing variable is found by converting the outer body
+    # again with a wider type (and its inner loop with it).
+    for node in list(gd.node) + [n for fn in gd.library.function for n in fn.node_def]:
+        if node.op in ("While", "StatelessWhile"):
+            del node.attr["output_shapes"]
+    outs = [n.name for n in gd.node if n.op == "Identity"]
+    mod = from_tensorflow(gd, outputs=outs, cleanup=False)
+    # outer and inner loop only; bodies converted again with wider types leave nothing behind
+    assert len(mod.functions) == 3, [gv.name_hint for gv in mod.functions]
+    x = rand(1, 2)
+    assert_close(relay_outputs(mod, [x]), [f(x).numpy()])
+
+
 # -- TensorList ops directly ----------------------------------------------------------------------
 R = tf.raw_ops
 
