@@ -43,8 +43,9 @@ def from_tensorflow(
     the FoldConstant and DynamicToStatic passes run afterwards (when they exist).
 
     The inputs of a SavedModel signature come in the order of their sorted names, the outputs
-    of a dict in sorted key order. `mod.attrs` records "input_names", "output_names", "source_outputs" (TF tensor name ->
-    Relay expression) and "source_nodes" ((name, op, inputs, outputs) in topological order).
+    of a dict in sorted key order. `mod.attrs` records "input_names", "output_names",
+    "source_outputs" (TF tensor name -> Relay expression) and "source_nodes" ((name, op,
+    inputs, outputs) in topological order).
     """
     from relay_core.typing import infer_type
 

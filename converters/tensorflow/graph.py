@@ -102,8 +102,13 @@ class GraphDriver:
 
     # -- checks before converting --------------------------------------------------------------
     def check(self, nodes) -> None:
-        """Refuse denied ops and list every op without a converter, in the graph and in every
-        library function it calls."""
+        """Refuse denied ops anywhere in the graph and its library; then list every op without
+        a converter among the nodes the outputs need (in the graph and in the functions those
+        nodes call, transitively)."""
+        everything = {n.op for n in self.graph_def.node}
+        for f in self.library.values():
+            everything.update(n.op for n in f.node_def)
+        refuse(everything, "the TensorFlow graph")
         ops: dict[str, tuple[str, int]] = {}
         stack = [("", list(nodes))]
         seen_funcs: set[str] = set()
@@ -115,19 +120,19 @@ class GraphDriver:
                 for f in _func_refs(n):
                     if f in self.library and f not in seen_funcs:
                         seen_funcs.add(f)
-                        stack.append((f + "/", list(self.library[f].node_def)))
-        refuse(ops, "the TensorFlow graph")
+                        stack.append((f + "/", _function_needed(self.library[f])))
 
-        def supported(entry):
-            op = entry[0]
+        def supported(op):
             return op in _DRIVER_OPS or op in self.custom or op in TF
 
-        entries = []
-        for op, (first, count) in ops.items():
-            entries.append((op, f"({count} node{'s' if count > 1 else ''}, e.g. {first})"))
+        entries = [
+            (op, f"({count} node{'s' if count > 1 else ''}, e.g. {first})")
+            for op, (first, count) in ops.items()
+            if not supported(op)
+        ]
         check_supported(
             "TensorFlow",
-            [e for e in entries if not supported(e)],
+            entries,
             lambda e: False,
             "Pass custom_convert_map={'OpType': fn(ctx, *inputs, **attrs)} to convert them.",
         )
@@ -309,6 +314,21 @@ def _func_refs(node) -> list[str]:
         elif kind == "list":
             out.extend(f.name for f in v.list.func)
     return out
+
+
+def _function_needed(fdef) -> list:
+    """The nodes of a FunctionDef its outputs depend on through data inputs (FunctionDef inputs
+    read "arg", "node:output_arg:index" or "^control")."""
+    by_name = {n.name: n for n in fdef.node_def}
+    stack = [v.split(":")[0] for v in fdef.ret.values()]
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        stack.extend(i.split(":")[0] for i in by_name[name].input if not i.startswith("^"))
+    return [by_name[n] for n in seen]
 
 
 def _data_inputs(node) -> list[str]:

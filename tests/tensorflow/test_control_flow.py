@@ -189,6 +189,22 @@ def test_control_flow(case):
     run_case(case)
 
 
+def test_asserts_off_the_data_path_are_not_converted():
+    @tf.function(input_signature=[tf.TensorSpec([3])])
+    def f(x):
+        def body(i, x):
+            with tf.control_dependencies([tf.debugging.assert_less(i, 100)]):
+                return i + 1, x * 1.5
+
+        return tf.while_loop(lambda i, x: i < 4, body, [0, x])[1]
+
+    from .helpers import graph_ops
+
+    assert "Assert" in graph_ops(f.get_concrete_function())
+    x = rand(3)
+    assert_close(relay_outputs(from_tensorflow(f), [x]), [f(x).numpy()])
+
+
 def test_growing_loop_var_gets_any_dim():
     sig = [tf.TensorSpec([1, 2])]
     mod = from_tensorflow(tf.function(_growing, input_signature=sig))
