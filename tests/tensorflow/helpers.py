@@ -99,7 +99,7 @@ def compiled_outputs(mod, inputs):
     try:
         lib = build(mod)
     except Exception as e:
-        if type(e).__name__ in _UNSUPPORTED:
+        if type(e).__name__ in _UNSUPPORTED or isinstance(e, NotImplementedError):
             raise NotCompilable(f"{type(e).__name__}: {e}") from None
         raise
     return flat(lib(*inputs))
