@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     random,
     reduce,
     sort,
+    tf_extra,
     torch_extra,
     transform,
     transform_index,
