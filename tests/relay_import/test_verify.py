@@ -58,3 +58,43 @@ def ri_errors():
     import relay_core.errors
 
     return relay_core.errors
+
+
+def _negated_relu(ctx, x, *rest, **kw):
+    return ctx.call("negative", ctx.call("nn.relu", x))
+
+
+def test_verify_pytorch_localises_planted_node():
+    torch = pytest.importorskip("torch")
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 4, 3)
+            self.l = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return torch.softmax(self.l(torch.relu(self.c(x)).flatten(1)), -1)
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 3, 8, 8)
+    assert ri.verify(m, example_inputs=(x,), compiled=False).ok
+    r = ri.verify(m, example_inputs=(x,), compiled=False,
+                  custom_convert_map={"aten.relu.default": _negated_relu})
+    assert not r.ok and r.first_divergence is not None
+    assert r.first_divergence.op == "aten.relu.default"
+
+
+def test_verify_tensorflow_localises_planted_node():
+    keras = pytest.importorskip("keras")
+    m = keras.Sequential([
+        keras.Input((8, 8, 3)),
+        keras.layers.Conv2D(4, 3, activation="relu"),
+        keras.layers.Flatten(),
+        keras.layers.Dense(5, activation="softmax"),
+    ])
+    assert ri.verify(m, compiled=False).ok
+    r = ri.verify(m, compiled=False, custom_convert_map={"Relu": _negated_relu})
+    assert not r.ok and r.first_divergence is not None
+    assert r.first_divergence.op == "Relu" and r.first_divergence.node.endswith("/Relu")
