@@ -299,6 +299,8 @@ def _as_shape(s):
 
 
 def _tf():
+    # TF's C++ start-up chatter (oneDNN, CPU features) is noise for a converter's user.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         import tensorflow as tf
     except ImportError:
