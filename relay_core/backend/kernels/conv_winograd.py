@@ -51,12 +51,9 @@ BUDGET = 1 << 20  # bytes of V + M per thread
 
 
 def usable(win, G: int, Cg: int, Og: int, packed: bool) -> bool:
-    """Whether a convolution is one Winograd F(2x2, 3x3) serves well: with fewer than 32 tiles
-    per image (7x7 outputs) the 16/9 times larger transformed weights dominate."""
-    tiles = -(-win.osp[1] // 2) * -(-win.osp[2] // 2)
+    """Whether a convolution is one Winograd F(2x2, 3x3) serves well."""
     return (
         packed
-        and tiles >= 32
         and G == 1
         and win.nd == 2
         and win.k == (1, 3, 3)
