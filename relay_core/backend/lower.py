@@ -1,0 +1,222 @@
+"""Lowering of one fused group (a `Primitive` Relay function) to a loop-IR kernel.
+
+Each operator call becomes tensor expressions through its `OpDef.lower` rule, or a call of a
+hand-written kernel (relay_core.backend.kernels: GEMM, convolution, ...) when one exists for it;
+the scheduler turns the group into one loop nest per materialized stage.
+
+Kernel signature: `void name(in0*, ..., out0*, ..., i64 dim0, ..., i32 nthreads)` where inputs
+are the function's tensor parameters flattened (tuples expanded) and `dim*` are the run-time
+extents of non-static dimensions (see `LoweredKernel.dim_sources`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import RelayError
+from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ..ir.types import AnyDim, ShapeVar, TensorType, TupleType
+from ..ir.visitor import post_order
+from .. import te
+from ..te.lowering import load_all
+from . import tir as T
+from .schedule import Scheduler, extern
+
+
+class LoweringError(RelayError):
+    """An operator has no lowering rule and no kernel."""
+
+
+@dataclass
+class LoweredKernel:
+    kernel: T.Kernel
+    in_types: list  # flattened input TensorTypes
+    out_types: list  # flattened output TensorTypes
+    dims: list  # te.Vars: run-time extents passed after the buffers
+    dim_sources: list  # per dim: (flat input index, axis)
+    prepack: dict = field(default_factory=dict)  # flat input index -> fn(np.ndarray)
+
+
+def flatten_type(t) -> list[TensorType]:
+    out, stack = [], [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(reversed(x.fields))
+        elif isinstance(x, TensorType):
+            out.append(x)
+        else:
+            raise LoweringError(f"a fused kernel cannot take or return a value of type {x}")
+    return out
+
+
+def _unflatten(t, items: list, pos: int):
+    if isinstance(t, TupleType):
+        vals = []
+        for f in t.fields:
+            v, pos = _unflatten(f, items, pos)
+            vals.append(v)
+        return tuple(vals), pos
+    return items[pos], pos + 1
+
+
+def _flatten_value(v) -> list:
+    out, stack = [], [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple):
+            stack.extend(reversed(x))
+        else:
+            out.append(x)
+    return out
+
+
+def kernel_for(op_name: str):
+    """The hand-written kernel generator of an op, if the kernels package provides one."""
+    try:
+        from .kernels import KERNELS
+    except ImportError:
+        return None
+    return KERNELS.get(op_name)
+
+
+class GroupLowering:
+    """Lowers one primitive function. `const_inputs`: flat input indices bound to constants
+    (kernels may prepack them)."""
+
+    def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
+        load_all()
+        self.func = func
+        self.name = name
+        self.llctx = llctx
+        self.const_inputs = set(const_inputs)
+        self.nthreads = nthreads
+        self.dims: list = []
+        self.dim_sources: list = []
+        self._shape_vars: dict[str, te.Var] = {}
+        self.prepack: dict = {}
+        self._ext = 0
+
+    def _dim(self, d, k: int, axis: int):
+        if isinstance(d, int):
+            return d
+        if isinstance(d, ShapeVar) and d.name in self._shape_vars:
+            return self._shape_vars[d.name]
+        v = te.Var(f"{self.name}_d{len(self.dims)}")
+        self.dims.append(v)
+        self.dim_sources.append((k, axis))
+        if isinstance(d, ShapeVar):
+            self._shape_vars[d.name] = v
+        return v
+
+    def run(self) -> LoweredKernel:
+        f = self.func
+        placeholders: list[te.Tensor] = []
+        in_types: list[TensorType] = []
+        values: dict = {}
+        for p in f.params:
+            pt = p.checked_type if p.has_type else p.type_annotation
+            leaves = []
+            for t in flatten_type(pt):
+                k = len(placeholders)
+                shape = [self._dim(d, k, a) for a, d in enumerate(t.shape)]
+                ph = te.placeholder(shape, t.dtype, f"{p.name_hint}{k}")
+                placeholders.append(ph)
+                in_types.append(t)
+                leaves.append(ph)
+            values[p] = _unflatten(pt, leaves, 0)[0]
+        self.in_index = {ph.id: k for k, ph in enumerate(placeholders)}
+        for node in post_order(f.body):
+            if node in values:
+                continue
+            t = type(node)
+            if t is Var:
+                raise LoweringError(f"free variable %{node.name_hint} in a fused function")
+            if t is Constant:
+                values[node] = self._constant(node)
+            elif t is Call:
+                if not isinstance(node.op, Op):
+                    raise LoweringError("a fused function may only call operators")
+                values[node] = self._call(node, [values[a] for a in node.args])
+            elif t is Tuple:
+                values[node] = tuple(values[x] for x in node.fields)
+            elif t is TupleGetItem:
+                values[node] = values[node.tuple_value][node.index]
+            elif t is Op:
+                continue
+            else:
+                raise LoweringError(f"{t.__name__} cannot appear in a fused function")
+        outs = _flatten_value(values[f.body])
+        out_types = flatten_type(f.body.checked_type)
+        # each output needs its own compute stage
+        seen = set()
+        fixed = []
+        for o in outs:
+            if o.op is None and "extern" not in o.attrs or o.id in seen:
+                src = o
+                o = te.compute(src.shape, lambda *i, s=src: s[i], f"{self.name}_copy")
+            seen.add(o.id)
+            fixed.append(o)
+        outs = fixed
+        bufs = {}
+        params: list = []
+        for k, ph in enumerate(placeholders):
+            b = T.Buffer(f"in{k}", ph.dtype, te.size(ph.shape), "param", ph.shape)
+            bufs[ph.id] = b
+            params.append(b)
+        for k, o in enumerate(outs):
+            b = T.Buffer(f"out{k}", o.dtype, te.size(o.shape), "param", o.shape)
+            bufs[o.id] = b
+            params.append(b)
+        body = Scheduler(outs, bufs, self.nthreads).run()
+        params += self.dims
+        kernel = T.Kernel(self.name, params, body)
+        return LoweredKernel(kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack)
+
+    def _constant(self, c: Constant):
+        data = c.data
+        if data.ndim == 0:
+            from ..ir import dtype as _dt
+
+            dtype = _dt.from_numpy(data.dtype)
+            return te.const_tensor(data.item(), dtype, "const")
+        raise LoweringError("non-scalar constants must be lifted to parameters before lowering")
+
+    def _call(self, call: Call, args: list):
+        opdef = call.op.opdef
+        out_type = call.checked_type
+        gen = kernel_for(opdef.name)
+        if gen is not None and self.llctx is not None:
+            r = self._try_kernel(gen, call, args, out_type)
+            if r is not None:
+                return r
+        lower = opdef.lower
+        if not callable(lower):
+            raise LoweringError(
+                f"operator {opdef.name} has no tensor-expression rule and no kernel "
+                f"for {', '.join(str(a.checked_type) for a in call.args)}"
+            )
+        return lower(args, call.attrs, out_type)
+
+    def _try_kernel(self, gen, call: Call, args: list, out_type):
+        flat_in = _flatten_value(tuple(args))
+        in_types = flatten_type(TupleType(tuple(a.checked_type for a in call.args)))
+        out_types = flatten_type(out_type)
+        if not all(t.is_static for t in in_types + out_types):
+            return None
+        const_inputs = tuple(
+            i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
+        )
+        self._ext += 1
+        kname = f"{self.name}_k{self._ext}"
+        try:
+            info = gen(self.llctx.llmod, kname, in_types, out_types, call.attrs, None, const_inputs)
+        except NotImplementedError:
+            return None
+        for i, fn in (info.prepack or {}).items():
+            self.prepack[self.in_index[flat_in[i].id]] = fn
+        self.llctx.externs.add(kname)
+        outs = extern(kname, [(t.shape, t.dtype) for t in out_types], flat_in, None)
+        if isinstance(out_type, TupleType):
+            return _unflatten(out_type, outs, 0)[0]
+        return outs[0]
