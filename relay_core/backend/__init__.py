@@ -9,8 +9,8 @@ from __future__ import annotations
 
 
 def build(mod, target: str = "llvm", opt_level: int = 3, **kwargs):
-    """Compile a typed IRModule's @main to native code: see relay_core.backend.build.build."""
-    from .build import build as _build
+    """Compile a typed IRModule's @main to native code: see relay_core.backend.compiler.build."""
+    from .compiler import build as _build
 
     return _build(mod, target, opt_level, **kwargs)
 

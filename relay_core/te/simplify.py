@@ -39,6 +39,7 @@ class Simplifier:
         self.lin: dict[int, tuple] = {}  # id(expr) -> (terms dict key -> [atom, coef], const)
         self.bnd: dict[int, tuple] = {}
         self.keys: dict[int, tuple] = {}
+        self._alive: list = []  # every expression cached by id, so that ids are never reused
 
     def set_bound(self, v: Var, lo, hi) -> None:
         self.vbounds[id(v)] = (lo, hi)
@@ -48,12 +49,17 @@ class Simplifier:
         if not isinstance(root, PrimExpr):
             return root
         memo = self.memo
+        alive = self._alive
         for n in post_order(root):
             if id(n) in memo:
                 continue
             kids = operands(n)
             new = with_operands(n, tuple(memo.get(id(c), c) for c in kids)) if kids else n
-            memo[id(n)] = self._rule(new)
+            r = self._rule(new)
+            alive.append(n)
+            alive.append(new)
+            alive.append(r)
+            memo[id(n)] = r
         return memo[id(root)]
 
     def bound(self, e: PrimExpr) -> tuple:
@@ -62,6 +68,7 @@ class Simplifier:
         if b is None:
             b = self._bound(e)
             self.bnd[id(e)] = b
+            self._alive.append(e)
         return b
 
     # -- structure -----------------------------------------------------------------------------
@@ -86,6 +93,7 @@ class Simplifier:
                     extra = (id(n.buffer),)
                 k = head + extra + tuple(self.keys[id(c)] for c in operands(n))
             self.keys[id(n)] = k
+            self._alive.append(n)
         return self.keys[id(e)]
 
     def linear(self, e: PrimExpr) -> tuple[dict, int]:
@@ -94,6 +102,7 @@ class Simplifier:
             return r
         r = self._linear(e)
         self.lin[id(e)] = r
+        self._alive.append(e)
         return r
 
     def _linear(self, e):

@@ -1,0 +1,97 @@
+"""Registry-driven: every operator compiled (one module per op holding all its samples) and
+compared with its numpy reference on the sample inputs it declares (dtypes, size-1 and odd
+shapes, broadcasting, empty tensors)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core.ir import Function, IRModule, TensorType, Tuple, Var, call
+from relay_core.ir import dtype as dt
+from relay_core.ops import all_ops
+from relay_core.te.lowering import load_all
+
+load_all()
+OPS = sorted(all_ops())
+
+# Ops that do not compile yet, with the reason. The test checks that they still fail: an op
+# that starts passing must be removed from here, so the list only shrinks.
+EXPECTED_FAIL: dict[str, str] = {}
+
+
+def _tolerance(sample, out: np.ndarray) -> tuple[float, float]:
+    rtol, atol = sample.rtol, sample.atol
+    if out.dtype in (np.float16,) or dt.from_numpy(out.dtype) == "bfloat16":
+        rtol, atol = max(rtol, 2e-3), max(atol, 2e-3)
+    return max(rtol, 2e-6), max(atol, 1e-6)
+
+
+def _flat(v):
+    if isinstance(v, tuple):
+        out = []
+        for x in v:
+            out.extend(_flat(x))
+        return out
+    return [v]
+
+
+def _compile_and_check(name: str) -> None:
+    op = all_ops()[name]
+    rng = np.random.default_rng(0)
+    samples = list(op.samples(rng))
+    params, outs, feeds, refs = [], [], [], []
+    for si, s in enumerate(samples):
+        if not all(isinstance(x, np.ndarray) for x in s.inputs):
+            continue
+        vs = []
+        for k, x in enumerate(s.inputs):
+            v = Var(f"s{si}_{k}", TensorType(x.shape, dt.from_numpy(x.dtype)))
+            vs.append(v)
+            feeds.append(x)
+        params += vs
+        outs.append(call(name, *vs, **s.attrs))
+        refs.append((s, op.ref(list(s.inputs), op.make_attrs(**s.attrs))))
+    assert refs, f"{name}: no array samples"
+    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), Tuple(tuple(outs)))))
+    lib = relay_core.build(mod)
+    got = lib(*feeds)
+    pos = 0
+    for s, ref in refs:
+        for r in _flat(ref):
+            g = got[pos]
+            pos += 1
+            where = f"{name} {[x.shape for x in s.inputs]} {[str(x.dtype) for x in s.inputs]} {s.attrs}"
+            assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
+            assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
+            if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
+                rtol, atol = _tolerance(s, r)
+                np.testing.assert_allclose(
+                    g.astype(np.float64), r.astype(np.float64), rtol=rtol, atol=atol,
+                    equal_nan=True, err_msg=where,
+                )
+            else:
+                np.testing.assert_array_equal(g, r, err_msg=where)
+    assert pos == len(got)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_op_compiled(name):
+    if name in EXPECTED_FAIL:
+        try:
+            _compile_and_check(name)
+        except Exception:
+            pytest.xfail(EXPECTED_FAIL[name])
+        pytest.fail(f"{name} now compiles and matches: remove it from EXPECTED_FAIL")
+    _compile_and_check(name)
+
+
+def test_every_lowerable_op_has_a_rule():
+    from relay_core.ops.registry import OpPattern
+
+    missing = [
+        n for n, op in all_ops().items()
+        if op.pattern <= OpPattern.COMM_REDUCE and op.lower is None and n not in EXPECTED_FAIL
+    ]
+    assert not missing, f"ops without a lowering rule: {missing}"
