@@ -131,3 +131,17 @@ def compute_dtype(dtype: str) -> str:
     if dtype in ("uint4", "uint2"):
         return "uint8"
     return dtype
+
+
+def finfo(dtype: str):
+    """np.finfo that also knows the ml_dtypes floats (bfloat16, float8, float4)."""
+    if dtype in NATIVE_DTYPES or _mld is None:
+        return np.finfo(to_numpy(dtype))
+    return _mld.finfo(to_numpy(dtype))
+
+
+def iinfo(dtype: str):
+    """np.iinfo that also knows int4 / uint4 / int2 / uint2."""
+    if dtype in NATIVE_DTYPES or _mld is None:
+        return np.iinfo(to_numpy(dtype))
+    return _mld.iinfo(to_numpy(dtype))

@@ -73,12 +73,12 @@ def random_array(rng: np.random.Generator, shape, dtype: str, domain=(-3.0, 3.0)
     """Random values of `dtype` in `domain` (ints: a small range, bools: coin flips)."""
     lo, hi = domain
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if dt.is_int(dtype):
         info = np.iinfo(dt.to_numpy(dtype)) if dtype in dt.NATIVE_DTYPES else None
         lo_i = max(int(np.floor(lo)), info.min if info is not None else -8)
         hi_i = min(int(np.ceil(hi)), info.max if info is not None else 7)
-        return rng.integers(lo_i, hi_i + 1, size=shape).astype(dt.to_numpy(dtype))
+        return np.asarray(rng.integers(lo_i, hi_i + 1, size=shape)).astype(dt.to_numpy(dtype))
     x = rng.uniform(lo, hi, size=shape)
     return np.asarray(x).astype(dt.to_numpy(dtype))
 
@@ -183,8 +183,12 @@ def reduce(
     rel: Callable = R.rel_reduce,
     out_dtype: str | None = None,
     doc: str = "",
+    samples: Callable | None = None,
 ) -> OpDef:
-    """A reduction: `fn(x, axis=tuple, keepdims=bool)` in numpy's signature."""
+    """A reduction: `fn(x, axis=tuple, keepdims=bool)` in numpy's signature.
+
+    `samples` replaces the default sample generator (e.g. to add empty reductions).
+    """
 
     def ref(xs, attrs):
         x = xs[0]
@@ -193,13 +197,13 @@ def reduce(
         xc = x.astype(dt.to_numpy(cd)) if cd != in_dt else x
         with np.errstate(all="ignore"):
             out = np.asarray(fn(xc, axis=reduce_axes(x, attrs), keepdims=attrs.keepdims))
-        return out.astype(dt.to_numpy(out_dtype or in_dt), copy=False)
+            return out.astype(dt.to_numpy(out_dtype or in_dt), copy=False)
 
     def relation(args, attrs):
         check_kind(R.tensor(args[0]), kind, name)
         return rel(args, attrs)
 
-    def samples(rng):
+    def default_samples(rng):
         for dtype in SAMPLE_DTYPES[kind][:2]:
             for shape in [(5,), (3, 4), (2, 3, 4), (2, 1, 3, 5)]:
                 x = random_array(rng, shape, dtype)
@@ -212,6 +216,6 @@ def reduce(
     return register(
         OpDef(
             name, relation, ref, OpPattern.COMM_REDUCE, attrs_cls, (1, 1), doc or name,
-            samples=samples,
+            samples=samples or default_samples,
         )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import OpTypeError
+from ..ir.dtype import check_dtype
 from ..ir.types import Any, AnyDim, ShapeVar, TensorType, TupleType, Type
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +70,32 @@ def normalize_axes(axes, ndim: int, what: str = "axis") -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise OpTypeError(f"repeated {what} in {tuple(axes)}")
     return out
+
+
+def dim_unify(a, b, what: str = "dimensions"):
+    """The dim that two must-be-equal dims have: a static size wins over Any, a conflict raises."""
+    if isinstance(a, int) and isinstance(b, int):
+        if a != b:
+            raise OpTypeError(f"{what} differ: {a} vs {b}")
+        return a
+    if isinstance(a, int) or isinstance(b, int):
+        return a if isinstance(a, int) else b
+    if isinstance(a, ShapeVar):
+        return a
+    return b
+
+
+def static_ints(dims: Sequence) -> list[int] | None:
+    """The dims as ints when all are static, else None."""
+    return list(dims) if all(isinstance(d, int) for d in dims) else None
+
+
+def dtype_attr(dtype: str, op: str, what: str = "dtype") -> str:
+    """Validate a dtype given as an attribute."""
+    try:
+        return check_dtype(dtype)
+    except ValueError as e:
+        raise OpTypeError(f"{op}: {what}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,6 +212,9 @@ __all__ = [
     "is_int",
     "normalize_axis",
     "normalize_axes",
+    "dim_unify",
+    "static_ints",
+    "dtype_attr",
     "tensor",
     "same_dtype",
     "broadcast_shapes",

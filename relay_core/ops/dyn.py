@@ -1,0 +1,456 @@
+"""Dynamic twins of static ops: the shape or parameter comes as a tensor input.
+
+The result rank comes from the *length* of the shape tensor, which must be static; the dims are
+`Any` where they depend on the tensor's values. `to_static(call)` gives the equivalent static
+call when those inputs are Constants (DynamicToStatic uses it), else None.
+
+`extra["shape_inputs"]` names the inputs whose static length fixes the result's rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EvalError, OpTypeError
+from ..ir import dtype as dt
+from ..ir.types import Any, TensorType
+from . import relations as R
+from .creation import full_array, one_hot_array, one_hot_shape
+from .factories import random_array
+from .misc import trilu_array
+from .registry import OpDef, OpPattern, Sample, lookup, register
+from .sort import topk_arrays, topk_type
+from .transform import broadcast_array, reshape_shape, tile_shape
+from .transform_slice import slice_plan, strided_slice_array
+
+
+def _param(t, op, what, scalar=False):
+    """A 1-D (or scalar) integer parameter tensor; returns its static length (None if unknown)."""
+    t = R.tensor(t, what)
+    if not dt.is_int(t.dtype):
+        raise OpTypeError(f"{op}: {what} must be integers, got {t.dtype}")
+    if scalar:
+        if t.ndim > 1 or (t.ndim == 1 and isinstance(t.shape[0], int) and t.shape[0] != 1):
+            raise OpTypeError(f"{op}: {what} must be a scalar, got shape {t.shape}")
+        return 1
+    if t.ndim != 1:
+        raise OpTypeError(f"{op}: {what} must be 1-D, got shape {t.shape}")
+    return t.shape[0] if isinstance(t.shape[0], int) else None
+
+
+def _length(t, op, what):
+    n = _param(t, op, what)
+    if n is None:
+        raise OpTypeError(f"{op}: the length of {what} must be static (it fixes the result's rank)")
+    return n
+
+
+def _ints(x) -> tuple[int, ...]:
+    return tuple(int(v) for v in np.asarray(x).reshape(-1))
+
+
+def _const_ints(e):
+    from ..ir.expr import Constant
+
+    return _ints(e.data) if isinstance(e, Constant) else None
+
+
+def _static_call(call, name: str, args, **attrs):
+    from ..ir.expr import Call, Op
+
+    return Call(Op.get(name), tuple(args), lookup(name).make_attrs(**attrs), span=call.span)
+
+
+def _runtime(fn):
+    """Run a shape rule on run-time values: an invalid value is an EvalError, not a type error."""
+
+    def run(*args, **kw):
+        try:
+            return fn(*args, **kw)
+        except OpTypeError as e:
+            raise EvalError(str(e)) from None
+
+    return run
+
+
+def _dyn(name, rel, ref, attrs, n_inputs, doc, samples, to_static, shape_inputs=(1,),
+         pattern=OpPattern.OPAQUE):
+    register(
+        OpDef(
+            name, rel, ref, pattern, attrs, n_inputs, doc, to_static=to_static, samples=samples,
+            extra={"shape_inputs": shape_inputs},
+        )
+    )
+
+
+# -- dyn.reshape ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynReshapeAttrs:
+    allowzero: bool = False
+
+
+def _reshape_rel(args, attrs):
+    t = R.tensor(args[0])
+    return TensorType((Any,) * _length(args[1], "dyn.reshape", "newshape"), t.dtype)
+
+
+def _reshape_ref(xs, attrs):
+    x = xs[0]
+    return np.reshape(x, _runtime(reshape_shape)(x.shape, _ints(xs[1]), attrs.allowzero)).copy()
+
+
+def _reshape_static(call):
+    ns = _const_ints(call.args[1])
+    if ns is None:
+        return None
+    return _static_call(call, "reshape", call.args[:1], newshape=ns, allowzero=call.attrs.allowzero)
+
+
+def _reshape_samples(rng):
+    x = random_array(rng, (2, 3, 4), "float32")
+    for ns in [(6, 4), (0, -1), (-1,), (4, 0, -1), (1, 24, 1)]:
+        yield Sample([x, np.array(ns, np.int64)])
+    yield Sample(
+        [random_array(rng, (0, 3), "int32"), np.array([3, 0], np.int32)], {"allowzero": True}
+    )
+
+
+_dyn("dyn.reshape", _reshape_rel, _reshape_ref, DynReshapeAttrs, (2, 2),
+     "dyn.reshape(data, newshape): reshape with the ONNX Reshape rules, newshape a 1-D tensor",
+     _reshape_samples, _reshape_static)
+
+
+# -- dyn.broadcast_to -----------------------------------------------------------------------------
+def _bcast_rel(args, attrs):
+    t = R.tensor(args[0])
+    n = _length(args[1], "dyn.broadcast_to", "shape")
+    nd = max(t.ndim, n)
+    padded = (1,) * (nd - t.ndim) + tuple(t.shape)
+    out = []
+    for i, d in enumerate(padded):
+        if i < nd - n:
+            out.append(d)  # no shape value here: the data dim stays
+        elif isinstance(d, int) and d != 1:
+            out.append(d)  # the shape value must be 1 or d
+        else:
+            out.append(Any)
+    return TensorType(tuple(out), t.dtype)
+
+
+def _bcast_static(call):
+    shape = _const_ints(call.args[1])
+    return None if shape is None else _static_call(call, "broadcast_to", call.args[:1], shape=shape)
+
+
+def _bcast_samples(rng):
+    for shape, target in [((3, 1), (2, 1, 6)), ((), (4,)), ((2, 3), (1,)), ((1, 4), (3, 1)),
+                          ((5,), (0, 1)), ((2, 1), ())]:
+        yield Sample([random_array(rng, shape, "float32"), np.array(target, np.int64).reshape(-1)])
+
+
+_dyn("dyn.broadcast_to", _bcast_rel, lambda xs, a: broadcast_array(xs[0], _ints(xs[1])), None,
+     (2, 2), "dyn.broadcast_to(data, shape): bidirectional broadcast as ONNX Expand",
+     _bcast_samples, _bcast_static)
+
+
+# -- dyn.tile -------------------------------------------------------------------------------------
+def _tile_rel(args, attrs):
+    t = R.tensor(args[0])
+    n = _length(args[1], "dyn.tile", "reps")
+    return TensorType(tile_shape(t.shape, (Any,) * n), t.dtype)
+
+
+def _tile_static(call):
+    reps = _const_ints(call.args[1])
+    return None if reps is None else _static_call(call, "tile", call.args[:1], reps=reps)
+
+
+def _tile_ref(xs, attrs):
+    reps = _ints(xs[1])
+    if any(r < 0 for r in reps):
+        raise EvalError(f"dyn.tile: negative repeat in {reps}")
+    return np.tile(xs[0], reps)
+
+
+def _tile_samples(rng):
+    for shape, reps in [((2, 3), (2, 1)), ((3,), (1, 2)), ((2, 0), (3, 3)), ((), (4,))]:
+        yield Sample([random_array(rng, shape, "int32"), np.array(reps, np.int64)])
+
+
+_dyn("dyn.tile", _tile_rel, _tile_ref, None, (2, 2), "dyn.tile(data, reps): numpy.tile",
+     _tile_samples, _tile_static)
+
+
+# -- dyn.strided_slice ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynSliceAttrs:
+    slice_mode: str = "end"
+
+
+def _slice_rel(args, attrs):
+    t = R.tensor(args[0])
+    op = "dyn.strided_slice"
+    n = _param(args[1], op, "begin")
+    for i, what in [(2, "end"), (3, "strides"), (4, "axes")][: len(args) - 2]:
+        m = _param(args[i], op, what)
+        if n is not None and m is not None and m != n:
+            raise OpTypeError(f"{op}: {what} has {m} values, begin has {n}")
+    if attrs.slice_mode not in ("end", "size"):
+        raise OpTypeError(f"{op}: slice_mode must be 'end' or 'size'")
+    if n is not None and n > t.ndim:
+        raise OpTypeError(f"{op}: {n} begin values for a tensor of rank {t.ndim}")
+    if len(args) == 5 or n is None:
+        return TensorType((Any,) * t.ndim, t.dtype)  # which axes are sliced is not known
+    return TensorType((Any,) * n + tuple(t.shape[n:]), t.dtype)
+
+
+def _slice_plan(shape, xs, mode):
+    vals = [_ints(v) for v in xs[1:]]
+    begin, end = vals[0], vals[1]
+    strides = vals[2] if len(vals) > 2 else ()
+    axes = vals[3] if len(vals) > 3 else None
+    return _runtime(slice_plan)(shape, begin, end, strides, axes, mode, "dyn.strided_slice")
+
+
+def _slice_ref(xs, attrs):
+    plan = _slice_plan(xs[0].shape, xs, attrs.slice_mode)
+    return _runtime(strided_slice_array)(xs[0], plan)
+
+
+def _slice_static(call):
+    vals = [_const_ints(a) for a in call.args[1:]]
+    if any(v is None for v in vals):
+        return None
+    kw = {"begin": vals[0], "end": vals[1], "slice_mode": call.attrs.slice_mode}
+    if len(vals) > 2:
+        kw["strides"] = vals[2]
+    if len(vals) > 3:
+        kw["axes"] = vals[3]
+    return _static_call(call, "strided_slice", call.args[:1], **kw)
+
+
+def _slice_samples(rng):
+    x = random_array(rng, (5, 6, 7), "float32")
+    big = 2**63 - 1
+    for vals in [
+        ((1,), (3,)),
+        ((0, 1), (5, -1), (2, 1)),
+        ((-1,), (-big,), (-1,)),
+        ((0,), (big,), (1,), (2,)),
+        ((2, 0), (2, 3), (1, 1), (-1, 0)),
+        ((4, -3), (0, -1), (-2, 1)),
+    ]:
+        yield Sample([x] + [np.array(v, np.int64) for v in vals])
+    yield Sample([x, np.array([1, 2]), np.array([2, -1])], {"slice_mode": "size"})
+
+
+_dyn("dyn.strided_slice", _slice_rel, _slice_ref, DynSliceAttrs, (3, 5),
+     "dyn.strided_slice(data, begin, end[, strides[, axes]]): ONNX Slice with tensor parameters",
+     _slice_samples, _slice_static, shape_inputs=(1, 2, 3, 4))
+
+
+# -- dyn.full / dyn.zeros / dyn.ones --------------------------------------------------------------
+@dataclass(frozen=True)
+class DynFullAttrs:
+    dtype: str | None = None  # None: the fill value's dtype
+
+
+@dataclass(frozen=True)
+class DynInitAttrs:
+    dtype: str = "float32"
+
+
+def _check_shape_values(shape, op):
+    if any(d < 0 for d in shape):
+        raise EvalError(f"{op}: negative dim in shape {shape}")
+    return shape
+
+
+def _full_rel(args, attrs):
+    f = R.tensor(args[0], "fill_value")
+    if f.ndim > 1:
+        raise OpTypeError(f"dyn.full: fill_value must be a scalar, got shape {f.shape}")
+    n = _length(args[1], "dyn.full", "shape")
+    return TensorType((Any,) * n, R.dtype_attr(attrs.dtype, "dyn.full") if attrs.dtype else f.dtype)
+
+
+def _full_ref(xs, attrs):
+    shape = _check_shape_values(_ints(xs[1]), "dyn.full")
+    return full_array(xs[0], shape, attrs.dtype or dt.from_numpy(xs[0].dtype))
+
+
+def _full_static(call):
+    shape = _const_ints(call.args[1])
+    if shape is None:
+        return None
+    return _static_call(call, "full", call.args[:1], shape=shape, dtype=call.attrs.dtype)
+
+
+def _full_samples(rng):
+    yield Sample([np.array(2.5, np.float32), np.array([2, 3], np.int64)])
+    yield Sample([np.array([7], np.int64), np.array([0, 4], np.int32)], {"dtype": "float16"})
+    yield Sample([np.array(True), np.zeros(0, np.int64)])
+
+
+_dyn("dyn.full", _full_rel, _full_ref, DynFullAttrs, (2, 2),
+     "dyn.full(fill_value, shape): ONNX ConstantOfShape / torch.full with a shape tensor",
+     _full_samples, _full_static)
+
+
+def _init_op(name, value):
+    static = name.split(".", 1)[1]
+
+    def rel(args, attrs):
+        n = _length(args[0], name, "shape")
+        return TensorType((Any,) * n, R.dtype_attr(attrs.dtype, name))
+
+    def ref(xs, attrs):
+        shape = _check_shape_values(_ints(xs[0]), name)
+        return np.full(shape, value, dt.to_numpy(attrs.dtype))
+
+    def to_static(call):
+        shape = _const_ints(call.args[0])
+        return (
+            None
+            if shape is None
+            else _static_call(call, static, (), shape=shape, dtype=call.attrs.dtype)
+        )
+
+    def samples(rng):
+        for shape, dtype in [((2, 3), "float32"), ((0,), "int64"), ((), "bool")]:
+            yield Sample([np.array(shape, np.int64).reshape(-1)], {"dtype": dtype})
+
+    _dyn(name, rel, ref, DynInitAttrs, (1, 1), f"{name}(shape): {value}s of a run-time shape",
+         samples, to_static, shape_inputs=(0,))
+
+
+_init_op("dyn.zeros", 0)
+_init_op("dyn.ones", 1)
+
+
+# -- dyn.topk -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynTopKAttrs:
+    axis: int = -1
+    ret_type: str = "both"
+    is_ascend: bool = False
+    dtype: str = "int64"
+
+
+def _topk_rel(args, attrs):
+    t = R.tensor(args[0])
+    _param(args[1], "dyn.topk", "k", scalar=True)
+    if t.ndim == 0:
+        raise OpTypeError("dyn.topk needs a tensor of rank >= 1")
+    return topk_type(t, Any, attrs, "dyn.topk")
+
+
+def _topk_ref(xs, attrs):
+    k = int(np.asarray(xs[1]).reshape(-1)[0])
+    n = xs[0].shape[attrs.axis % xs[0].ndim]
+    if not 0 <= k <= n:
+        raise EvalError(f"dyn.topk: k = {k} is out of range [0, {n}]")
+    if k == 0:  # dyn.topk takes k literally (ONNX); static topk reads k < 1 as "all"
+        shape = list(xs[0].shape)
+        shape[attrs.axis % xs[0].ndim] = 0
+        v, i = np.zeros(shape, xs[0].dtype), np.zeros(shape, dt.to_numpy(attrs.dtype))
+        return {"both": (v, i), "values": v, "indices": i}[attrs.ret_type]
+    return topk_arrays(xs[0], k, attrs)
+
+
+def _topk_static(call):
+    k = _const_ints(call.args[1])
+    if k is None or k[0] < 1:
+        return None
+    a = call.attrs
+    return _static_call(call, "topk", call.args[:1], k=k[0], axis=a.axis, ret_type=a.ret_type,
+                        is_ascend=a.is_ascend, dtype=a.dtype)
+
+
+def _topk_samples(rng):
+    x = random_array(rng, (3, 5), "float32", (-2, 2))
+    yield Sample([x, np.array([2], np.int64)])
+    yield Sample([x, np.array(3, np.int64)], {"axis": 0, "is_ascend": True, "ret_type": "values"})
+    yield Sample([x, np.array([0], np.int64)], {"ret_type": "indices"})
+
+
+_dyn("dyn.topk", _topk_rel, _topk_ref, DynTopKAttrs, (2, 2),
+     "dyn.topk(data, k): topk with k a scalar tensor", _topk_samples, _topk_static, shape_inputs=())
+
+
+# -- dyn.one_hot ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynOneHotAttrs:
+    axis: int = -1
+    dtype: str = "float32"
+
+
+def _one_hot_rel(args, attrs):
+    i = R.tensor(args[0], "indices")
+    if not dt.is_int(i.dtype):
+        raise OpTypeError(f"dyn.one_hot: indices must be integers, got {i.dtype}")
+    _param(args[3], "dyn.one_hot", "depth", scalar=True)
+    return TensorType(one_hot_shape(i.shape, Any, attrs.axis, "dyn.one_hot"),
+                      R.dtype_attr(attrs.dtype, "dyn.one_hot"))
+
+
+def _one_hot_ref(xs, attrs):
+    depth = int(np.asarray(xs[3]).reshape(-1)[0])
+    if depth < 0:
+        raise EvalError(f"dyn.one_hot: depth must be >= 0, got {depth}")
+    return one_hot_array(xs[0], xs[1], xs[2], depth, attrs.axis, attrs.dtype)
+
+
+def _one_hot_static(call):
+    depth = _const_ints(call.args[3])
+    if depth is None:
+        return None
+    a = call.attrs
+    return _static_call(call, "one_hot", call.args[:3], depth=depth[0], axis=a.axis, dtype=a.dtype)
+
+
+def _one_hot_samples(rng):
+    on, off = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    yield Sample([np.array([0, 3, 1]), on, off, np.array(4, np.int64)])
+    yield Sample(
+        [np.array([[2, -1]]), on, off, np.array([3], np.int32)], {"axis": 0, "dtype": "int32"}
+    )
+
+
+_dyn("dyn.one_hot", _one_hot_rel, _one_hot_ref, DynOneHotAttrs, (4, 4),
+     "dyn.one_hot(indices, on_value, off_value, depth): one_hot with depth a scalar tensor",
+     _one_hot_samples, _one_hot_static, shape_inputs=())
+
+
+# -- dyn.trilu ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DynTriluAttrs:
+    upper: bool = True
+
+
+def _trilu_rel(args, attrs):
+    t = R.tensor(args[0])
+    if t.ndim < 2:
+        raise OpTypeError(f"dyn.trilu needs a tensor of rank >= 2, got rank {t.ndim}")
+    _param(args[1], "dyn.trilu", "k", scalar=True)
+    return t
+
+
+def _trilu_static(call):
+    k = _const_ints(call.args[1])
+    return None if k is None else _static_call(call, "trilu", call.args[:1], k=k[0],
+                                               upper=call.attrs.upper)
+
+
+def _trilu_samples(rng):
+    x = random_array(rng, (3, 4), "float32")
+    for k in (0, 2, -1):
+        yield Sample([x, np.array(k, np.int64)], {"upper": k >= 0})
+
+
+_dyn("dyn.trilu", _trilu_rel,
+     lambda xs, a: trilu_array(xs[0], int(np.asarray(xs[1]).reshape(-1)[0]), a.upper),
+     DynTriluAttrs, (2, 2), "dyn.trilu(data, k): trilu with k a scalar tensor",
+     _trilu_samples, _trilu_static, shape_inputs=(), pattern=OpPattern.INJECTIVE)
