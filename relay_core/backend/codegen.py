@@ -656,6 +656,8 @@ class _FuncEmitter:
 
     def call(self, e: Call):
         b = self.b
+        if e.name == "entropy":  # the C runtime's fresh 64-bit seed
+            return b.call(self.ctx.declare("relay_entropy", I64, []), [])
         args = [self.val(a) for a in e.args]
         name = e.name
         a0 = args[0]

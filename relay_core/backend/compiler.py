@@ -141,7 +141,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
 
     from .codegen import ModuleContext
     from .graph import GraphCompiler
-    from .llvm_target import compile_ir, host, link_shared
+    from .llvm_target import compile_ir, host, link_shared, runtime_object
 
     timings = {}
     t = time.perf_counter()
@@ -158,7 +158,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
     obj = compile_ir(str(llmod), opt_level)
     timings["llvm"] = time.perf_counter() - t
     t = time.perf_counter()
-    link_shared([obj], os.path.join(out_dir, "lib.so"))
+    link_shared([obj, runtime_object(cache_dir())], os.path.join(out_dir, "lib.so"))
     timings["link"] = time.perf_counter() - t
     consts = []
     with open(os.path.join(out_dir, "weights.bin"), "wb") as f:

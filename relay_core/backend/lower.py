@@ -86,6 +86,7 @@ class GroupLowering:
 
     def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
         load_all()
+        from . import lower_loops  # noqa: F401  (loop-IR and runtime lowerings)
         self.func = func
         self.name = name
         self.llctx = llctx

@@ -48,6 +48,24 @@ def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
     return outs
 
 
+@dataclass(eq=False)
+class LoopOp:
+    """The op of tensors written by hand-built loop IR: `build(in_bufs, out_bufs) -> Stmt`."""
+
+    name: str
+    inputs: list
+    build: object
+    outputs: list = None
+
+
+def loop_op(name: str, out_specs, inputs, build) -> list[Tensor]:
+    """Tensors computed by `build(input Buffers, output Buffers) -> tir.Stmt` (scatter, ...)."""
+    op = LoopOp(name, list(inputs), build, [])
+    for k, (shape, dtype) in enumerate(out_specs):
+        op.outputs.append(Tensor(shape, dtype, f"{name}_out{k}", None, {"extern": op, "index": k}))
+    return op.outputs
+
+
 def _is_extern(t: Tensor) -> bool:
     return t.op is None and "extern" in t.attrs
 
@@ -229,8 +247,12 @@ class Scheduler:
                 if id(op) in done_extern:
                     continue
                 done_extern.add(id(op))
-                args = [self.buffer(x) for x in op.inputs] + [self.buffer(x) for x in op.outputs]
-                stmts.append(T.CallKernel(op.name, args + list(op.scalar_args), op.emit))
+                ins = [self.buffer(x) for x in op.inputs]
+                outs = [self.buffer(x) for x in op.outputs]
+                if isinstance(op, LoopOp):
+                    stmts.append(op.build(ins, outs))
+                else:
+                    stmts.append(T.CallKernel(op.name, ins + outs + list(op.scalar_args), op.emit))
                 continue
             inner = [r for r in stages if placed.get(r.id, (None,))[0] is t]
             stmts.append(self._stage(t, stage_exprs, inner, placed))

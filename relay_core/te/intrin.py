@@ -62,6 +62,7 @@ INTRINSICS = {
     "isinf": np.isinf,  # -> bool
     "isfinite": np.isfinite,  # -> bool
     "popcount": lambda x: np.bitwise_count(x).astype(x.dtype),
+    "entropy": lambda: np.random.default_rng().integers(0, 2**63, dtype=np.uint64),  # no args
 }
 
 BOOL_RESULT = frozenset({"isnan", "isinf", "isfinite"})
