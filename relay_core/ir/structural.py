@@ -122,10 +122,19 @@ class _Eq:
         return True
 
     # -- vars ----------------------------------------------------------------------------------
-    def bind(self, a: Var, b: Var) -> bool:
-        if a in self.vmap:
-            return self.vmap[a] is b
-        if b in self.rvmap:
+    def bind(self, a: Var, b: Var, site: bool = False) -> bool:
+        """Map `a` to `b`. At a binding site the newest binding wins, so that a binder shared
+        in a DAG (one closure used twice) equals its tree unfolding (two copies)."""
+        if self.vmap.get(a) is b:
+            return True
+        if site:
+            old = self.vmap.pop(a, None)
+            if old is not None:
+                del self.rvmap[old]
+            old = self.rvmap.pop(b, None)
+            if old is not None:
+                del self.vmap[old]
+        elif a in self.vmap or b in self.rvmap:
             return False
         if not self.type_eq(a.type_annotation, b.type_annotation):
             return False
@@ -140,7 +149,7 @@ class _Eq:
             if type(x) is not type(y):
                 return False
             if isinstance(x, PatternVar):
-                if not self.bind(x.var, y.var):
+                if not self.bind(x.var, y.var, site=True):
                     return False
             elif isinstance(x, PatternConstructor):
                 if not ctor_eq(x.constructor, y.constructor) or len(x.patterns) != len(
@@ -201,7 +210,7 @@ class _Eq:
                 if not self.bind_tvars(x.type_params, y.type_params):
                     return False
                 for p, q in zip(x.params, y.params):
-                    if not self.bind(p, q):
+                    if not self.bind(p, q, site=True):
                         return False
                 if not self.type_eq(x.ret_type, y.ret_type):
                     return False
@@ -209,7 +218,7 @@ class _Eq:
                     return False
                 stack.append((x.body, y.body))
             elif t is Let:
-                if not self.bind(x.var, y.var):
+                if not self.bind(x.var, y.var, site=True):
                     return False
                 stack.append((x.body, y.body))
                 stack.append((x.value, y.value))

@@ -89,7 +89,11 @@ class TypeInferencer:
             except Exception:  # the message matters more than the excerpt
                 text = ""
         span = getattr(node, "span", None)
-        src = f" (from {span})" if span is not None and span.node else ""
+        src = ""
+        if span is not None and span.node:
+            src = f" (from {span})"
+        elif span is not None and span.line:  # parsed from text: where in the source
+            src = f" at {span}"
         return RelayTypeError(f"type error{src}: {msg}" + (f"\n{text}" if text else ""))
 
     def unify(self, node: Expr, a: Type, b: Type, what: str = "") -> Type:

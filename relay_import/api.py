@@ -1,0 +1,141 @@
+"""The front door: load, convert, compile, load compiled artifacts.
+
+    >>> import relay_import as ri
+    >>> mod = ri.load("model.onnx")            # or a ModelProto, SavedModel dir, .keras file,
+    ...                                        # Keras model, tf.function, ExportedProgram, .pt2,
+    ...                                        # nn.Module with example_inputs=(x,)
+    >>> lib = ri.compile(mod)                  # CompiledModule, opt_level=3
+    >>> outs = lib(x)                          # list of numpy arrays in output order
+    >>> lib.export("model.relaylib"); lib2 = ri.load_compiled("model.relaylib")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from relay_core import IRModule
+from relay_core.errors import ModelLoadError
+
+
+def from_onnx(model, shapes: dict | None = None, **kw) -> IRModule:
+    """Convert an ONNX ModelProto or .onnx path. `shapes={"input": (1, 3, 224, 224)}` fixes
+    dynamic dims; see converters.onnx.from_onnx for the other options."""
+    from converters.onnx import from_onnx as _from_onnx
+
+    return _from_onnx(model, shapes=shapes, **kw)
+
+
+def from_pytorch(obj, example_inputs=None, dynamic_shapes=None, **kw) -> IRModule:
+    """Convert a torch.export ExportedProgram, a .pt2 path, or an nn.Module + example inputs."""
+    from converters.pytorch import from_pytorch as _from_pytorch
+
+    return _from_pytorch(obj, example_inputs=example_inputs, dynamic_shapes=dynamic_shapes, **kw)
+
+
+def from_tensorflow(obj, input_signature=None, **kw) -> IRModule:
+    """Convert a SavedModel dir, .keras file, Keras model, tf.function or GraphDef."""
+    from converters.tensorflow import from_tensorflow as _from_tensorflow
+
+    return _from_tensorflow(obj, input_signature=input_signature, **kw)
+
+
+def detect_framework(source) -> str:
+    """'onnx', 'pytorch', 'tensorflow' or 'relay' for anything `load` accepts."""
+    if isinstance(source, IRModule):
+        return "relay"
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        if not p.exists():
+            raise ModelLoadError(f"{p}: no such file or directory")
+        if p.is_dir():
+            if (p / "saved_model.pb").exists() or (p / "saved_model.pbtxt").exists():
+                return "tensorflow"
+            if (p / "manifest.json").exists():
+                return "compiled"
+            raise ModelLoadError(
+                f"{p}: a directory that is neither a SavedModel (no saved_model.pb) "
+                "nor a compiled artifact (no manifest.json)"
+            )
+        suffix = p.suffix.lower()
+        if suffix == ".onnx":
+            return "onnx"
+        if suffix == ".pt2":
+            return "pytorch"
+        if suffix in (".pt", ".pth"):
+            return "pytorch"
+        if suffix in (".keras", ".h5", ".pb"):
+            return "tensorflow"
+        if suffix in (".relay", ".rly", ".txt"):
+            return "relay"
+        with open(p, "rb") as f:
+            head = f.read(4)
+        if head[:2] == b"PK":
+            return "pytorch"
+        return "onnx"  # ONNX files are bare protobuf; from_onnx says clearly if it is not one
+    mod = type(source).__module__ or ""
+    name = type(source).__name__
+    if mod.startswith("onnx"):
+        return "onnx"
+    if mod.startswith("torch"):
+        return "pytorch"
+    if mod.startswith(("tensorflow", "keras", "tf_keras")):
+        return "tensorflow"
+    if name == "ModelProto":
+        return "onnx"
+    try:  # nn.Module subclasses defined by users live in the user's module
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(source, (torch.nn.Module, torch.export.ExportedProgram)):
+            return "pytorch"
+        keras = sys.modules.get("keras")
+        if keras is not None and isinstance(source, keras.Model):
+            return "tensorflow"
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and callable(getattr(source, "get_concrete_function", None)):
+            return "tensorflow"
+    except Exception:
+        pass
+    raise ModelLoadError(
+        f"cannot tell which framework a {mod}.{name} comes from; use from_onnx, from_pytorch "
+        "or from_tensorflow"
+    )
+
+
+def load(source, **kw) -> IRModule:
+    """Convert a model from any supported framework to a typed Relay module.
+
+    Keyword arguments go to the framework's converter (`shapes=` for ONNX, `example_inputs=`
+    for an nn.Module, `input_signature=` for a tf.function, `custom_convert_map=` for all).
+    A `.relay` text file is parsed.
+    """
+    fw = detect_framework(source)
+    if fw == "relay":
+        if isinstance(source, IRModule):
+            return source
+        import relay_core
+
+        p = Path(source)
+        return relay_core.parse(p.read_text(encoding="utf-8"), source_name=str(p))
+    if fw == "onnx":
+        return from_onnx(source, **kw)
+    if fw == "pytorch":
+        return from_pytorch(source, **kw)
+    if fw == "tensorflow":
+        return from_tensorflow(source, **kw)
+    raise ModelLoadError(f"{source}: a compiled artifact; load it with load_compiled")
+
+
+def compile(mod: IRModule, opt_level: int = 3, **kw):  # noqa: A001 - the documented name
+    """Compile a Relay module to native code: a callable CompiledModule."""
+    import relay_core
+
+    return relay_core.build(mod, target="llvm", opt_level=opt_level, **kw)
+
+
+def load_compiled(path):
+    """Load an artifact written by CompiledModule.export (needs only numpy)."""
+    import relay_core
+
+    return relay_core.load_module(path)

@@ -1,0 +1,122 @@
+"""Source-framework runners for `verify` and `bench`: run the original model, and expose its
+intermediate tensors by name (the names converters record in `mod.attrs["source_nodes"]`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from relay_core.errors import InputError
+
+
+class SourceRunner:
+    framework = ""
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def output_names(self) -> list[str]:
+        return []
+
+    def intermediates(self, feed: dict[str, np.ndarray], names: list[str]) -> dict:
+        return {}
+
+
+class OnnxRunner(SourceRunner):
+    """onnxruntime on CPU with a fixed thread count."""
+
+    framework = "onnx"
+
+    def __init__(self, source, threads: int = 2):
+        self.source = source
+        self.threads = threads
+        self._sess = None
+        self._model = None
+
+    def model(self):
+        if self._model is None:
+            import onnx
+
+            if isinstance(self.source, (str, Path)):
+                self._model = onnx.load(str(self.source), load_external_data=False)
+                self._base = str(Path(self.source).resolve().parent)
+            else:
+                self._model = self.source
+                self._base = None
+        return self._model
+
+    def _session(self, model, optimize: bool = True):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        if not optimize:
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        if isinstance(self.source, (str, Path)) and model is self._model:
+            return ort.InferenceSession(str(self.source), so, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(
+            model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+        )
+
+    def _feed(self, feed):
+        m = self.model()
+        inits = {i.name for i in m.graph.initializer}
+        names = [i.name for i in m.graph.input if i.name not in inits]
+        missing = [n for n in names if n not in feed]
+        if missing:
+            raise InputError(f"onnxruntime needs inputs {missing}")
+        return {n: feed[n] for n in names}
+
+    def run(self, feed):
+        if self._sess is None:
+            self._sess = self._session(self.model())
+        return [np.asarray(o) for o in self._sess.run(None, self._feed(feed))]
+
+    def output_names(self):
+        return [o.name for o in self.model().graph.output]
+
+    def intermediates(self, feed, names):
+        import onnx
+
+        m = onnx.ModelProto()
+        m.CopyFrom(self.model())
+        if self._base is not None and any(
+            t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer
+        ):
+            onnx.external_data_helper.load_external_data_for_model(m, self._base)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(m)
+            known = {v.name: v for v in inferred.graph.value_info}
+        except Exception:
+            known = {}
+        have = {o.name for o in m.graph.output}
+        produced = {o for n in m.graph.node for o in n.output}
+        for n in names:
+            if n in have or n not in produced:
+                continue
+            vi = known.get(n)
+            if vi is None:
+                vi = onnx.ValueInfoProto()
+                vi.name = n
+            m.graph.output.append(vi)
+            have.add(n)
+        sess = self._session(m, optimize=False)
+        outs = sess.run(None, self._feed(feed))
+        return {o.name: np.asarray(v) for o, v in zip(sess.get_outputs(), outs)}
+
+
+def make_runner(source, framework: str, convert_kw: dict | None = None) -> SourceRunner:
+    if framework == "onnx":
+        return OnnxRunner(source)
+    if framework == "pytorch":
+        from .runners_torch import TorchRunner
+
+        return TorchRunner(source, **(convert_kw or {}))
+    if framework == "tensorflow":
+        from .runners_tf import TfRunner
+
+        return TfRunner(source, **(convert_kw or {}))
+    raise InputError(f"no runner for framework {framework!r}")
