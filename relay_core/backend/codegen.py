@@ -87,6 +87,29 @@ class ModuleContext:
         self.decls: dict[str, ir.Function] = {}
         self.externs: set[str] = set()
         self.counter = 0
+        self.consts: dict = {}
+
+    def const_data(self, buf) -> ir.Value:
+        """A module-level read-only array holding `buf.data` (deduplicated by content)."""
+        arr = np.ascontiguousarray(buf.data)
+        st = storage_type(buf.dtype)
+        if buf.dtype == "bool":
+            arr = arr.astype(np.uint8)
+        key = (buf.dtype, arr.shape, arr.tobytes())
+        g = self.consts.get(key)
+        if g is None:
+            flat = arr.reshape(-1)
+            if isinstance(st, ir.IntType):
+                vals = [ir.Constant(st, int(v) & ((1 << st.width) - 1)) for v in flat.tolist()]
+            else:
+                vals = [ir.Constant(st, float(v)) for v in flat.tolist()]
+            aty = ir.ArrayType(st, max(len(vals), 1))
+            g = ir.GlobalVariable(self.llmod, aty, self.unique("table"))
+            g.initializer = ir.Constant(aty, vals or [ir.Constant(st, 0)])
+            g.global_constant = True
+            g.linkage = "internal"
+            self.consts[key] = g
+        return g.gep([ir.Constant(I32, 0), ir.Constant(I32, 0)])
 
     def unique(self, base: str) -> str:
         self.counter += 1
@@ -156,7 +179,10 @@ class KernelCodegen:
             else:
                 env.vars[id(p)] = a
         env.nthreads = fn.args[-1]
-        _FuncEmitter(self.ctx, fn, env).body(k.body)
+        em = _FuncEmitter(self.ctx, fn, env)
+        if not k.contract:
+            em.fm, em.fm_red = (), ("reassoc", "nsz")
+        em.body(k.body)
         return fn
 
 
@@ -180,6 +206,7 @@ class _FuncEmitter:
         self.scopes: list[dict] = [{}]
         self.has_load: dict[int, bool] = {}
         self.local_bufs: dict[int, str] = {}
+        self.fm, self.fm_red = FM, FM_RED
 
     def body(self, s: T.Stmt) -> None:
         start = self.fn.append_basic_block("start")
@@ -270,6 +297,7 @@ class _FuncEmitter:
         env = _Env()
         env.nthreads = ir.Constant(I32, 1)  # kernels called inside run single-threaded
         sub = _FuncEmitter(self.ctx, outl, env)
+        sub.fm, sub.fm_red = self.fm, self.fm_red
         sb = sub.b
         start = outl.append_basic_block("start")
         sb.position_at_end(start)
@@ -329,7 +357,7 @@ class _FuncEmitter:
         args = []
         for a, pt in zip(s.args, fn.function_type.args):
             if isinstance(a, T.Buffer):
-                v = self.env.bufs[a.id]
+                v = self.bufptr(a)
                 args.append(self.b.bitcast(v, pt) if v.type != pt else v)
             else:
                 v = self.expr(a)
@@ -338,9 +366,17 @@ class _FuncEmitter:
         self.b.call(fn, args)
 
     # -- memory --------------------------------------------------------------------------------
+    def bufptr(self, buf: T.Buffer):
+        p = self.env.bufs.get(buf.id)
+        if p is None and buf.scope == "const":
+            p = self.env.bufs[buf.id] = self.ctx.const_data(buf)
+        if p is None:
+            raise CodegenError(f"buffer {buf.name} is not available in {self.fn.name}")
+        return p
+
     def store(self, buf: T.Buffer, idx, value, dtype: str) -> None:
         b = self.b
-        ptr = b.gep(self.env.bufs[buf.id], [idx])
+        ptr = b.gep(self.bufptr(buf), [idx])
         if self.local_bufs.get(buf.id) == "local":
             b.store(value, ptr)
             return
@@ -348,7 +384,7 @@ class _FuncEmitter:
 
     def load(self, buf: T.Buffer, idx, dtype: str):
         b = self.b
-        ptr = b.gep(self.env.bufs[buf.id], [idx])
+        ptr = b.gep(self.bufptr(buf), [idx])
         v = b.load(ptr)
         if self.local_bufs.get(buf.id) == "local":
             return v
@@ -522,13 +558,13 @@ class _FuncEmitter:
         fl = isinstance(a.type, (ir.FloatType, ir.DoubleType))
         if fl:
             if op == "add":
-                return b.fadd(a, c, flags=FM)
+                return b.fadd(a, c, flags=self.fm)
             if op == "sub":
-                return b.fsub(a, c, flags=FM)
+                return b.fsub(a, c, flags=self.fm)
             if op == "mul":
-                return b.fmul(a, c, flags=FM)
+                return b.fmul(a, c, flags=self.fm)
             if op == "div":
-                return b.fdiv(a, c, flags=FM)
+                return b.fdiv(a, c, flags=self.fm)
             if op == "max":
                 return b.call(self.ctx.intrinsic("maximum", a.type, 2), [a, c])
             if op == "min":
@@ -733,7 +769,7 @@ class _FuncEmitter:
         b = self.b
         zero = ir.Constant(I64, 0)
         v = self.expr(s.value)
-        acc_ptr = b.gep(self.env.bufs[s.acc.id], [zero])
+        acc_ptr = b.gep(self.bufptr(s.acc), [zero])
         acc = b.load(acc_ptr)
         fl = isinstance(acc.type, (ir.FloatType, ir.DoubleType))
         k = s.kind
@@ -751,14 +787,14 @@ class _FuncEmitter:
                 cmp = b.icmp_unsigned if is_unsigned(s.value.dtype) else b.icmp_signed
                 upd = cmp(gt if not s.last else gt + "=", v, acc)
             b.store(b.select(upd, v, acc), acc_ptr)
-            ip = b.gep(self.env.bufs[s.acc_index.id], [zero])
+            ip = b.gep(self.bufptr(s.acc_index), [zero])
             b.store(b.select(upd, self.expr(s.pos), b.load(ip)), ip)
             return
         if fl:
             if k == "sum":
-                r = b.fadd(acc, v, flags=FM_RED)
+                r = b.fadd(acc, v, flags=self.fm_red)
             elif k == "prod":
-                r = b.fmul(acc, v, flags=FM_RED)
+                r = b.fmul(acc, v, flags=self.fm_red)
             elif k in ("max", "min"):
                 r = b.call(self.ctx.intrinsic("maximum" if k == "max" else "minimum", acc.type, 2), [acc, v])
             else:

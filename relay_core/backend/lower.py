@@ -169,9 +169,10 @@ class GroupLowering:
             b = T.Buffer(f"out{k}", o.dtype, te.size(o.shape), "param", o.shape)
             bufs[o.id] = b
             params.append(b)
-        body = Scheduler(outs, bufs, self.nthreads).run()
+        sched = Scheduler(outs, bufs, self.nthreads)
+        body = sched.run()
         params += self.dims
-        kernel = T.Kernel(self.name, params, body)
+        kernel = T.Kernel(self.name, params, body, sched.contract)
         return LoweredKernel(kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack)
 
     def _constant(self, c: Constant):

@@ -163,3 +163,33 @@ def _topk(inputs, attrs, out_type):
     values = _gather_along(x, pos, axis)
     idx = compute(pos.shape, lambda *i: E.cast(attrs.dtype, pos[i]), "topk_idx")
     return {"both": (values, idx), "values": values, "indices": idx}[attrs.ret_type]
+
+
+def _max_unpool(nd: int):
+    def lower(inputs, attrs, out_type):
+        data, ind = inputs
+        oshape = _static(out_type.shape, "max_unpool")
+        xshape = _static(data.shape, "max_unpool")
+        ishape = _static(ind.shape, "max_unpool")
+        total = _size(oshape)
+
+        def build(ins, outs):
+            x, i = ins
+            out = outs[0]
+            f = T.index_var("z")
+            zero = T.For(f, total, T.Store(out, f, E.as_expr(0, out.dtype) if out.dtype != "bool" else E.Const(False, "bool")))
+            vs, nest = _nest(xshape, "u")
+            # indices broadcast to the data's shape
+            off = len(xshape) - len(ishape)
+            iv = [0 if d == 1 else vs[off + k] for k, d in enumerate(ishape)]
+            pos = E.index(Load(i, ravel(iv, ishape), i.dtype))
+            pos = E.max_(E.min_(pos, E.index(total - 1)), E.index(0))
+            return T.seq(zero, nest(T.Store(out, pos, Load(x, ravel(vs, xshape), x.dtype))))
+
+        return loop_op("max_unpool", [(oshape, data.dtype)], inputs, build)[0]
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    register_lower(f"nn.max_unpool{_nd}d")(_max_unpool(_nd))

@@ -147,6 +147,8 @@ class Scheduler:
         self._inline_memo: dict = {}
         self.simp = Simplifier()
         self.allocs: list[T.Buffer] = []
+        # a stage marked exact (e.g. resize feeding integer rounding) turns off FMA contraction
+        self.contract = not any(t.attrs.get("exact") for t in self.order)
 
     # -- inlining ------------------------------------------------------------------------------
     def inline(self, e: PrimExpr) -> PrimExpr:
@@ -179,6 +181,9 @@ class Scheduler:
     # -- buffers -------------------------------------------------------------------------------
     def buffer(self, t: Tensor) -> T.Buffer:
         b = self.buffers.get(t.id)
+        if b is None and t.op is None and "const" in t.attrs:
+            b = T.Buffer(t.name, t.dtype, _size(t.shape), "const", t.shape, data=t.attrs["const"])
+            self.buffers[t.id] = b
         if b is None:
             b = T.Buffer(t.name, t.dtype, _size(t.shape), "heap", t.shape)
             self.buffers[t.id] = b

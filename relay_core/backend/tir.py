@@ -20,7 +20,7 @@ _ids = itertools.count()
 @dataclass(eq=False)
 class Buffer:
     """A flat array. scope: "param" (a kernel argument), "local" (registers / stack),
-    "heap" (allocated inside the kernel)."""
+    "heap" (allocated inside the kernel), "const" (read-only data compiled into the kernel)."""
 
     name: str
     dtype: str
@@ -28,6 +28,7 @@ class Buffer:
     scope: str = "param"
     shape: tuple = ()
     id: int = field(default_factory=lambda: next(_ids))
+    data: object = None  # numpy array of a "const" buffer (read-only data in the kernel)
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {self.dtype}, {self.scope})"
@@ -188,6 +189,7 @@ class Kernel:
     name: str
     params: list
     body: Stmt
+    contract: bool = True  # allow FMA contraction (off for ops whose rounding must be exact)
 
     def __str__(self) -> str:
         ps = ", ".join(

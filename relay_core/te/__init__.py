@@ -63,6 +63,7 @@ from .tensor import (
     argmax,
     argmin,
     compute,
+    const_array,
     const_tensor,
     identity,
     max,

@@ -120,6 +120,17 @@ def const_tensor(value, dtype: str, name: str = "c") -> Tensor:
     return compute((), lambda: Const(value, dtype) if dtype != "bool" else Const(bool(value), dtype), name)
 
 
+def const_array(value, name: str = "table") -> Tensor:
+    """A constant tensor holding a numpy array (e.g. resize coefficients), compiled into the
+    kernel as read-only data."""
+    import numpy as np
+
+    from ..ir import dtype as _dt
+
+    arr = np.ascontiguousarray(value)
+    return Tensor(arr.shape, _dt.from_numpy(arr.dtype), name, None, {"const": arr})
+
+
 def reduce_axis(extent, name: str = "k") -> Var:
     """A reduction axis over `range(extent)`."""
     return Var(f"{name}{next(_ids)}", INDEX, _dim(extent))
