@@ -93,7 +93,8 @@ def build(mod: IRModule, target: str = "llvm", opt_level: int = 3, num_threads: 
 
     t0 = time.perf_counter()
     key_src = json.dumps(
-        [structural_hash(mod), target_key(), opt_level, compiler_fingerprint(), FORMAT_VERSION]
+        [structural_hash(mod), target_key(), opt_level, compiler_fingerprint(), FORMAT_VERSION,
+         os.environ.get("RELAY_PROFILE") == "1"]
     )
     key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
     cdir = cache_dir() if cache else None
@@ -193,6 +194,8 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
         "target": {"triple": triple, "cpu": cpu, "features": features},
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
         "stats": {"kernels": plan.kernels, "steps": plan.steps, "timings": timings},
+        "steps": [{"kernel": k, "ops": o} for k, o in zip(plan.info["step_kernels"], plan.info["step_ops"])],
+        "profile": plan.info["profile"],
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

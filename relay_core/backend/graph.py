@@ -114,8 +114,13 @@ class GraphCompiler:
         self.const_arrays: list = []
         self.const_slot: dict = {}
         self.const_nodes: dict = {}
+        self.step_ops: list = []
         self.steps: list[Step] = []
         self.ws: list[Storage] = []
+        import os
+
+        # RELAY_PROFILE=1: the entry times every step (read with CompiledModule.profile())
+        self.profile = os.environ.get("RELAY_PROFILE") == "1"
 
     # -- values --------------------------------------------------------------------------------
     def _const(self, c: Constant, prepack=None, tag=None) -> Storage:
@@ -189,6 +194,8 @@ class GraphCompiler:
         return GraphPlan(
             names, in_types, out_types, self.const_arrays, total, ENTRY,
             kernels=len(self.kernels), steps=len(self.steps),
+            info={"step_ops": self.step_ops, "step_kernels": [s.kernel for s in self.steps],
+                  "profile": self.profile},
         )
 
     def _group(self, call: Call, args: list):
@@ -214,6 +221,7 @@ class GraphCompiler:
                 flat_args[i] = self._const(c, pp, (name, i))
         outs = [self._new_ws(t) for t in lk.out_types]
         self.steps.append(Step(name, list(flat_args), outs))
+        self.step_ops.append(sorted({n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}))
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
             from .lower import _unflatten
@@ -254,13 +262,19 @@ class GraphCompiler:
             arr = {"in": ins, "out": outs, "const": consts}[s.kind]
             return b.load(b.gep(arr, [ir.Constant(I64, s.index)]))
 
-        for st in self.steps:
+        prof = self.profile
+        if prof:
+            b.call(self.llctx.declare("relay_prof_start", ir.VoidType(), []), [])
+            tick = self.llctx.declare("relay_prof_step", ir.VoidType(), [I32])
+        for k, st in enumerate(self.steps):
             kfn = llmod.globals[st.kernel]
             args = []
             for s, pt in zip(st.inputs + st.outputs, kfn.function_type.args):
                 args.append(b.bitcast(ptr(s), pt))
             args.append(nth)
             b.call(kfn, args)
+            if prof:
+                b.call(tick, [ir.Constant(I32, k)])
         if self.copies:
             memcpy = self.llctx.declare("llvm.memcpy.p0i8.p0i8.i64", ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)])
             for dst, src in self.copies:

@@ -182,6 +182,17 @@ class CompiledModule:
 
     run = __call__
 
+    def profile(self) -> list[dict]:
+        """Mean time per step since the last call (modules built with RELAY_PROFILE=1)."""
+        if not self.manifest.get("profile"):
+            raise RelayError("this module was not built with RELAY_PROFILE=1")
+        steps = self.manifest["steps"]
+        out = np.zeros(len(steps), np.float64)
+        fn = self._lib.relay_prof_read
+        fn.argtypes = [_c_ptr, ctypes.c_int32]
+        fn(out.ctypes.data, len(steps))
+        return [dict(s, us=float(t) / 1e3) for s, t in zip(steps, out)]
+
     # -- export --------------------------------------------------------------------------------
     def export(self, path: str) -> str:
         """Write the library, weights and manifest to directory `path` (created)."""

@@ -75,3 +75,30 @@ uint64_t relay_entropy(void) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+/* Profiling (builds with RELAY_PROFILE=1): per-step wall time accumulated in nanoseconds. */
+#define RELAY_PROF_MAX 65536
+static double relay_prof_ns[RELAY_PROF_MAX];
+static int64_t relay_prof_calls[RELAY_PROF_MAX];
+static struct timespec relay_prof_last;
+
+void relay_prof_start(void) { clock_gettime(CLOCK_MONOTONIC, &relay_prof_last); }
+
+void relay_prof_step(int32_t step) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (step >= 0 && step < RELAY_PROF_MAX) {
+    relay_prof_ns[step] += (now.tv_sec - relay_prof_last.tv_sec) * 1e9 + (now.tv_nsec - relay_prof_last.tv_nsec);
+    relay_prof_calls[step] += 1;
+  }
+  relay_prof_last = now;
+}
+
+/* Copies n accumulated step times (ns) into out and resets them. */
+void relay_prof_read(double *out, int32_t n) {
+  for (int32_t i = 0; i < n && i < RELAY_PROF_MAX; i++) {
+    out[i] = relay_prof_calls[i] ? relay_prof_ns[i] / relay_prof_calls[i] : 0.0;
+    relay_prof_ns[i] = 0;
+    relay_prof_calls[i] = 0;
+  }
+}
