@@ -142,7 +142,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
 
     from .codegen import ModuleContext
     from .graph import GraphCompiler
-    from .llvm_target import compile_ir, host, link_shared, runtime_object
+    from .llvm_target import compile_ir, host, link_shared, runtime_objects
 
     timings = {}
     t = time.perf_counter()
@@ -153,13 +153,22 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
     llmod.triple = host()[0]
     ctx = ModuleContext(llmod)
     main = fused["main"]
-    plan = GraphCompiler(main, ctx).run()
+    from .graph import is_static_graph
+
+    if is_static_graph(main):
+        kind = "graph"
+        plan = GraphCompiler(main, ctx).run()
+    else:
+        from .vm import VMCompiler
+
+        kind = "vm"
+        plan = VMCompiler(fused, ctx).run()
     timings["lower"] = time.perf_counter() - t
     t = time.perf_counter()
     obj = compile_ir(str(llmod), opt_level)
     timings["llvm"] = time.perf_counter() - t
     t = time.perf_counter()
-    link_shared([obj, runtime_object(cache_dir())], os.path.join(out_dir, "lib.so"))
+    link_shared([obj, *runtime_objects(cache_dir())], os.path.join(out_dir, "lib.so"))
     timings["link"] = time.perf_counter() - t
     consts = []
     with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
@@ -179,26 +188,37 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
 
     manifest = {
         "format_version": FORMAT_VERSION,
+        "kind": kind,
         "hash": key,
         "entry": plan.entry,
-        "workspace_bytes": plan.workspace,
+        "workspace_bytes": getattr(plan, "workspace", 0),
         "inputs": [
-            {"name": n, "shape": list(t.shape), "dtype": t.dtype}
+            {"name": n, "shape": [_dim_json(d) for d in t.shape], "dtype": t.dtype}
             for n, t in zip(plan.input_names, plan.input_types)
         ],
         "outputs": [
-            {"name": n, "shape": list(t.shape), "dtype": t.dtype}
+            {"name": n, "shape": [_dim_json(d) for d in t.shape], "dtype": t.dtype}
             for n, t in zip(out_names, plan.output_types)
         ],
         "constants": consts,
         "target": {"triple": triple, "cpu": cpu, "features": features},
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
-        "stats": {"kernels": plan.kernels, "steps": plan.steps, "timings": timings},
-        "steps": [{"kernel": k, "ops": o} for k, o in zip(plan.info["step_kernels"], plan.info["step_ops"])],
-        "profile": plan.info["profile"],
+        "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
+        "steps": [{"kernel": k, "ops": o} for k, o in
+                  zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))],
+        "profile": plan.info.get("profile", False),
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def _dim_json(d):
+    """A dimension in the manifest: an int, a shape variable's name, or null (unknown)."""
+    from ..ir.types import ShapeVar
+
+    if isinstance(d, int):
+        return d
+    return d.name if isinstance(d, ShapeVar) else None
 
 
 def _dtype_name(dt) -> str:

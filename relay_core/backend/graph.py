@@ -82,6 +82,30 @@ def _children(e):
     return ()
 
 
+def is_static_graph(func: Function) -> bool:
+    """Dataflow only (primitive calls, tuples, constants) with static tensor types."""
+    for p in func.params:
+        t = p.checked_type
+        if not isinstance(t, TensorType) or not t.is_static:
+            return False
+    for node in post_order(func.body, _children):
+        t = type(node)
+        if t is Call:
+            if not (isinstance(node.op, Op) or (isinstance(node.op, Function) and node.op.attr("Primitive"))):
+                return False
+            if isinstance(node.op, Op) and node.op.opdef.data_dependent_shape:
+                return False
+        elif t not in (Var, Constant, Tuple, TupleGetItem, Function, Op):
+            return False
+        if t is Function and not node.attr("Primitive"):
+            return False
+        if t is not Op and t is not Function:
+            for leaf in flatten_type(node.checked_type):
+                if not leaf.is_static:
+                    return False
+    return True
+
+
 def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
     """Non-scalar constants of a primitive function become trailing parameters."""
     consts = [n for n in post_order(fn.body) if type(n) is Constant and n.data.ndim > 0]

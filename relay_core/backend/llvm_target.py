@@ -86,29 +86,37 @@ def cc() -> str:
     return path
 
 
-_RT_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "relay_rt.c")
+_RT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
 
 
-def runtime_object(cache: str | None) -> bytes:
-    """The C runtime (relay_core/backend/c/relay_rt.c) compiled to PIC object code, cached by
-    the hash of its source."""
-    with open(_RT_SOURCE, "rb") as f:
+def runtime_objects(cache: str | None) -> list[bytes]:
+    """The C runtime (relay_core/backend/c/*.c) compiled to PIC object code, cached by the
+    hash of each source."""
+    out = []
+    for name in sorted(os.listdir(_RT_DIR)):
+        if name.endswith(".c"):
+            out.append(_compile_c(os.path.join(_RT_DIR, name), cache))
+    return out
+
+
+def _compile_c(source: str, cache: str | None) -> bytes:
+    with open(source, "rb") as f:
         src = f.read()
     key = hashlib.blake2b(src + cc().encode(), digest_size=8).hexdigest()
-    if cache:
-        path = os.path.join(cache, f"relay_rt-{key}.o")
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                return f.read()
+    base = os.path.splitext(os.path.basename(source))[0]
+    path = os.path.join(cache, f"{base}-{key}.o") if cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return f.read()
     with tempfile.TemporaryDirectory(prefix="relay-rt-") as d:
         out = os.path.join(d, "rt.o")
-        cmd = [cc(), "-O2", "-fPIC", "-c", _RT_SOURCE, "-o", out]
+        cmd = [cc(), "-O2", "-fPIC", "-c", source, "-o", out]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"compiling the C runtime failed:\n{r.stderr[-4000:]}")
         with open(out, "rb") as f:
             obj = f.read()
-    if cache:
+    if path:
         os.makedirs(cache, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as f:

@@ -35,6 +35,7 @@ class LoweredKernel:
     dims: list  # te.Vars: run-time extents passed after the buffers
     dim_sources: list  # per dim: (flat input index, axis)
     prepack: dict = field(default_factory=dict)  # flat input index -> fn(np.ndarray)
+    out_shapes: list = field(default_factory=list)  # per output: dims (ints / PrimExprs of dims)
 
 
 def flatten_type(t) -> list[TensorType]:
@@ -127,6 +128,10 @@ class GroupLowering:
                 leaves.append(ph)
             values[p] = _unflatten(pt, leaves, 0)[0]
         self.in_index = {ph.id: k for k, ph in enumerate(placeholders)}
+        with te.tensor.shape_vars(self._shape_vars):
+            return self._lower_body(f, values, placeholders, in_types)
+
+    def _lower_body(self, f, values, placeholders, in_types):
         for node in post_order(f.body):
             if node in values:
                 continue
@@ -173,7 +178,10 @@ class GroupLowering:
         body = sched.run()
         params += self.dims
         kernel = T.Kernel(self.name, params, body, sched.contract)
-        return LoweredKernel(kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack)
+        return LoweredKernel(
+            kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack,
+            [tuple(o.shape) for o in outs],
+        )
 
     def _constant(self, c: Constant):
         data = c.data

@@ -42,7 +42,8 @@ def _default_threads() -> int:
 
 
 def _type_str(shape, dtype) -> str:
-    return f"Tensor[({', '.join(str(d) for d in shape)}), {dtype}]"
+    dims = ", ".join("?" if d is None else str(d) for d in shape)
+    return f"Tensor[({dims}), {dtype}]"
 
 
 class _ThreadState(threading.local):
@@ -82,6 +83,7 @@ class CompiledModule:
         self.manifest = m
         self.input_names = [i["name"] for i in m["inputs"]]
         self.output_names = [o["name"] for o in m["outputs"]]
+        self.kind = m.get("kind", "graph")
         self._in_shapes = [tuple(i["shape"]) for i in m["inputs"]]
         self._in_dtypes = [np.dtype(_dt.to_numpy(i["dtype"])) for i in m["inputs"]]
         self._out_shapes = [tuple(o["shape"]) for o in m["outputs"]]
@@ -94,10 +96,13 @@ class CompiledModule:
         self.num_threads = num_threads or _default_threads()
         self._load_constants()
         self._lib = ctypes.CDLL(os.path.join(self.path, "lib.so"))
-        fn = getattr(self._lib, m.get("entry", "relay_run"))
-        fn.argtypes = [_c_ptr, _c_ptr, _c_ptr, _c_ptr, ctypes.c_int32]
-        fn.restype = ctypes.c_int32
-        self._fn = fn
+        if self.kind == "vm":
+            self._setup_vm(m)
+        else:
+            fn = getattr(self._lib, m.get("entry", "relay_run"))
+            fn.argtypes = [_c_ptr, _c_ptr, _c_ptr, _c_ptr, ctypes.c_int32]
+            fn.restype = ctypes.c_int32
+            self._fn = fn
         self._ws = int(m["workspace_bytes"])
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
@@ -144,7 +149,23 @@ class CompiledModule:
             if type(v) is np.ndarray and v.dtype == dt and v.shape == shape and v.flags.c_contiguous:
                 continue
             vals[i] = self._coerce(i, v)
+        if self.kind == "vm":
+            self._check_dims(vals)
         return vals
+
+    def _check_dims(self, vals) -> None:
+        """Shape variables shared by several inputs must agree."""
+        seen: dict = {}
+        for i, v in enumerate(vals):
+            for d, s in zip(self._in_shapes[i], v.shape):
+                if isinstance(d, str):
+                    if d in seen and seen[d][1] != s:
+                        j = seen[d][0]
+                        raise InputError(
+                            f"dimension {d} is {seen[d][1]} in input {self.input_names[j]!r} "
+                            f"but {s} in input {self.input_names[i]!r}"
+                        )
+                    seen.setdefault(d, (i, s))
 
     def _coerce(self, i: int, v) -> np.ndarray:
         name, dt, shape = self.input_names[i], self._in_dtypes[i], self._in_shapes[i]
@@ -158,7 +179,9 @@ class CompiledModule:
                 arr = arr.astype(dt)
             except (TypeError, ValueError):
                 raise InputError(f"input {name!r} cannot be converted to {dt}") from None
-        if arr.shape != shape:
+        if len(arr.shape) != len(shape) or any(
+            isinstance(d, int) and d != s for d, s in zip(shape, arr.shape)
+        ):
             raise InputError(
                 f"input {name!r} has shape {arr.shape}, expected {shape} "
                 f"({self.input_types[i]})"
@@ -167,6 +190,8 @@ class CompiledModule:
 
     def __call__(self, *args, **kwargs) -> list[np.ndarray]:
         vals = self._bind(args, kwargs)
+        if self.kind == "vm":
+            return self._call_vm(vals)
         st = self._tls
         ins = st.inputs
         for i, v in enumerate(vals):
@@ -181,6 +206,58 @@ class CompiledModule:
         return outs
 
     run = __call__
+
+    # -- the general path (control flow, dynamic shapes): boxed values ------------------------
+    def _setup_vm(self, m) -> None:
+        lib = self._lib
+        c = ctypes
+        self._wrap = lib.relay_tensor_wrap
+        self._wrap.argtypes = [_c_ptr, c.c_int64, _c_ptr, c.c_int64]
+        self._wrap.restype = _c_ptr
+        self._release = lib.relay_release
+        self._release.argtypes = [_c_ptr]
+        self._ndim = lib.relay_ndim
+        self._ndim.argtypes = [_c_ptr]
+        self._ndim.restype = c.c_int64
+        self._shape = lib.relay_shape
+        self._shape.argtypes = [_c_ptr]
+        self._shape.restype = c.POINTER(c.c_int64)
+        self._data = lib.relay_data
+        self._data.argtypes = [_c_ptr]
+        self._data.restype = _c_ptr
+        self._guarded = lib.relay_guarded_call
+        self._guarded.argtypes = [_c_ptr, _c_ptr, _c_ptr, _c_ptr, c.c_int32]
+        self._guarded.restype = c.c_int32
+        self._last_error = lib.relay_last_error
+        self._last_error.restype = c.c_char_p
+        self._entry_addr = c.cast(getattr(lib, m.get("entry", "relay_run_dyn")), c.c_void_p).value
+
+    def _call_vm(self, vals) -> list[np.ndarray]:
+        c = ctypes
+        n, nout = len(vals), len(self.output_names)
+        ins = (c.c_void_p * max(n, 1))()
+        for i, v in enumerate(vals):
+            shape = (c.c_int64 * max(v.ndim, 1))(*v.shape)
+            ins[i] = self._wrap(v.ctypes.data, v.ndim, shape, v.itemsize)
+        outs = (c.c_void_p * max(nout, 1))()
+        rc = self._guarded(self._entry_addr, ins, outs, self._const_table.ctypes.data, self.num_threads)
+        if rc != 0:
+            msg = self._last_error().decode(errors="replace")
+            raise RuntimeError_(f"the compiled model failed: {msg}")
+        results = []
+        for k in range(nout):
+            o = outs[k]
+            nd = self._ndim(o)
+            sp = self._shape(o)
+            shape = tuple(sp[i] for i in range(nd))
+            dt = self._out_dtypes[k]
+            count = int(np.prod(shape, dtype=np.int64))
+            arr = np.empty(shape, dt)
+            if count:
+                c.memmove(arr.ctypes.data, self._data(o), count * dt.itemsize)
+            results.append(arr)
+            self._release(o)
+        return results
 
     def profile(self) -> list[dict]:
         """Mean time per step since the last call (modules built with RELAY_PROFILE=1)."""

@@ -352,8 +352,9 @@ def partition(
             part.run(tree, phase)
     out = {}
     for n, g in zip(graph, part.groups):
-        if isinstance(n.ref, (Call, Tuple, TupleGetItem)):
-            out[id(n.ref)] = g.find_root().root
+        e = n.ref
+        if (type(e) is Call and isinstance(e.op, Op)) or type(e) in (Tuple, TupleGetItem):
+            out[id(e)] = g.find_root().root
     return out
 
 
@@ -382,7 +383,7 @@ def fuse_function_body(body: Expr, fuse_opt_level: int = 2, max_depth: int = 256
         r = group_of.get(id(e))
         if r is not None and r is not e:
             continue  # built inside its group's function
-        if r is e and any(type(m) is Call for m in members[id(e)]):
+        if r is e and any(type(m) is Call and isinstance(m.op, Op) for m in members[id(e)]):
             memo[id(e)] = _make_group(members[id(e)], e, memo)
             continue
         kids = _all_children(e)

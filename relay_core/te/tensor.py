@@ -10,6 +10,8 @@ A shape dimension is an int or an int64 `PrimExpr` (a run-time dimension).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +31,20 @@ from .expr import (
 )
 
 _ids = itertools.count()
+
+# Shape variable name -> Var, while a fused group is lowered (relay_core.backend.lower): Relay
+# types' named dims (ShapeVar) read as those run-time dims.
+_SHAPE_VARS: contextvars.ContextVar[dict] = contextvars.ContextVar("te_shape_vars", default={})
+
+
+@contextlib.contextmanager
+def shape_vars(mapping: dict):
+    """Within the block, a Relay ShapeVar named n in a shape stands for mapping[n]."""
+    tok = _SHAPE_VARS.set(mapping)
+    try:
+        yield
+    finally:
+        _SHAPE_VARS.reset(tok)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -80,6 +96,18 @@ class Tensor:
 
 
 def _dim(d):
+    from ..ir.types import AnyDim, ShapeVar
+
+    if isinstance(d, ShapeVar):
+        v = _SHAPE_VARS.get().get(d.name)
+        if v is None:
+            raise ValueError(f"dimension {d.name} is not known to this kernel")
+        return v
+    if isinstance(d, AnyDim):
+        raise ValueError(
+            "a dimension unknown at compile time (?) reached a lowering rule that takes the "
+            "output shape from the type; the rule must compute it from its inputs"
+        )
     if isinstance(d, PrimExpr):
         c = const_value(d)
         if c is not None:
