@@ -426,7 +426,7 @@ def _make_group(nodes: list, root: Expr, memo: dict) -> Call:
             new[id(n)] = Tuple(tuple(arg_for(f) for f in n.fields), span=n.span)
         else:
             new[id(n)] = TupleGetItem(arg_for(n.tuple_value), n.index, span=n.span)
-    fn = Function(tuple(params), new[id(root)], root.checked_type, (), {"Primitive": 1})
+    fn = Function(tuple(params), new[id(root)], None, (), {"Primitive": 1})
     return Call(fn, tuple(args), span=root.span)
 
 
