@@ -63,6 +63,13 @@ _SUB_BYTE = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2}
 _ROUNDED = ("float16", "bfloat16")
 
 
+def _fp(t) -> bool:
+    """A float scalar or float vector type."""
+    if isinstance(t, ir.VectorType):
+        t = t.element
+    return isinstance(t, (ir.FloatType, ir.DoubleType, ir.HalfType))
+
+
 def is_unsigned(dtype: str) -> bool:
     return dtype in _dt.UNSIGNED_INT_DTYPES or dtype == "bool"
 
@@ -138,6 +145,12 @@ class ModuleContext:
         tn = self.declare("omp_get_thread_num", I32, [])
         nt = self.declare("omp_get_num_threads", I32, [])
         return par, tn, nt
+
+
+def _splat_const(t: ir.Type, v):
+    if isinstance(t, ir.VectorType):
+        return ir.Constant(t, [ir.Constant(t.element, v)] * t.count)
+    return ir.Constant(t, v)
 
 
 def _const(t: ir.Type, dtype: str, value):
@@ -350,7 +363,7 @@ class _FuncEmitter:
         b.call(free, [raw])
 
     def call_kernel(self, s: T.CallKernel) -> None:
-        if s.name not in self.ctx.externs:
+        if s.name not in self.ctx.externs and s.emit is not None:
             s.emit(self.ctx.llmod, s.name)
             self.ctx.externs.add(s.name)
         fn = self.ctx.llmod.globals[s.name]
@@ -516,7 +529,7 @@ class _FuncEmitter:
         if t is Unary:
             a = self.val(e.a)
             if e.op == "neg":
-                return b.fneg(a) if isinstance(a.type, (ir.FloatType, ir.DoubleType)) else b.neg(a)
+                return b.fneg(a) if _fp(a.type) else b.neg(a)
             return b.not_(a)
         if t is Select:
             if self._guarded(e):
@@ -555,7 +568,7 @@ class _FuncEmitter:
 
     def binary(self, op: str, a, c, dtype: str):
         b = self.b
-        fl = isinstance(a.type, (ir.FloatType, ir.DoubleType))
+        fl = _fp(a.type)
         if fl:
             if op == "add":
                 return b.fadd(a, c, flags=self.fm)
@@ -622,7 +635,7 @@ class _FuncEmitter:
     def compare(self, op: str, a, c, dtype: str):
         b = self.b
         sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
-        if isinstance(a.type, (ir.FloatType, ir.DoubleType)):
+        if _fp(a.type):
             if op == "ne":
                 return b.fcmp_unordered("!=", a, c)
             return b.fcmp_ordered(sym, a, c)
@@ -698,12 +711,12 @@ class _FuncEmitter:
         name = e.name
         a0 = args[0]
         t = a0.type
-        fl = isinstance(t, (ir.FloatType, ir.DoubleType))
+        fl = _fp(t)
         if name in ("isnan", "isinf", "isfinite"):
             if name == "isnan":
                 return b.fcmp_unordered("uno", a0, a0)
             ab = b.call(self.ctx.intrinsic("fabs", t), [a0])
-            inf = ir.Constant(t, math.inf)
+            inf = _splat_const(t, math.inf)
             return b.fcmp_ordered("==" if name == "isinf" else "!=", ab, inf)
         if not fl:
             if name == "abs":
@@ -718,10 +731,10 @@ class _FuncEmitter:
             return b.call(self.ctx.intrinsic("fabs", t), [a0])
         if name == "rsqrt":
             s = b.call(self.ctx.intrinsic("sqrt", t), [a0])
-            return b.fdiv(ir.Constant(t, 1.0), s)
+            return b.fdiv(_splat_const(t, 1.0), s)
         if name == "fmod":
             return b.frem(a0, args[1])
-        if t == F32 and name in POLY_F32:
+        if (t == F32 or (isinstance(t, ir.VectorType) and t.element == F32)) and name in POLY_F32:
             return POLY_F32[name](b, a0)
         if name == "sigmoid":
             e_ = self.libm("exp", t, [b.fneg(a0)])

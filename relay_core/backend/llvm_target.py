@@ -99,10 +99,21 @@ def runtime_objects(cache: str | None) -> list[bytes]:
     return out
 
 
+_C_MEMO: dict = {}
+
+
 def _compile_c(source: str, cache: str | None) -> bytes:
     with open(source, "rb") as f:
         src = f.read()
     key = hashlib.blake2b(src + cc().encode(), digest_size=8).hexdigest()
+    if key in _C_MEMO:  # compiled once per process even without a disk cache
+        return _C_MEMO[key]
+    obj = _compile_c_cached(source, cache, key)
+    _C_MEMO[key] = obj
+    return obj
+
+
+def _compile_c_cached(source: str, cache: str | None, key: str) -> bytes:
     base = os.path.splitext(os.path.basename(source))[0]
     path = os.path.join(cache, f"{base}-{key}.o") if cache else None
     if path and os.path.exists(path):

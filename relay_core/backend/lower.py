@@ -98,6 +98,8 @@ class GroupLowering:
         self._shape_vars: dict[str, te.Var] = {}
         self.prepack: dict = {}
         self._ext = 0
+        self.no_kernel: set = set()  # ids of calls whose kernel refused them
+        self.externs: list = []
 
     def _dim(self, d, k: int, axis: int):
         if isinstance(d, int):
@@ -112,6 +114,17 @@ class GroupLowering:
         return v
 
     def run(self) -> LoweredKernel:
+        from .schedule import KernelUnsupported
+
+        while True:
+            try:
+                return self._run()
+            except KernelUnsupported as e:
+                self.no_kernel.add(id(e.op.call))
+                self.dims, self.dim_sources, self._shape_vars = [], [], {}
+                self.prepack, self.externs = {}, []
+
+    def _run(self) -> LoweredKernel:
         f = self.func
         placeholders: list[te.Tensor] = []
         in_types: list[TensorType] = []
@@ -174,8 +187,11 @@ class GroupLowering:
             b = T.Buffer(f"out{k}", o.dtype, te.size(o.shape), "param", o.shape)
             bufs[o.id] = b
             params.append(b)
-        sched = Scheduler(outs, bufs, self.nthreads)
+        sched = Scheduler(outs, bufs, self.nthreads, self.llctx)
         body = sched.run()
+        for op in self.externs:
+            for i, fn in ((op.info.prepack or {}) if op.info is not None else {}).items():
+                self.prepack[self.in_index[op.flat_in[i].id]] = fn
         params += self.dims
         kernel = T.Kernel(self.name, params, body, sched.contract)
         return LoweredKernel(
@@ -214,19 +230,22 @@ class GroupLowering:
         out_types = flatten_type(out_type)
         if not all(t.is_static for t in in_types + out_types):
             return None
+        if id(call) in self.no_kernel:
+            return None
         const_inputs = tuple(
             i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
         )
         self._ext += 1
         kname = f"{self.name}_k{self._ext}"
-        try:
-            info = gen(self.llctx.llmod, kname, in_types, out_types, call.attrs, None, const_inputs)
-        except NotImplementedError:
-            return None
-        for i, fn in (info.prepack or {}).items():
-            self.prepack[self.in_index[flat_in[i].id]] = fn
-        self.llctx.externs.add(kname)
-        outs = extern(kname, [(t.shape, t.dtype) for t in out_types], flat_in, None)
+        attrs = call.attrs
+
+        def emit(llmod, name, epilogue):
+            return gen(llmod, name, in_types, out_types, attrs, epilogue, const_inputs)
+
+        outs = extern(kname, [(t.shape, t.dtype) for t in out_types], flat_in, emit)
+        op = outs[0].attrs["extern"]
+        op.call, op.flat_in = call, flat_in
+        self.externs.append(op)
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]
         return outs[0]

@@ -125,7 +125,7 @@ def argsort_positions(x: te.Tensor, axis: int, k: int, descending: bool) -> te.T
     n = shape[axis]
     oshape = shape[:axis] + (k,) + shape[axis + 1 :]
 
-    def emit(llmod, name):
+    def emit(llmod, name, epilogue=None):
         if name not in llmod.globals:
             elem = storage_type(x.dtype).as_pointer()
             ir.Function(llmod, ir.FunctionType(VOID, [elem, I64.as_pointer(), I64, I64, I64, I64, I32, I32]), name)

@@ -32,9 +32,11 @@ class ExternOp:
 
     name: str
     inputs: list
-    emit: object  # callable(llmod, name) -> None: defines the kernel in the module
+    emit: object  # callable(llmod, name, epilogue) -> KernelInfo | None: defines the kernel
     outputs: list = None  # filled by extern()
     scalar_args: tuple = ()
+    info: object = None  # what emit returned (prepacking of constant inputs)
+    call: object = None  # the Relay call it computes (to fall back to tensor expressions)
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -122,10 +124,20 @@ def _size(shape):
     return n
 
 
-class Scheduler:
-    """Builds the loop IR of one kernel."""
+class KernelUnsupported(Exception):
+    """A hand-written kernel refused its configuration: lower that call otherwise."""
 
-    def __init__(self, outputs: list[Tensor], buffers: dict, nthreads: int = 2):
+    def __init__(self, op):
+        super().__init__(op.name)
+        self.op = op
+
+
+class Scheduler:
+    """Builds the loop IR of one kernel. `llctx` (a codegen ModuleContext) receives the
+    hand-written kernels the group calls."""
+
+    def __init__(self, outputs: list[Tensor], buffers: dict, nthreads: int = 2, llctx=None):
+        self.llctx = llctx
         self.outputs = outputs
         self.buffers = dict(buffers)  # Tensor id -> Buffer (placeholders and outputs)
         self.nthreads = nthreads
@@ -242,10 +254,11 @@ class Scheduler:
             host = self._compute_at_host(t, readers[t.id], placed)
             if host is not None:
                 placed[t.id] = host
+        absorbed = self._epilogues(stages, stage_exprs, readers, placed, out_ids)
         stmts = []
         done_extern = set()
         for t in stages:
-            if t.id in placed:
+            if t.id in placed or t.id in absorbed:
                 continue
             if _is_extern(t):
                 op = t.attrs["extern"]
@@ -253,11 +266,19 @@ class Scheduler:
                     continue
                 done_extern.add(id(op))
                 ins = [self.buffer(x) for x in op.inputs]
-                outs = [self.buffer(x) for x in op.outputs]
                 if isinstance(op, LoopOp):
+                    outs = [self.buffer(x) for x in op.outputs]
                     stmts.append(op.build(ins, outs))
+                    continue
+                fused = getattr(op, "fused", None)
+                if fused is None:
+                    self._emit_kernel(op, None)
+                    outs = [self.buffer(x) for x in op.outputs]
+                    extra = []
                 else:
-                    stmts.append(T.CallKernel(op.name, ins + outs + list(op.scalar_args), op.emit))
+                    stage, extra = fused
+                    outs = [self.buffer(stage)]
+                stmts.append(T.CallKernel(op.name, ins + outs + extra + list(op.scalar_args), None))
                 continue
             inner = [r for r in stages if placed.get(r.id, (None,))[0] is t]
             stmts.append(self._stage(t, stage_exprs, inner, placed))
@@ -265,6 +286,81 @@ class Scheduler:
         for b in reversed(self.allocs):
             body = T.Allocate(b, body)
         return body
+
+    def _emit_kernel(self, op, epilogue) -> bool:
+        """Define a hand-written kernel in the module (once); False if it refused the
+        epilogue, KernelUnsupported if it refused the call."""
+        if op.emit is None or self.llctx is None:
+            return True
+        try:
+            op.info = op.emit(self.llctx.llmod, op.name, epilogue)
+        except NotImplementedError:
+            if epilogue is not None:
+                self._forget(op.name)
+                return False
+            self._forget(op.name)
+            raise KernelUnsupported(op) from None
+        self.llctx.externs.add(op.name)
+        return True
+
+    def _forget(self, name: str) -> None:
+        g = self.llctx.llmod.globals
+        if name in g:
+            del g[name]
+
+    def _epilogues(self, stages, stage_exprs, readers, placed, out_ids) -> set:
+        """Fuse each hand-written kernel's single elementwise consumer into it (see
+        relay_core.backend.epilogue). Returns the ids of the stages the kernels absorbed."""
+        absorbed: set = set()
+        if self.llctx is None:
+            return absorbed
+        hosts = {h.id for h, _, _ in placed.values()}
+        for t in stages:
+            op = t.attrs.get("extern") if _is_extern(t) else None
+            if op is None or isinstance(op, LoopOp) or len(op.outputs) != 1 or t.id in out_ids:
+                continue
+            rd = readers.get(t.id, [])
+            if not rd or any(r is None or r is not rd[0][0] for r, _ in rd):
+                continue
+            c = rd[0][0]
+            if (
+                c.is_reduction or c.id in hosts or c.id in absorbed or c.dtype != "float32"
+                or t.dtype != "float32" or tuple(c.shape) != tuple(t.shape)
+                or not all(isinstance(d, int) for d in c.shape) or not c.shape
+            ):
+                continue
+            if any(tuple(n.indices) != tuple(c.op.axes) for _, n in rd):
+                continue
+            expr = stage_exprs[c.id]
+            ok = True
+            for n in post_order(expr):
+                if type(n) is Read and n.tensor is not t:
+                    x = n.tensor
+                    if not (x.op is None and ("const" in x.attrs or x.id in self.buffers)):
+                        ok = False
+                        break
+            if not ok:
+                continue
+            from .epilogue import epilogue_for
+
+            value_buf = T.Buffer("epi_value", t.dtype, _size(t.shape), "param", t.shape)
+            saved = self.buffers.get(t.id)
+            self.buffers[t.id] = value_buf
+            for v, d in zip(c.op.axes, c.shape):
+                self.simp.set_bound(v, 0, d - 1)
+            loads = self.to_loads(expr, {})
+            if saved is None:
+                del self.buffers[t.id]
+            else:
+                self.buffers[t.id] = saved
+            made = epilogue_for(self.llctx, loads, value_buf, c.op.axes)
+            if made is None:
+                continue
+            epi, extras = made
+            if self._emit_kernel(op, epi):
+                op.fused = (c, extras)
+                absorbed.add(c.id)
+        return absorbed
 
     def _compute_at_host(self, r: Tensor, reads: list, placed: dict):
         """(host stage, depth, mapping) when every read of `r` is by one stage at that stage's
@@ -457,10 +553,10 @@ def _static_work(shape, expr) -> int | None:
     return n
 
 
-def schedule(outputs: list[Tensor], buffers: dict, nthreads: int = 2) -> T.Stmt:
+def schedule(outputs: list[Tensor], buffers: dict, nthreads: int = 2, llctx=None) -> T.Stmt:
     """The loop IR computing `outputs`; `buffers` maps tensor ids of placeholders and outputs
     to Buffers."""
-    return Scheduler(outputs, buffers, nthreads).run()
+    return Scheduler(outputs, buffers, nthreads, llctx).run()
 
 
 __all__ = ["schedule", "Scheduler", "ExternOp", "extern", "flat_index", "operands"]
