@@ -178,7 +178,7 @@ class KernelCodegen:
     def emit(self) -> ir.Function:
         k = self.kernel
         argtys = [
-            storage_type(p.dtype).as_pointer() if isinstance(p, T.Buffer) else I64
+            storage_type(p.dtype).as_pointer() if isinstance(p, T.Buffer) else compute_type(p.dtype)
             for p in k.params
         ] + [I32]
         fn = ir.Function(self.ctx.llmod, ir.FunctionType(VOID, argtys), k.name)
@@ -197,6 +197,28 @@ class KernelCodegen:
             em.fm, em.fm_red = (), ("reassoc", "nsz")
         em.body(k.body)
         return fn
+
+
+class ExprEmitter:
+    """Scalar PrimExprs emitted with an existing builder (shapes and values computed by the
+    caller of a kernel): `ExprEmitter(ctx, builder, {id(var): value})(expr)`."""
+
+    def __init__(self, ctx: ModuleContext, b: ir.IRBuilder, values: dict):
+        em = _FuncEmitter.__new__(_FuncEmitter)
+        em.ctx, em.fn, em.b = ctx, b.function, b
+        em.env = _Env()
+        em.env.vars.update(values)
+        em.scopes, em.has_load, em.local_bufs = [{}], {}, {}
+        em.fm, em.fm_red = FM, FM_RED
+        self.em = em
+
+    def __call__(self, e):
+        if isinstance(e, int):
+            return ir.Constant(I64, e)
+        v = self.em.expr(e)
+        if e.dtype != "int64":
+            v = self.em.cast(v, e.dtype, "int64")
+        return v
 
 
 class _Env:

@@ -25,7 +25,7 @@ from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import post_order
 from . import memory
-from .codegen import I8, I32, I64, PTR, KernelCodegen, ModuleContext
+from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
 from .lower import GroupLowering, flatten_type
 
 ENTRY = "relay_run"
@@ -54,6 +54,7 @@ class Step:
     kernel: str
     inputs: list
     outputs: list
+    values: list = field(default_factory=list)  # (flat input, flat index, dtype, var dtype)
 
 
 @dataclass
@@ -223,6 +224,8 @@ class GraphCompiler:
         )
 
     def _group(self, call: Call, args: list):
+        if _is_view(call.op) and isinstance(args[0], Storage):
+            return args[0]  # a reshape of a value: the same bytes, no kernel
         fn, consts = lift_constants(call.op)
         for c in consts:
             args = args + [self._const(c)]
@@ -233,7 +236,9 @@ class GraphCompiler:
         if entry is None:
             name = f"{self.prefix}{len(self.kernels)}"
             lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
-            if lk.dims:
+            if any(src[0] != "value" for src in lk.dim_sources) or any(
+                not isinstance(d, int) for shape in lk.out_shapes for d in shape
+            ):
                 raise NotStaticGraph("a kernel with run-time dimensions")
             KernelCodegen(self.llctx, lk.kernel).emit()
             entry = self.kernels[key] = (lk, name)
@@ -244,7 +249,11 @@ class GraphCompiler:
                 c = self.const_nodes[flat_args[i].index]
                 flat_args[i] = self._const(c, pp, (name, i))
         outs = [self._new_ws(t) for t in lk.out_types]
-        self.steps.append(Step(name, list(flat_args), outs))
+        values = [
+            (src[1], int(src[2].value), lk.in_types[src[1]].dtype, dv.dtype)
+            for dv, src in zip(lk.dims, lk.dim_sources)
+        ]
+        self.steps.append(Step(name, list(flat_args), outs, values))
         self.step_ops.append(sorted({n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}))
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
@@ -295,6 +304,11 @@ class GraphCompiler:
             args = []
             for s, pt in zip(st.inputs + st.outputs, kfn.function_type.args):
                 args.append(b.bitcast(ptr(s), pt))
+            for k_in, flat, dtype, vdt in st.values:  # run-time values the kernel reads (dyn.*)
+                em = ExprEmitter(self.llctx, b, {}).em
+                p = b.bitcast(ptr(st.inputs[k_in]), storage_type(dtype).as_pointer())
+                v = em.from_storage(b.load(b.gep(p, [ir.Constant(I64, flat)])), dtype)
+                args.append(em.cast(v, dtype, vdt))
             args.append(nth)
             b.call(kfn, args)
             if prof:
@@ -308,6 +322,18 @@ class GraphCompiler:
         g = ir.GlobalVariable(llmod, I64, "relay_workspace_bytes")
         g.initializer = ir.Constant(I64, self.total)
         g.global_constant = True
+
+
+def _is_view(fn: Function) -> bool:
+    """The function only reshapes its first parameter (chains of view ops)."""
+    e = fn.body
+    if type(e) is not Call:
+        return False
+    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.extra.get("view"):
+        if len(e.args) > 1 and any(type(a) is not Var for a in e.args[1:]):
+            return False
+        e = e.args[0]
+    return e is fn.params[0] if fn.params else False
 
 
 def _flatten(v) -> list:

@@ -32,10 +32,15 @@ class LoweredKernel:
     kernel: T.Kernel
     in_types: list  # flattened input TensorTypes
     out_types: list  # flattened output TensorTypes
-    dims: list  # te.Vars: run-time extents passed after the buffers
-    dim_sources: list  # per dim: (flat input index, axis)
+    dims: list  # te.Vars: run-time extents (and run-time values) passed after the buffers
+    # per dim: ("shape", flat input, axis) | ("value", flat input, flat index) |
+    # ("pre", pre-kernel output, flat index): where the caller reads it
+    dim_sources: list
     prepack: dict = field(default_factory=dict)  # flat input index -> fn(np.ndarray)
     out_shapes: list = field(default_factory=list)  # per output: dims (ints / PrimExprs of dims)
+    # A kernel to run first when shapes depend on computed values (nonzero's count):
+    # (Kernel, [(shape, dtype)] of its outputs); it takes the same inputs and shape dims.
+    pre: tuple | None = None
 
 
 def flatten_type(t) -> list[TensorType]:
@@ -108,7 +113,7 @@ class GroupLowering:
             return self._shape_vars[d.name]
         v = te.Var(f"{self.name}_d{len(self.dims)}")
         self.dims.append(v)
-        self.dim_sources.append((k, axis))
+        self.dim_sources.append(("shape", k, axis))
         if isinstance(d, ShapeVar):
             self._shape_vars[d.name] = v
         return v
@@ -141,7 +146,8 @@ class GroupLowering:
                 leaves.append(ph)
             values[p] = _unflatten(pt, leaves, 0)[0]
         self.in_index = {ph.id: k for k, ph in enumerate(placeholders)}
-        with te.tensor.shape_vars(self._shape_vars):
+        self.value_sink: list = []
+        with te.tensor.shape_vars(self._shape_vars), te.tensor.value_vars(self.value_sink):
             return self._lower_body(f, values, placeholders, in_types)
 
     def _lower_body(self, f, values, placeholders, in_types):
@@ -187,6 +193,8 @@ class GroupLowering:
             b = T.Buffer(f"out{k}", o.dtype, te.size(o.shape), "param", o.shape)
             bufs[o.id] = b
             params.append(b)
+        shape_dims = list(self.dims)
+        pre = self._pre_kernel(placeholders, bufs, shape_dims)
         sched = Scheduler(outs, bufs, self.nthreads, self.llctx)
         body = sched.run()
         for op in self.externs:
@@ -196,8 +204,47 @@ class GroupLowering:
         kernel = T.Kernel(self.name, params, body, sched.contract)
         return LoweredKernel(
             kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack,
-            [tuple(o.shape) for o in outs],
+            [tuple(o.shape) for o in outs], pre,
         )
+
+    def _pre_kernel(self, placeholders, bufs, shape_dims):
+        """Register the run-time values that shapes use; values computed from the inputs
+        (not inputs themselves) get a first kernel that produces them."""
+        from ..te.simplify import Simplifier
+        from .schedule import flat_index
+
+        pre_tensors: list = []
+        for v, t, index in self.value_sink:
+            if t.id in self.in_index:
+                k = self.in_index[t.id]
+                flat = Simplifier()(flat_index(t.shape, index)) if index else te.index(0)
+                self.dims.append(v)
+                self.dim_sources.append(("value", k, flat))
+                continue
+            if t.op is None:
+                raise LoweringError("a run-time value must come from an input or a compute")
+            if t not in pre_tensors:
+                pre_tensors.append(t)
+            j = pre_tensors.index(t)
+            if not all(isinstance(d, int) for d in t.shape):
+                raise LoweringError("values read for shapes must have a static shape")
+            flat = 0
+            for d, i in zip(t.shape, index):
+                flat = flat * d + i
+            self.dims.append(v)
+            self.dim_sources.append(("pre", j, te.index(flat)))
+        if not pre_tensors:
+            return None
+        pbufs = {ph.id: bufs[ph.id] for ph in placeholders}
+        params = [bufs[ph.id] for ph in placeholders]
+        for j, t in enumerate(pre_tensors):
+            b = T.Buffer(f"pre{j}", t.dtype, te.size(t.shape), "param", t.shape)
+            pbufs[t.id] = b
+            params.append(b)
+        sched = Scheduler(pre_tensors, pbufs, 1, self.llctx)
+        body = sched.run()
+        kernel = T.Kernel(self.name + "_pre", params + shape_dims, body, sched.contract)
+        return kernel, [(t.shape, t.dtype) for t in pre_tensors]
 
     def _constant(self, c: Constant):
         data = c.data

@@ -193,3 +193,64 @@ def _max_unpool(nd: int):
 
 for _nd in (1, 2, 3):
     register_lower(f"nn.max_unpool{_nd}d")(_max_unpool(_nd))
+
+
+# -- nonzero / argwhere: count first (a kernel of its own), then a sequential scan -----------------
+def _nonzero_count(x):
+    n = _size(_static(x.shape, "nonzero"))
+    flat = te.compute((n,), lambda f: x[_unravel_static(f, x.shape)], "nz_flat") if x.ndim != 1 else x
+    k = te.reduce_axis(n, "k")
+    zero = E.Const(False, "bool") if x.dtype == "bool" else E.as_expr(0, x.dtype)
+    return te.compute((), lambda: te.sum(E.cast("int64", E.ne(flat[k], zero)), k), "nz_count")
+
+
+def _unravel_static(f, shape):
+    from ..te.lower_transform import unravel
+
+    return unravel(f, shape)
+
+
+def _nonzero_scan(x, transposed: bool):
+    shape = _static(x.shape, "nonzero")
+    nd = len(shape)
+    cnt = te.value_of(_nonzero_count(x), ())
+    oshape = (cnt, nd) if transposed else (nd, cnt)
+
+    def build(ins, outs):
+        src, out = ins[0], outs[0]
+        c = T.Buffer("nz_c", "int64", 1, "local")
+        f = T.index_var("nz_f")
+        zero = E.Const(False, "bool") if src.dtype == "bool" else E.as_expr(0, src.dtype)
+        coords = _unravel_static(f, shape)
+        cur = Load(c, E.index(0), "int64")
+        writes = []
+        for d in range(nd):
+            pos = cur * nd + d if transposed else E.index(d) * cnt + cur
+            writes.append(T.Store(out, pos, coords[d]))
+        writes.append(T.Store(c, E.index(0), cur + 1))
+        body = T.IfThenElse(E.ne(Load(src, f, src.dtype), zero), T.seq(*writes))
+        return T.Allocate(c, T.seq(T.Store(c, E.index(0), E.index(0)), T.For(f, _size(shape), body)))
+
+    return loop_op("nonzero", [(oshape, "int64")], [x], build)[0]
+
+
+@register_lower("nonzero")
+def _nonzero(inputs, attrs, out_type):
+    return _nonzero_scan(inputs[0], False)
+
+
+@register_lower("argwhere")
+def _argwhere(inputs, attrs, out_type):
+    return _nonzero_scan(inputs[0], True)
+
+
+@register_lower("dyn.topk")
+def _dyn_topk(inputs, attrs, out_type):
+    x, kt = inputs
+    axis = attrs.axis % x.ndim
+    k = te.value_of(kt, (0,) * kt.ndim)
+    k = E.max_(E.min_(k, E.index(x.shape[axis])), E.index(0))  # dyn.topk takes k literally
+    pos = argsort_positions(x, axis, k, not attrs.is_ascend)
+    values = _gather_along(x, pos, axis)
+    idx = compute(pos.shape, lambda *i: E.cast(attrs.dtype, pos[i]), "topk_idx")
+    return {"both": (values, idx), "values": values, "indices": idx}[attrs.ret_type]

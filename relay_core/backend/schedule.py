@@ -20,8 +20,12 @@ from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
 from . import tir as T
 
-# Elements of work below which a stage stays on one thread (a GOMP dispatch costs ~3 us).
-PARALLEL_MIN_WORK = 1 << 15
+# Estimated operations below which a stage stays on one thread. A GOMP dispatch costs ~3 us on
+# an idle machine, but a whole scheduler time slice when the worker's core is busy, so small
+# stages (a 128 KB copy) are not worth it.
+PARALLEL_MIN_WORK = 1 << 18
+# Rough cost per element of expression nodes (transcendentals are polynomials or libm calls).
+_NODE_COST = {"Call": 16, "Load": 1, "Read": 1, "Binary": 1, "Select": 1, "Cast": 1, "Compare": 1}
 
 
 @dataclass(eq=False)
@@ -440,6 +444,8 @@ class Scheduler:
             value = self.to_loads(expr, local)
             body = T.Store(out_buf, self.simp(flat_index(shape, axes)), value)
         work = _static_work(shape, expr)
+        if work is not None:
+            work *= _expr_cost(expr)
         for r in inner:
             w, depth = _static_work([], stage_exprs[r.id]), placed[r.id][1]
             outer = _static_work(shape[:depth], None)
@@ -537,6 +543,12 @@ class Scheduler:
         for var, val in reversed(lets):
             body = T.LetStmt(var, val, body)
         return T.For(fused, total, body, "parallel")
+
+
+def _expr_cost(expr) -> int:
+    """Operations per output element (at least 1), counted over the expression DAG."""
+    src = expr.source if type(expr) is Reduce else expr
+    return max(1, sum(_NODE_COST.get(type(n).__name__, 0) for n in post_order(src)))
 
 
 def _static_work(shape, expr) -> int | None:

@@ -48,10 +48,8 @@ from ..ir.expr import (
 from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import free_vars, post_order
-from ..te.expr import Binary, Compare, Const, PrimExpr, Select, Unary
-from ..te.expr import Var as TVar
-from ..te.visit import post_order as prim_post_order
-from .codegen import I1, I8, I32, I64, PTR, VOID, KernelCodegen, ModuleContext
+from ..te.expr import PrimExpr
+from .codegen import I1, I8, I32, I64, PTR, VOID, ExprEmitter, KernelCodegen, ModuleContext, storage_type
 from .graph import _wrap_op, lift_constants
 from .lower import GroupLowering, flatten_type
 
@@ -255,6 +253,8 @@ class VMCompiler:
             name = f"vk{len(self.kernels)}"
             lk = GroupLowering(fn, name, self.llctx, frozenset(), self.nthreads).run()
             KernelCodegen(self.llctx, lk.kernel).emit()
+            if lk.pre is not None:
+                KernelCodegen(self.llctx, lk.pre[0]).emit()
             entry = self.kernels[key] = (lk, name)
         return entry[0], entry[1], consts
 
@@ -672,33 +672,57 @@ class _FunctionEmitter:
             flat.append(b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(c))])))
         if len(flat) != len(lk.in_types):
             raise VMError(f"kernel {name}: {len(flat)} inputs for {len(lk.in_types)} parameters")
+        nth = b.load(b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 2)]))
         dims = {}
-        for dv, (k, axis) in zip(lk.dims, lk.dim_sources):
-            dims[id(dv)] = self.rt("relay_dim", [flat[k], ir.Constant(I64, axis)])
-        # static dims of dynamic-shaped values are checked where the type promises them
-        for k, (v, t) in enumerate(zip(flat, lk.in_types)):
-            for axis, d in enumerate(t.shape):
-                if isinstance(d, int) and not _static_source(call, k):
-                    self.rt("relay_check_dim", [self.rt("relay_dim", [v, ir.Constant(I64, axis)]), ir.Constant(I64, d),
-                                                self.vm.cstr(f"input {k} of kernel {name}: dimension {axis}")])
+        for dv, src in zip(lk.dims, lk.dim_sources):
+            if src[0] == "shape":
+                dims[id(dv)] = self.rt("relay_dim", [flat[src[1]], ir.Constant(I64, src[2])])
+        pre_outs = []
+        if lk.pre is not None:  # values the shapes need, computed first
+            pk, specs = lk.pre
+            for shape, dtype in specs:
+                arr = self._dims_array([ir.Constant(I64, d) for d in shape])
+                pre_outs.append(self.rt("relay_tensor_new", [ir.Constant(I64, len(shape)), arr, ir.Constant(I64, _dt.itemsize(dtype))]))
+            pfn = self.vm.llmod.globals[pk.name]
+            ptrs = [self.rt("relay_data", [v]) for v in flat + pre_outs]
+            pargs = [b.bitcast(p, pt) for p, pt in zip(ptrs, pfn.function_type.args)]
+            pargs += [dims[id(dv)] for dv in lk.dims if id(dv) in dims and _src(lk, dv)[0] == "shape"]
+            b.call(pfn, pargs + [nth])
+        for dv, src in zip(lk.dims, lk.dim_sources):
+            if src[0] == "shape":
+                continue
+            obj = flat[src[1]] if src[0] == "value" else pre_outs[src[1]]
+            t = lk.in_types[src[1]].dtype if src[0] == "value" else lk.pre[1][src[1]][1]
+            idx = ExprEmitter(self.vm.llctx, b, dims)(src[2])
+            p = b.bitcast(self.rt("relay_data", [obj]), storage_type(t).as_pointer())
+            v = b.load(b.gep(p, [idx]))
+            em = ExprEmitter(self.vm.llctx, b, {}).em
+            dims[id(dv)] = em.cast(em.from_storage(v, t), t, dv.dtype)
         outs = []
+        shape_em = ExprEmitter(self.vm.llctx, b, dims)
         for shape, t in zip(lk.out_shapes, lk.out_types):
-            ds = [_emit_index(b, d, dims) for d in shape]
-            self.alloca_b.position_at_start(self.fn.entry_basic_block)
-            arr = self.alloca_b.alloca(I64, size=ir.Constant(I64, max(len(ds), 1)))
-            for i, d in enumerate(ds):
-                b.store(d, b.gep(arr, [ir.Constant(I64, i)]))
+            ds = [shape_em(d) for d in shape]
+            arr = self._dims_array(ds)
             outs.append(self.rt("relay_tensor_new", [ir.Constant(I64, len(ds)), arr, ir.Constant(I64, _dt.itemsize(t.dtype))]))
         kfn = self.vm.llmod.globals[name]
         ptrs = [self.rt("relay_data", [v]) for v in flat + outs]
         args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]
         args += [dims[id(dv)] for dv in lk.dims]
-        nth = b.load(b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 2)]))
         b.call(kfn, args + [nth])
+        for o in pre_outs:
+            self.rt("relay_release", [o])
         rt = call.op.body.checked_type
         if isinstance(rt, TupleType):
             return self._pack(rt, outs)
         return outs[0]
+
+    def _dims_array(self, ds: list):
+        """An i64 array (an alloca in the entry block, reused by loops) holding `ds`."""
+        self.alloca_b.position_at_start(self.fn.entry_basic_block)
+        arr = self.alloca_b.alloca(I64, size=ir.Constant(I64, max(len(ds), 1)))
+        for i, d in enumerate(ds):
+            self.b.store(d, self.b.gep(arr, [ir.Constant(I64, i)]))
+        return arr
 
     def _pack(self, t, outs: list):
         """Tuples of the kernel outputs (taken in order)."""
@@ -715,59 +739,16 @@ class _FunctionEmitter:
         return build(t)
 
 
+def _src(lk, dv):
+    for d, s in zip(lk.dims, lk.dim_sources):
+        if d is dv:
+            return s
+    return None
+
+
 def _static_source(call: Call, k: int) -> bool:
     """Whether flat input k comes from a statically typed argument (no run-time check)."""
     return True
-
-
-def _emit_index(b: ir.IRBuilder, d, dims: dict):
-    """LLVM i64 for a shape dimension: an int or an index PrimExpr over kernel dims."""
-    if isinstance(d, int):
-        return ir.Constant(I64, d)
-    vals = {}
-    for n in prim_post_order(d):
-        t = type(n)
-        if t is Const:
-            v = ir.Constant(I64, int(n.value)) if n.dtype != "bool" else ir.Constant(I1, int(n.value))
-        elif t is TVar:
-            v = dims.get(id(n))
-            if v is None:
-                raise VMError(f"shape depends on {n.name}, which is not a kernel dimension")
-        elif t is Binary:
-            a, c = vals[id(n.a)], vals[id(n.b)]
-            op = n.op
-            if op == "add":
-                v = b.add(a, c)
-            elif op == "sub":
-                v = b.sub(a, c)
-            elif op == "mul":
-                v = b.mul(a, c)
-            elif op in ("floordiv", "floormod"):
-                q = b.sdiv(a, c)
-                r = b.srem(a, c)
-                fix = b.and_(b.icmp_signed("!=", r, ir.Constant(I64, 0)), b.icmp_signed("<", b.xor(r, c), ir.Constant(I64, 0)))
-                v = b.select(fix, b.sub(q, ir.Constant(I64, 1)), q) if op == "floordiv" else b.select(fix, b.add(r, c), r)
-            elif op == "min":
-                v = b.select(b.icmp_signed("<", a, c), a, c)
-            elif op == "max":
-                v = b.select(b.icmp_signed(">", a, c), a, c)
-            elif op == "and":
-                v = b.and_(a, c)
-            elif op == "or":
-                v = b.or_(a, c)
-            else:
-                raise VMError(f"shape arithmetic {op}")
-        elif t is Compare:
-            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[n.op]
-            v = b.icmp_signed(sym, vals[id(n.a)], vals[id(n.b)])
-        elif t is Select:
-            v = b.select(vals[id(n.cond)], vals[id(n.t)], vals[id(n.f)])
-        elif t is Unary and n.op == "neg":
-            v = b.neg(vals[id(n.a)])
-        else:
-            raise VMError(f"cannot compute a shape from {t.__name__}")
-        vals[id(n)] = v
-    return vals[id(d)]
 
 
 __all__ = ["VMCompiler", "VMPlan", "VMError", "PrimExpr", "pattern_vars"]

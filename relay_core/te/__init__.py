@@ -73,6 +73,7 @@ from .tensor import (
     reduce_axis,
     size,
     sum,
+    value_of,
 )
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ops.transform_slice import slice_axis, slice_plan
 from . import expr as E
 from .expr import Const, cast, select
-from .lowering import broadcast_read, broadcast_shape, out_shape, register_lower
+from .lowering import broadcast_read, broadcast_shape, mark_view, out_shape, register_lower
 from .tensor import compute
 
 
@@ -50,6 +50,7 @@ def _reshape(inputs, attrs, out_type):
 
 for _n in ("reshape", "reshape_like", "squeeze", "expand_dims"):
     register_lower(_n)(_reshape)
+mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropout")
 
 
 @register_lower("transpose")

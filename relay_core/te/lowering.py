@@ -15,7 +15,7 @@ from ..ops.registry import all_ops, lookup
 from .expr import INDEX, PrimExpr, Var, const_value, eq, select
 from .tensor import Tensor
 
-_FAMILIES = ["lower_elemwise", "lower_reduce", "lower_transform", "lower_misc", "lower_random", "lower_nn", "lower_nn_window", "lower_image"]
+_FAMILIES = ["lower_elemwise", "lower_reduce", "lower_transform", "lower_misc", "lower_random", "lower_nn", "lower_nn_window", "lower_image", "lower_dyn"]
 _loaded = False
 
 
@@ -49,6 +49,15 @@ def register_lower(*names: str, missing_ok: bool = True):
         return fn
 
     return wrap
+
+
+def mark_view(*names: str) -> None:
+    """These ops only reinterpret their first input's data (reshape, squeeze, ...): the
+    backend may alias the result to the input instead of copying."""
+    ops = all_ops()
+    for n in names:
+        if n in ops:
+            ops[n].extra["view"] = True
 
 
 def set_lower(name: str, fn: Callable) -> None:

@@ -37,6 +37,37 @@ _ids = itertools.count()
 _SHAPE_VARS: contextvars.ContextVar[dict] = contextvars.ContextVar("te_shape_vars", default={})
 
 
+# Run-time values used as dimensions (dyn.reshape's shape tensor, a count): a list that the
+# lowering of a fused group collects; see value_of.
+_VALUE_VARS: contextvars.ContextVar[list | None] = contextvars.ContextVar("te_value_vars", default=None)
+
+
+@contextlib.contextmanager
+def value_vars(sink: list):
+    """Collect the Vars created by value_of (as (var, tensor, index) triples) in `sink`."""
+    tok = _VALUE_VARS.set(sink)
+    try:
+        yield sink
+    finally:
+        _VALUE_VARS.reset(tok)
+
+
+def value_of(t: Tensor, index=(), dtype: str = INDEX) -> Var:
+    """A scalar Var standing for the element `t[index]`, read at run time before the kernel
+    runs (a shape that depends on a tensor's values). `t` must be an input of the group or a
+    small tensor computed from inputs only."""
+    sink = _VALUE_VARS.get()
+    if sink is None:
+        raise ValueError("value_of is only available while a fused group is lowered")
+    index = tuple(int(i) for i in index)
+    for v, t2, i2 in sink:
+        if t2 is t and i2 == index and v.dtype == dtype:
+            return v
+    v = Var(f"val{next(_ids)}", dtype)
+    sink.append((v, t, index))
+    return v
+
+
 @contextlib.contextmanager
 def shape_vars(mapping: dict):
     """Within the block, a Relay ShapeVar named n in a shape stands for mapping[n]."""

@@ -20,20 +20,7 @@ OPS = sorted(all_ops())
 # that starts passing must be removed from here, so the list only shrinks.
 _DYN = "output shape depends on input values: needs the dynamic-shape path"
 EXPECTED_FAIL: dict[str, str] = {
-    "arange": _DYN,
-    "argwhere": _DYN,
-    "nonzero": _DYN,
     "unique": _DYN,
-    "dyn.broadcast_to": _DYN,
-    "dyn.full": _DYN,
-    "dyn.one_hot": _DYN,
-    "dyn.ones": _DYN,
-    "dyn.reshape": _DYN,
-    "dyn.strided_slice": _DYN,
-    "dyn.tile": _DYN,
-    "dyn.topk": _DYN,
-    "dyn.trilu": _DYN,
-    "dyn.zeros": _DYN,
     "vision.non_max_suppression": _DYN,
     "image.affine_grid": "no lowering yet",
     "image.crop_and_resize": "no lowering yet",
