@@ -49,6 +49,20 @@ def load_module(path: str, num_threads: int | None = None):
     return _load(path, num_threads)
 
 
+def gradient(mod: IRModule, mode: str = "higher_order") -> IRModule:
+    """Reverse-mode AD: a module whose `@main` returns `(value, (d value/d param_i, ...))`.
+
+    `mode="higher_order"` handles the whole language (if, closures, recursion, refs);
+    `mode="first_order"` handles dataflow programs and needs no refs. Tensor-valued mains are
+    seeded with ones (the gradient of the sum of the outputs).
+
+    >>> value, (dx, dw) = relay_core.evaluate(relay_core.gradient(mod), x, w)
+    """
+    from .passes.gradient import gradient as _gradient
+
+    return _gradient(mod, mode)
+
+
 def evaluate(mod, *args, **kwargs):
     """Run `@main` of `mod` with numpy inputs in the reference interpreter."""
     from .interp import evaluate as _evaluate
@@ -66,6 +80,7 @@ __all__ = [
     "evaluate",
     "build",
     "load_module",
+    "gradient",
     "structural_equal",
     "structural_hash",
     "RelayError",

@@ -329,7 +329,6 @@ def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
 class _Hasher:
     def __init__(self):
         self.var_index: dict[Var, int] = {}
-        self.tvar_index: dict[Type, int] = {}
         self.memo: dict[int, bytes] = {}
 
     @staticmethod
@@ -344,10 +343,14 @@ class _Hasher:
         return m.digest()
 
     def var_h(self, v: Var) -> bytes:
+        # A bound var hashes by its position at its binder (context-free, alpha-invariant),
+        # so a shared closure and its unfolded copies hash alike; a free var as "free".
         idx = self.var_index.get(v)
-        if idx is None:
-            idx = self.var_index[v] = len(self.var_index)
-        return self.h("var", idx, self.type_h(v.type_annotation))
+        return self.h("var", "free" if idx is None else idx, self.type_h(v.type_annotation))
+
+    def bind(self, vs) -> None:
+        for i, v in enumerate(vs):
+            self.var_index.setdefault(v, i)
 
     def type_h(self, t: Type | None) -> bytes:
         if t is None:
@@ -359,15 +362,10 @@ class _Hasher:
             )
             return self.h("T", dims, t.dtype)
         if isinstance(t, (TypeVar, IncompleteType)):
-            idx = self.tvar_index.get(t)
-            if idx is None:
-                idx = self.tvar_index[t] = len(self.tvar_index)
-            return self.h("tv", idx)
+            return self.h("tv", getattr(t, "kind", "?"))  # context-free, like bound vars
         if isinstance(t, TupleType):
             return self.h("tup", *(self.type_h(f) for f in t.fields))
         if isinstance(t, FuncType):
-            for tp in t.type_params:
-                self.type_h(tp)
             return self.h(
                 "fn", *(self.type_h(a) for a in t.arg_types), b"->", self.type_h(t.ret_type)
             )
@@ -383,7 +381,7 @@ class _Hasher:
         if isinstance(p, PatternWildcard):
             return b"_"
         if isinstance(p, PatternVar):
-            return self.h("pv", self.var_h(p.var))
+            return self.h("pv", self.var_h(p.var))  # bound by the enclosing Match
         if isinstance(p, PatternConstructor):
             return self.h("pc", p.constructor.name, *(self.pattern_h(q) for q in p.patterns))
         if isinstance(p, PatternTuple):
@@ -404,16 +402,12 @@ class _Hasher:
             t = type(node)
             # Number binders before the body is hashed (pre-order).
             if t is Function:
-                for tp in node.type_params:
-                    self.type_h(tp)
-                for p in node.params:
-                    self.var_h(p)
+                self.bind(node.params)
             elif t is Let:
-                self.var_h(node.var)
+                self.bind((node.var,))
             elif t is Match:
                 for c in node.clauses:
-                    for v in pattern_vars(c.lhs):
-                        self.var_h(v)
+                    self.bind(pattern_vars(c.lhs))
             stack.append((node, True))
             for c in reversed(children(node)):
                 if id(c) not in memo:
@@ -489,8 +483,6 @@ def structural_hash(x) -> int:
             parts += [gv.name_hint, hs.expr_h(x.functions[gv])]
         for g in sorted(x.type_definitions, key=lambda g: g.name):
             td = x.type_definitions[g]
-            for tv in td.type_vars:
-                hs.type_h(tv)
             parts += [g.name] + [
                 hs.h(c.name, *(hs.type_h(i) for i in c.inputs)) for c in td.constructors
             ]

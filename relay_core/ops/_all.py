@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     creation,
     dyn,
     elemwise,
+    grad_support,
     image,
     misc,
     nn_activation,
@@ -21,3 +22,9 @@ from . import (  # noqa: F401
     transform_slice,
     vision,
 )
+
+# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
+from . import decompose, grads, grads_nn, grads_tensor  # noqa: E402, F401, I001
+
+grads.install()
+decompose.install()

@@ -473,7 +473,7 @@ register(
         lambda args, a: TensorType((R.tensor(args[0]).ndim,), _int_dtype(a, "shape_of")),
         lambda xs, a: np.array(xs[0].shape, dtype=dt.to_numpy(a.dtype)).reshape(-1),
         OpPattern.OPAQUE, ShapeAttrs, (1, 1), "the shape of a tensor as a 1-D tensor",
-        samples=_shape_samples,
+        samples=_shape_samples, shape_only=True,
     )
 )
 def _size_rel(args, attrs):
@@ -487,7 +487,7 @@ register(
         _size_rel,
         lambda xs, a: np.array(xs[0].size, dtype=dt.to_numpy(a.dtype)),
         OpPattern.OPAQUE, ShapeAttrs, (1, 1), "the number of elements, as a scalar",
-        samples=_shape_samples,
+        samples=_shape_samples, shape_only=True,
     )
 )
 

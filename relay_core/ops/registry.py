@@ -6,7 +6,8 @@
     ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
     pattern   the fusion kind (OpPattern)
     lower     filled by the backend: a tensor-expression rule or an opaque kernel's name
-    grad      filled by the Gradient pass's rules: (call, output_grad) -> input grads
+    grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
+              (relay_core/ops/grads*.py fill it for every differentiable op)
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ class OpDef:
     data_dependent_shape: bool = False
     # Has effects or randomness: never folded, never deduplicated.
     stateful: bool = False
+    # (call, arg_types) -> an equivalent expression of simpler ops (batch_norm as multiply-add,
+    # dropout as identity): SimplifyInference applies it, and an op without a gradient rule is
+    # differentiated through it. Filled by relay_core/ops/decompose.py.
+    decompose: Callable | None = None
+    # The result depends only on the argument *types* (shape_of, ndarray_size): FoldConstant
+    # evaluates it whenever the argument shapes are static.
+    shape_only: bool = False
     # (rng) -> iterable of Sample: valid inputs + attrs for registry-driven tests.
     samples: Callable | None = None
     extra: dict = field(default_factory=dict)

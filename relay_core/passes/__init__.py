@@ -3,7 +3,16 @@
 Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module.
 """
 
+from .cse import EliminateCommonSubexpr
+from .dead_code import DeadCodeElimination
+from .defaults import default_pipeline, optimize
+from .dynamic_to_static import DynamicToStatic
+from .fold_constant import FoldConstant
+from .fold_scale_axis import FoldScaleAxis
+from .gradient import Gradient, GradientError, gradient
 from .infer_type import InferType
+from .inline import Inline
+from .lambda_lift import LambdaLift
 from .manager import (
     FunctionPass,
     Pass,
@@ -14,15 +23,34 @@ from .manager import (
     pipeline,
     register_pass,
 )
+from .normal_form import ToANormalForm, ToGraphNormalForm
+from .simplify_expr import SimplifyExpr
+from .simplify_inference import SimplifyInference
 
 __all__ = [
+    "DeadCodeElimination",
+    "DynamicToStatic",
+    "EliminateCommonSubexpr",
+    "FoldConstant",
+    "FoldScaleAxis",
+    "Gradient",
+    "GradientError",
     "FunctionPass",
     "InferType",
+    "Inline",
+    "LambdaLift",
     "Pass",
     "PassContext",
     "Sequential",
+    "SimplifyExpr",
+    "SimplifyInference",
+    "ToANormalForm",
+    "ToGraphNormalForm",
     "all_passes",
+    "default_pipeline",
     "get_pass",
+    "gradient",
+    "optimize",
     "pipeline",
     "register_pass",
 ]

@@ -95,9 +95,11 @@ class Pass:
         return out
 
     def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-        ) if dataclasses.is_dataclass(self) else ""
+        fields = (
+            ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+            if dataclasses.is_dataclass(self)
+            else ""
+        )
         return f"{self.name}({fields})"
 
 
@@ -120,19 +122,23 @@ class FunctionPass(Pass):
 
 @dataclass
 class Sequential(Pass):
-    """Run passes in order, skipping those above the context's opt_level or disabled."""
+    """Run passes in order, skipping those above the opt_level or disabled. The opt_level is
+    `level` when given (a pipeline built for a level keeps it), else the context's."""
 
     passes: Sequence[Pass] = ()
+    level: int | None = None
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        limit = ctx.opt_level if self.level is None else self.level
         for p in self.passes:
-            if p.opt_level > ctx.opt_level or p.name in ctx.disabled:
+            if p.opt_level > limit or p.name in ctx.disabled:
                 continue
             mod = p(mod, ctx)
         return mod
 
     def __repr__(self) -> str:
-        return "Sequential(" + ", ".join(repr(p) for p in self.passes) + ")"
+        lvl = f", level={self.level}" if self.level is not None else ""
+        return "Sequential(" + ", ".join(repr(p) for p in self.passes) + lvl + ")"
 
 
 _ITEM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\((.*?)\))?\s*(,|$)")

@@ -111,6 +111,8 @@ class TypeInferencer:
                 raise RelayTypeError(f"unknown global function @{gv.name_hint}")
             f = self.mod.functions[gv]
             t = f.func_type_annotation
+            if self.reuse and f.has_type and not is_concrete(t):
+                t = f.checked_type  # incremental typing: the global was typed before
             self.global_types[gv] = t
         return t
 

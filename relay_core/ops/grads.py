@@ -1,0 +1,230 @@
+"""Gradient rules, kept with the ops: each fills `OpDef.grad`.
+
+A rule is `grad(call, g, ctx) -> [gradient of each argument, or None]`:
+
+- `call` is the forward call; its arguments are atoms (variables or constants) holding the
+  forward inputs, so a rule may use them freely;
+- `g` is the gradient of the output (a tuple expression for multi-output ops);
+- `ctx` (GradCtx) gives the types, the forward output `ctx.out`, and helpers.
+
+Rules build Relay expressions from registered ops, so the result is itself a program that the
+rest of the compiler optimises and lowers. This module holds the elementwise family; the
+tensor and nn families are in grads_tensor.py and grads_nn.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ir import dtype as dt
+from ..ir.expr import Call, Expr, call, const
+from ..ir.types import TensorType, Type
+from .registry import all_ops
+
+GradFn = Callable[[Call, Expr, "GradCtx"], list]
+
+
+@dataclass
+class GradCtx:
+    """What a gradient rule may need beyond the call and the output gradient."""
+
+    call: Call
+    out: Expr  # the forward result
+    arg_types: list[Type]
+    out_type: Type
+
+    def arg(self, i: int) -> Expr:
+        return self.call.args[i]
+
+    @property
+    def attrs(self):
+        return self.call.attrs
+
+    def dtype(self, i: int | None = None) -> str:
+        t = self.out_type if i is None else self.arg_types[i]
+        return t.dtype if isinstance(t, TensorType) else "float32"
+
+    def ndim(self, i: int | None = None) -> int:
+        t = self.out_type if i is None else self.arg_types[i]
+        return t.ndim if isinstance(t, TensorType) else 0
+
+    def shape(self, i: int | None = None) -> tuple:
+        t = self.out_type if i is None else self.arg_types[i]
+        return t.shape if isinstance(t, TensorType) else ()
+
+    def scalar(self, value: float, i: int | None = None) -> Expr:
+        """A scalar constant of the dtype of argument `i` (default: of the output)."""
+        return const(value, self.dtype(i))
+
+    def zeros(self, i: int) -> Expr:
+        return call("zeros_like", self.arg(i))
+
+    def reduce_to(self, g: Expr, i: int) -> Expr:
+        """`g` (shaped like the output) summed down to the shape of argument `i`: the adjoint
+        of the broadcast that the op did."""
+        a, o = self.arg_types[i], self.out_type
+        if isinstance(a, TensorType) and isinstance(o, TensorType):
+            if a.shape == o.shape and a.is_static:
+                return g
+        return call("collapse_sum_like", g, self.arg(i))
+
+
+_PENDING: dict[str, GradFn] = {}
+
+
+def defgrad(name: str) -> Callable[[GradFn], GradFn]:
+    """Decorator: `fn` is the gradient rule of op `name` (set on its OpDef when it exists)."""
+
+    def deco(fn: GradFn) -> GradFn:
+        _PENDING[name] = fn
+        return fn
+
+    return deco
+
+
+def install() -> None:
+    """Set `OpDef.grad` for every registered op with a rule (called once the families load)."""
+    ops = all_ops()
+    for name, fn in _PENDING.items():
+        d = ops.get(name)
+        if d is not None and d.grad is None:
+            d.grad = fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Shorthands for building rules.
+
+
+def _c(name: str, *args, **attrs) -> Expr:
+    return call(name, *args, **attrs)
+
+
+def mul(a, b):
+    return _c("multiply", a, b)
+
+
+def div(a, b):
+    return _c("divide", a, b)
+
+
+def add(a, b):
+    return _c("add", a, b)
+
+
+def sub(a, b):
+    return _c("subtract", a, b)
+
+
+def neg(a):
+    return _c("negative", a)
+
+
+def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> None:
+    """Rule for y = f(x): grad = fn(x, y, g, ctx)."""
+
+    @defgrad(name)
+    def rule(c, g, ctx):
+        return [fn(c.args[0], ctx.out, g, ctx)]
+
+
+def zero_grad(name: str) -> None:
+    """Piecewise-constant ops (floor, sign, ...): the derivative is zero almost everywhere."""
+
+    @defgrad(name)
+    def rule(c, g, ctx):
+        return [ctx.zeros(i) if dt.is_float(ctx.dtype(i)) else None for i in range(len(c.args))]
+
+
+# -- unary ----------------------------------------------------------------------------------------
+unary("exp", lambda x, y, g, k: mul(g, y))
+unary("exp2", lambda x, y, g, k: mul(g, mul(y, k.scalar(math.log(2.0)))))
+unary("expm1", lambda x, y, g, k: mul(g, add(y, k.scalar(1.0))))
+unary("log", lambda x, y, g, k: div(g, x))
+unary("log2", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(2.0)))))
+unary("log10", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(10.0)))))
+unary("log1p", lambda x, y, g, k: div(g, add(x, k.scalar(1.0))))
+unary("sqrt", lambda x, y, g, k: div(mul(g, k.scalar(0.5)), y))
+unary("rsqrt", lambda x, y, g, k: mul(g, mul(k.scalar(-0.5), div(y, x))))
+unary("sin", lambda x, y, g, k: mul(g, _c("cos", x)))
+unary("cos", lambda x, y, g, k: neg(mul(g, _c("sin", x))))
+unary("tan", lambda x, y, g, k: mul(g, add(k.scalar(1.0), mul(y, y))))
+unary("asin", lambda x, y, g, k: mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x)))))
+unary("acos", lambda x, y, g, k: neg(mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x))))))
+unary("atan", lambda x, y, g, k: div(g, add(k.scalar(1.0), mul(x, x))))
+unary("sinh", lambda x, y, g, k: mul(g, _c("cosh", x)))
+unary("cosh", lambda x, y, g, k: mul(g, _c("sinh", x)))
+unary("tanh", lambda x, y, g, k: mul(g, sub(k.scalar(1.0), mul(y, y))))
+unary("asinh", lambda x, y, g, k: mul(g, _c("rsqrt", add(mul(x, x), k.scalar(1.0)))))
+unary("acosh", lambda x, y, g, k: mul(g, _c("rsqrt", sub(mul(x, x), k.scalar(1.0)))))
+unary("atanh", lambda x, y, g, k: div(g, sub(k.scalar(1.0), mul(x, x))))
+unary(
+    "erf",
+    lambda x, y, g, k: mul(g, mul(k.scalar(2.0 / math.sqrt(math.pi)), _c("exp", neg(mul(x, x))))),
+)
+unary("sigmoid", lambda x, y, g, k: mul(g, mul(y, sub(k.scalar(1.0), y))))
+unary("reciprocal", lambda x, y, g, k: neg(mul(g, mul(y, y))))
+unary("abs", lambda x, y, g, k: mul(g, _c("sign", x)))
+unary("negative", lambda x, y, g, k: neg(g))
+unary("square", lambda x, y, g, k: mul(g, mul(k.scalar(2.0), x)))
+unary("copy", lambda x, y, g, k: g)
+for _n in ("floor", "ceil", "round", "trunc", "sign"):
+    zero_grad(_n)
+
+
+# -- binary ---------------------------------------------------------------------------------------
+def binary(name: str, fa: Callable, fb: Callable) -> None:
+    """Rule for z = f(a, b) with broadcasting: each part is summed back to its input's shape."""
+
+    @defgrad(name)
+    def rule(c, g, ctx):
+        a, b = c.args
+        ga = fa(a, b, ctx.out, g, ctx)
+        gb = fb(a, b, ctx.out, g, ctx)
+        return [
+            None if ga is None else ctx.reduce_to(ga, 0),
+            None if gb is None else ctx.reduce_to(gb, 1),
+        ]
+
+
+def _select(cond, g):
+    return _c("where", cond, g, _c("zeros_like", g))
+
+
+binary("add", lambda a, b, z, g, k: g, lambda a, b, z, g, k: g)
+binary("subtract", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(g))
+binary("multiply", lambda a, b, z, g, k: mul(g, b), lambda a, b, z, g, k: mul(g, a))
+binary("divide", lambda a, b, z, g, k: div(g, b), lambda a, b, z, g, k: neg(div(mul(g, z), b)))
+binary(
+    "floor_divide",
+    lambda a, b, z, g, k: _c("zeros_like", g),
+    lambda a, b, z, g, k: _c("zeros_like", g),
+)
+binary("mod", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(mul(g, _c("trunc", div(a, b)))))
+binary(
+    "floor_mod", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(mul(g, _c("floor", div(a, b))))
+)
+binary(
+    "power",
+    lambda a, b, z, g, k: mul(g, mul(b, _c("power", a, sub(b, k.scalar(1.0))))),
+    lambda a, b, z, g, k: mul(g, mul(z, _c("log", a))),
+)
+for _n, _ge, _lt in [
+    ("maximum", "greater_equal", "less"),
+    ("minimum", "less_equal", "greater"),
+    ("fmax", "greater_equal", "less"),
+    ("fmin", "less_equal", "greater"),
+]:
+    binary(
+        _n,
+        (lambda ge: lambda a, b, z, g, k: _select(_c(ge, a, b), g))(_ge),
+        (lambda lt: lambda a, b, z, g, k: _select(_c(lt, a, b), g))(_lt),
+    )
+binary(
+    "atan2",
+    lambda a, b, z, g, k: div(mul(g, b), add(mul(a, a), mul(b, b))),
+    lambda a, b, z, g, k: neg(div(mul(g, a), add(mul(a, a), mul(b, b)))),
+)
+
+__all__ = ["GradCtx", "defgrad", "install", "add", "sub", "mul", "div", "neg"]

@@ -1,0 +1,333 @@
+"""Helpers shared by the passes: a binder-aware rewriter, let chains, effects, typing.
+
+Everything here is iterative (explicit stacks), so 10,000-node programs are fine.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from ..ir import dtype as dt
+from ..ir.expr import (
+    Call,
+    Clause,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Var,
+    pattern_vars,
+)
+from ..ir.module import IRModule
+from ..ir.types import TensorType, TupleType, Type
+from ..ir.visitor import children, post_order, with_children
+
+# ---------------------------------------------------------------------------------------------
+# Small predicates.
+
+
+def op_name(e: Expr) -> str | None:
+    """The operator's name when `e` is a call of a primitive op, else None."""
+    if type(e) is Call and type(e.op) is Op:
+        return e.op.name
+    return None
+
+
+def opdef_of(e: Expr):
+    if type(e) is Call and type(e.op) is Op:
+        return e.op.opdef
+    return None
+
+
+def type_of(e: Expr) -> Type | None:
+    """The checked type if inference has run on `e`, else None (constants know theirs)."""
+    t = e._checked_type
+    if t is None and type(e) is Constant:
+        return e.type
+    return t
+
+
+def type_bytes(t: Type | None) -> int | None:
+    """Bytes a value of type `t` occupies, or None if a dimension is unknown."""
+    if isinstance(t, TensorType):
+        n = 1
+        for d in t.shape:
+            if not isinstance(d, int):
+                return None
+            n *= d
+        return n * (8 if t.dtype == "string" else dt.itemsize(t.dtype))
+    if isinstance(t, TupleType):
+        total = 0
+        for f in t.fields:
+            b = type_bytes(f)
+            if b is None:
+                return None
+            total += b
+        return total
+    return None
+
+
+def is_float_tensor(t: Type | None) -> bool:
+    return isinstance(t, TensorType) and dt.is_float(t.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fresh names.
+
+_counter = itertools.count()
+
+
+def fresh_var(name: str, type_annotation: Type | None = None) -> Var:
+    return Var(name, type_annotation)
+
+
+def fresh_global(mod: IRModule, base: str) -> GlobalVar:
+    """A GlobalVar named `base`, `base_1`, ... that `mod` does not use yet."""
+    names = {g.name_hint for g in mod.functions}
+    if base not in names:
+        return GlobalVar(base)
+    for i in itertools.count(1):
+        n = f"{base}_{i}"
+        if n not in names:
+            return GlobalVar(n)
+    raise AssertionError("unreachable")
+
+
+# ---------------------------------------------------------------------------------------------
+# Let chains.
+
+
+def let_chain(e: Expr) -> tuple[list[tuple[Var, Expr]], Expr]:
+    """`let a = x; let b = y; body` as ([(a, x), (b, y)], body)."""
+    binds = []
+    while type(e) is Let:
+        binds.append((e.var, e.value))
+        e = e.body
+    return binds, e
+
+
+def make_lets(binds: Iterable[tuple[Var, Expr]], body: Expr) -> Expr:
+    """Nest `binds` around `body` (the first binding outermost)."""
+    for v, val in reversed(list(binds)):
+        body = Let(v, val, body)
+    return body
+
+
+# ---------------------------------------------------------------------------------------------
+# A rewriter that knows binders.
+
+
+def child_exprs(e: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions of `e` without its binders (let vars, params, pattern vars)."""
+    t = type(e)
+    if t is Let:
+        return (e.value, e.body)
+    if t is Function:
+        return (e.body,)
+    if t is Match:
+        return (e.data, *(c.rhs for c in e.clauses))
+    return children(e)
+
+
+def rebuild(e: Expr, new: tuple | list, binders: dict | None = None) -> Expr:
+    """`e` with new non-binder children (as `child_exprs` orders them); binders renamed via
+    `binders` (old Var -> new Var). Returns `e` itself when nothing changed."""
+    t = type(e)
+    if binders:
+        if t is Let:
+            v = binders.get(e.var, e.var)
+            if v is e.var and new[0] is e.value and new[1] is e.body:
+                return e
+            return Let(v, new[0], new[1], span=e.span)
+        if t is Function:
+            ps = tuple(binders.get(p, p) for p in e.params)
+            if new[0] is e.body and all(a is b for a, b in zip(ps, e.params)):
+                return e
+            return Function(ps, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
+        if t is Match:
+            clauses = []
+            for c, rhs in zip(e.clauses, new[1:]):
+                lhs = _rename_pattern(c.lhs, binders)
+                clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
+            if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
+                return e
+            return Match(new[0], tuple(clauses), e.complete, span=e.span)
+    if t is Let:
+        if new[0] is e.value and new[1] is e.body:
+            return e
+        return Let(e.var, new[0], new[1], span=e.span)
+    if t is Function:
+        if new[0] is e.body:
+            return e
+        return Function(e.params, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
+    if t is Match:
+        clauses = tuple(
+            c if rhs is c.rhs else Clause(c.lhs, rhs) for c, rhs in zip(e.clauses, new[1:])
+        )
+        if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
+            return e
+        return Match(new[0], clauses, e.complete, span=e.span)
+    return with_children(e, tuple(new))
+
+
+def _rename_pattern(p, binders):
+    if isinstance(p, PatternVar):
+        v = binders.get(p.var, p.var)
+        return p if v is p.var else PatternVar(v)
+    if isinstance(p, (PatternConstructor, PatternTuple)):
+        ps = tuple(_rename_pattern(q, binders) for q in p.patterns)
+        if all(a is b for a, b in zip(ps, p.patterns)):
+            return p
+        if isinstance(p, PatternTuple):
+            return PatternTuple(ps)
+        return PatternConstructor(p.constructor, ps)
+    return p
+
+
+class Rewriter:
+    """Bottom-up rewriting with memoization that never rewrites binders.
+
+    Unlike `ir.visitor.ExprMutator`, let vars, params and pattern vars are not visited as
+    children, so `rewrite_var` sees only *uses* of variables, and in a let the value is
+    rewritten before the body (so `self.memo[var] = ...` set while rewriting the value's
+    let takes effect in the body). `self.binders` renames binders (old Var -> new Var).
+    Override `rewrite(orig, new)`; return `new` to keep it.
+    """
+
+    def __init__(self):
+        self.memo: dict[Expr, Expr] = {}
+        self.binders: dict[Var, Var] = {}
+
+    def children(self, e: Expr) -> tuple[Expr, ...]:
+        return child_exprs(e)
+
+    def mutate(self, root: Expr) -> Expr:
+        memo = self.memo
+        if root in memo:
+            return memo[root]
+        kids_fn = self.children
+        for node in post_order(root, lambda n: () if n in memo else kids_fn(n)):
+            if node in memo:
+                continue
+            kids = kids_fn(node)
+            new = rebuild(node, tuple(memo.get(c, c) for c in kids), self.binders) if kids else node
+            memo[node] = self.rewrite(node, new)
+        return memo[root]
+
+    def rewrite(self, orig: Expr, new: Expr) -> Expr:
+        return new
+
+
+def copy_fresh(e: Expr, subst: dict[Var, Expr] | None = None) -> Expr:
+    """A copy of `e` with every binder replaced by a fresh Var (alpha-renaming), and free
+    variables replaced per `subst`. Used by inlining so that one body can appear twice."""
+    binders: dict[Var, Var] = {}
+    for node in post_order(e):
+        t = type(node)
+        bs: list[Var] = []
+        if t is Let:
+            bs = [node.var]
+        elif t is Function:
+            bs = list(node.params)
+        elif t is Match:
+            for c in node.clauses:
+                bs.extend(pattern_vars(c.lhs))
+        for v in bs:
+            if v not in binders:
+                binders[v] = Var(v.name_hint, v.type_annotation, span=v.span)
+    r = Rewriter()
+    r.binders = binders
+    r.memo.update(binders)
+    if subst:
+        r.memo.update(subst)
+    return r.mutate(e)
+
+
+# ---------------------------------------------------------------------------------------------
+# Effects.
+
+
+def is_effect_node(e: Expr) -> bool:
+    """Nodes whose evaluation reads or writes state: refs and stateful ops."""
+    t = type(e)
+    if t in (RefCreate, RefRead, RefWrite):
+        return True
+    if t is Call and type(e.op) is Op:
+        return e.op.opdef.stateful
+    return False
+
+
+def module_effects(mod: IRModule) -> bool:
+    """True when any function of `mod` uses refs or stateful ops."""
+    for _, f in mod.functions.items():
+        for n in post_order(f):
+            if is_effect_node(n):
+                return True
+    return False
+
+
+def is_pure(e: Expr, calls_pure: bool) -> bool:
+    """Evaluating `e` has no effect. Calls of functions count as pure only if `calls_pure`
+    (the caller knows the module has no effects at all)."""
+    for n in post_order(e, lambda x: () if type(x) is Function else children(x)):
+        if is_effect_node(n):
+            return False
+        if type(n) is Call and type(n.op) is not Op and not calls_pure:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Typing.
+
+
+def ensure_typed(mod: IRModule) -> IRModule:
+    """Run type inference unless every function already carries its type."""
+    from ..typing import infer_type
+
+    if all(f.has_type and f.body.has_type for f in mod.functions.values()):
+        return mod
+    return infer_type(mod)
+
+
+def map_functions(mod: IRModule, fn) -> IRModule:
+    """Apply `fn(gv, func) -> func` to every global; the same module when nothing changed."""
+    funcs = {}
+    changed = False
+    for gv, f in mod.functions.items():
+        nf = fn(gv, f)
+        changed |= nf is not f
+        funcs[gv] = nf
+    return mod.with_functions(funcs) if changed else mod
+
+
+__all__ = [
+    "Rewriter",
+    "child_exprs",
+    "copy_fresh",
+    "ensure_typed",
+    "fresh_global",
+    "fresh_var",
+    "is_effect_node",
+    "is_float_tensor",
+    "is_pure",
+    "let_chain",
+    "make_lets",
+    "map_functions",
+    "module_effects",
+    "op_name",
+    "opdef_of",
+    "rebuild",
+    "type_bytes",
+    "type_of",
+]

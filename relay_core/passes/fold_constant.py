@@ -1,0 +1,152 @@
+"""FoldConstant: evaluate constant subgraphs at compile time with the reference interpreter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EvalError, ResourceLimitError
+from ..interp import Interpreter
+from ..ir import dtype as dt
+from ..ir.expr import Call, Constant, Expr, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import TensorType
+from ..ir.visitor import post_order
+from ..typing import infer_expr
+from ._util import Rewriter, child_exprs, ensure_typed, map_functions, type_bytes, type_of
+from .manager import Pass, PassContext, register_pass
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _is_const(e: Expr) -> bool:
+    t = type(e)
+    return t is Constant or (t is Tuple and all(_is_const(f) for f in e.fields))
+
+
+@register_pass
+@dataclass
+class FoldConstant(Pass):
+    """Replace calls whose arguments are all constants by their value, computed by the
+    interpreter; fold `shape_of` / `ndarray_size` (ops with `shape_only`) of statically
+    shaped tensors; inline let-bound constants; pick the branch of an `if` on a constant;
+    project tuples of known fields. Stateful ops are never evaluated.
+
+    `max_bytes` bounds every tensor folding would create. It is checked *before* evaluating,
+    from the checked types, so an 84-byte model asking for a 4-petabyte constant fails at
+    once: with `on_limit="error"` (default) a ResourceLimitError names the op and its shape;
+    with `on_limit="skip"` the call is left for run time.
+
+    >>> mod = FoldConstant(max_bytes=1 << 30)(mod)
+    """
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    on_limit: str = "error"
+    opt_level = 1
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if self.on_limit not in ("error", "skip"):
+            raise ValueError(
+                f"FoldConstant(on_limit=...) must be 'error' or 'skip', not {self.on_limit!r}"
+            )
+        mod = ensure_typed(mod)
+        folder = _Folder(self, mod)
+        return map_functions(mod, lambda gv, f: folder.fold(f))
+
+
+class _Folder:
+    def __init__(self, opts: FoldConstant, mod: IRModule):
+        self.opts = opts
+        self.mod = mod
+        self.interp = Interpreter(mod, opts.max_bytes)
+
+    def fold(self, func):
+        let_of_var = {n.var: n for n in post_order(func, child_exprs) if type(n) is Let}
+        folder = self
+
+        class _Fold(Rewriter):
+            def rewrite(self, orig, new):
+                t = type(orig)
+                if t is Var:
+                    let = let_of_var.get(orig)
+                    if let is not None:
+                        v = self.memo.get(let.value)
+                        if v is not None and _is_const(v):
+                            return v
+                    return new
+                if t is Let:
+                    return new.body if _is_const(new.value) else new
+                if t is Call:
+                    return folder.fold_call(orig, new)
+                if t is TupleGetItem and type(new.tuple_value) is Tuple:
+                    return new.tuple_value.fields[new.index]
+                if t is If and type(new.cond) is Constant and new.cond.data.size == 1:
+                    return (
+                        new.true_branch if bool(new.cond.data.reshape(-1)[0]) else new.false_branch
+                    )
+                return new
+
+        return _Fold().mutate(func)
+
+    def fold_call(self, orig: Call, new: Call) -> Expr:
+        if type(new.op) is not Op:
+            return new
+        opdef = new.op.opdef
+        if opdef.stateful:
+            return new
+        if opdef.shape_only:
+            return self._fold_shape_only(orig, new)
+        if not all(type(a) is Constant for a in new.args):
+            return new
+        out_t = type_of(orig)
+        size = type_bytes(out_t)
+        call = new
+        if size is None and opdef.to_static is not None:
+            static = opdef.to_static(new)  # e.g. dyn.full with a constant shape -> full
+            if static is not None:
+                infer_expr(static, self.mod)
+                call, out_t = static, static.checked_type
+                size = type_bytes(out_t)
+        if size is not None and size > self.opts.max_bytes:
+            if self.opts.on_limit == "skip":
+                return new
+            raise ResourceLimitError(
+                f"FoldConstant: {opdef.name} would create a constant of type {out_t} "
+                f"({size:,} bytes), over the budget of {self.opts.max_bytes:,} bytes. "
+                "The model asks for a tensor this large; if that is intended, raise "
+                "FoldConstant(max_bytes=...) or pass on_limit='skip' to leave it for run time."
+            )
+        if not call.has_type and out_t is not None:
+            call._set_type(out_t)
+        try:
+            value = self.interp.eval(call)
+        except ResourceLimitError as e:
+            if self.opts.on_limit == "skip":
+                return new
+            raise ResourceLimitError(f"FoldConstant: {e}") from None
+        except EvalError:
+            return new  # fails at run time too (maybe never: it may sit in a dead branch)
+        return _to_expr(value, new)
+
+    def _fold_shape_only(self, orig: Call, new: Call) -> Expr:
+        args = []
+        for a in new.args:
+            t = type_of(a)
+            if not isinstance(t, TensorType) or not t.is_static:
+                return new
+            # A zero-strided stand-in: the right shape and dtype, no memory.
+            args.append(np.broadcast_to(np.zeros((), dt.to_numpy(t.dtype)), t.shape))
+        try:
+            value = new.op.opdef.ref(args, new.attrs)
+        except Exception:
+            return new
+        return _to_expr(value, new)
+
+
+def _to_expr(value, like: Expr) -> Expr:
+    if isinstance(value, tuple):
+        return Tuple(tuple(_to_expr(v, like) for v in value), span=like.span)
+    if isinstance(value, np.ndarray):
+        return Constant(np.array(value, copy=True, order="C"), span=like.span)
+    return like

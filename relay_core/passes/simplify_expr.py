@@ -1,0 +1,420 @@
+"""SimplifyExpr: algebraic simplification by rules written as data.
+
+Each rule is `rule(pattern, replacement, "what it does")`; the lists below are combined with
+`+` and run by one RewriteDriver. A replacement returns None when the rule does not apply;
+the driver keeps a rewrite only if the result has exactly the matched node's type, so a rule
+like x*1 -> x never drops a broadcast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.expr import Constant, Expr, call
+from ..ir.module import IRModule
+from ..ir.types import TensorType
+from ._util import ensure_typed, map_functions, type_of
+from .manager import Pass, PassContext, register_pass
+from .pattern import RewriteDriver, all_equal, const, op, rule, tuple_, tuple_get, wild
+
+X, Y, W = wild("x"), wild("y"), wild("w")
+ONE = const("one", all_equal(1))
+ZERO = const("zero", all_equal(0))
+
+
+def _static(e: Expr) -> TensorType | None:
+    t = type_of(e)
+    return t if isinstance(t, TensorType) and t.is_static else None
+
+
+def _dtype(e: Expr) -> str | None:
+    t = type_of(e)
+    return t.dtype if isinstance(t, TensorType) else None
+
+
+def _ndim(e: Expr) -> int | None:
+    t = type_of(e)
+    return t.ndim if isinstance(t, TensorType) else None
+
+
+# -- arithmetic identities --------------------------------------------------------------------
+ARITH = [
+    # x*1 -> x (also 1*x, and a constant tensor of ones)
+    rule(op("multiply", X, ONE, commutative=True), lambda x, **_: x, "x*1 -> x"),
+    # x+0 -> x (also 0+x)
+    rule(op("add", X, ZERO, commutative=True), lambda x, **_: x, "x+0 -> x"),
+    # x-0 -> x
+    rule(op("subtract", X, ZERO), lambda x, **_: x, "x-0 -> x"),
+    # x/1 -> x
+    rule(op("divide", X, ONE), lambda x, **_: x, "x/1 -> x"),
+    # -(-x) -> x
+    rule(op("negative", op("negative", X)), lambda x, **_: x, "neg(neg(x)) -> x"),
+    # 0-x -> -x
+    rule(op("subtract", ZERO, X), lambda x, **_: call("negative", x), "0-x -> neg(x)"),
+    # x + (-y) -> x - y
+    rule(
+        op("add", X, op("negative", Y)), lambda x, y, **_: call("subtract", x, y), "x+neg(y) -> x-y"
+    ),
+]
+
+
+# -- layout and shape -------------------------------------------------------------------------
+def _perm(axes, ndim: int) -> tuple[int, ...]:
+    if axes is None or len(axes) == 0:
+        return tuple(reversed(range(ndim)))
+    return tuple(a + ndim if a < 0 else a for a in axes)
+
+
+def _compose_transposes(root, x, inner, **_):
+    n = _ndim(x)
+    if n is None:
+        return None
+    a, b = _perm(inner.attrs.axes, n), _perm(root.attrs.axes, n)
+    c = tuple(a[j] for j in b)  # out[j] = x[a[b[j]]]
+    return x if c == tuple(range(n)) else call("transpose", x, axes=c)
+
+
+def _identity_transpose(root, x, **_):
+    n = _ndim(x)
+    if n is None or _perm(root.attrs.axes, n) != tuple(range(n)):
+        return None
+    return x
+
+
+def _reshape_of_reshape(root, x, **_):
+    t = _static(root)
+    if t is None:
+        return None
+    return call("reshape", x, newshape=t.shape)
+
+
+def _identity_reshape(root, x, **_):
+    # Types equal and static: the reshape moves nothing.
+    return x if _static(x) is not None and type_of(x) == type_of(root) else None
+
+
+def _same_cast(root, x, **_):
+    return x if _dtype(x) == root.attrs.dtype else None
+
+
+def _exact_roundtrip_cast(root, x, inner, **_):
+    # cast(cast(x, wider), x.dtype) -> x when the wider type holds every value of x exactly.
+    src, mid = _dtype(x), inner.attrs.dtype
+    if src is None or root.attrs.dtype != src:
+        return None
+    if (
+        dt.is_float(src)
+        and dt.is_float(mid)
+        and src in dt.NATIVE_DTYPES
+        and mid in dt.NATIVE_DTYPES
+    ):
+        ok = np.finfo(dt.to_numpy(mid)).bits >= np.finfo(dt.to_numpy(src)).bits
+    elif dt.is_int(src) and dt.is_int(mid) and src in dt.NATIVE_DTYPES and mid in dt.NATIVE_DTYPES:
+        a, b = np.iinfo(dt.to_numpy(src)), np.iinfo(dt.to_numpy(mid))
+        ok = b.min <= a.min and a.max <= b.max
+    else:
+        ok = False
+    return x if ok else None
+
+
+def _squeeze_expand(root, x, inner, **_):
+    a, k = inner.attrs.axis, inner.attrs.num_newaxis
+    n = _ndim(inner)
+    sq = root.attrs.axis
+    if n is None or sq is None:
+        return None
+    a = a + n - k + 1 if a < 0 else a
+    want = tuple(range(a, a + k))
+    got = tuple(sorted(s + n if s < 0 else s for s in sq))
+    return x if got == want else None
+
+
+def _expand_squeeze(root, x, inner, **_):
+    sq = inner.attrs.axis
+    n = _ndim(x)
+    if n is None or sq is None or root.attrs.num_newaxis != len(sq) or len(sq) != 1:
+        return None
+    s = sq[0] + n if sq[0] < 0 else sq[0]
+    m = _ndim(inner)
+    a = root.attrs.axis + m + 1 if root.attrs.axis < 0 else root.attrs.axis
+    return x if a == s else None
+
+
+SHAPE = [
+    # transpose(transpose(x, a), b) -> transpose(x, a∘b), or x when that is the identity
+    rule(
+        op("transpose", op("transpose", X, name="inner")),
+        _compose_transposes,
+        "transpose of transpose -> one transpose",
+    ),
+    # transpose(x, identity) -> x
+    rule(op("transpose", X), _identity_transpose, "identity transpose -> x"),
+    # reshape(reshape(x)) -> reshape(x) (static result shape)
+    rule(op("reshape", op("reshape", X)), _reshape_of_reshape, "reshape of reshape -> reshape"),
+    # reshape(x) to its own static shape -> x
+    rule(op("reshape", X), _identity_reshape, "reshape to the same shape -> x"),
+    # cast(x, x.dtype) -> x
+    rule(op("cast", X), _same_cast, "cast to the same dtype -> x"),
+    # cast(cast(x, wider), dtype(x)) -> x
+    rule(
+        op("cast", op("cast", X, name="inner")), _exact_roundtrip_cast, "exact cast round trip -> x"
+    ),
+    # squeeze(expand_dims(x, a), a) -> x
+    rule(
+        op("squeeze", op("expand_dims", X, name="inner")),
+        _squeeze_expand,
+        "squeeze of expand_dims -> x",
+    ),
+    # expand_dims(squeeze(x, a), a) -> x
+    rule(
+        op("expand_dims", op("squeeze", X, name="inner")),
+        _expand_squeeze,
+        "expand_dims of squeeze -> x",
+    ),
+    # (a, b, c).1 -> b
+    rule(
+        tuple_get(tuple_(any_fields=True, name="tup")),
+        lambda root, tup, **_: tup.fields[root.index],
+        "tuple projection of a tuple -> field",
+    ),
+]
+
+
+# -- consecutive strided slices -----------------------------------------------------------------
+def _norm_slices(attrs, shape) -> list[tuple[int, int, int]] | None:
+    """Per-axis (start, stop, step) in Python slice semantics, or None when not static."""
+    nd = len(shape)
+    b, e = attrs.begin, attrs.end
+    s = attrs.strides or (1,)
+    axes = getattr(attrs, "axes", None)
+    mode = getattr(attrs, "slice_mode", "end")
+    if b is None or e is None:
+        return None
+    axes = list(range(len(b))) if axes is None else [a + nd if a < 0 else a for a in axes]
+    out = [(0, d, 1) for d in shape]
+    for i, ax in enumerate(axes):
+        st = s[i] if i < len(s) else s[-1]
+        bi, ei = b[i], e[i] if i < len(e) else shape[ax]
+        if mode == "size":
+            if ei < 0:
+                ei = shape[ax]
+            else:
+                ei = bi + ei
+            st = 1
+        out[ax] = slice(bi, ei, st).indices(shape[ax])
+    return out
+
+
+def _merge_slices(root, x, inner, **_):
+    tx = _static(x)
+    ti = _static(inner)
+    if tx is None or ti is None:
+        return None
+    first = _norm_slices(inner.attrs, tx.shape)
+    second = _norm_slices(root.attrs, ti.shape)
+    if first is None or second is None:
+        return None
+    begin, end, strides = [], [], []
+    for (s1, _e1, k1), (s2, e2, k2), n in zip(first, second, tx.shape):
+        count = len(range(s2, e2, k2))
+        start, step = s1 + s2 * k1, k1 * k2
+        if step <= 0:
+            return None
+        begin.append(start if count else 0)
+        end.append(min(start + count * step, n) if count else 0)
+        strides.append(step)
+    return call("strided_slice", x, begin=tuple(begin), end=tuple(end), strides=tuple(strides))
+
+
+SLICES = [
+    # x[a:b:s][c:d:t] -> x[a+c*s : ... : s*t] (static shapes, positive steps)
+    rule(
+        op("strided_slice", op("strided_slice", X, name="inner")),
+        _merge_slices,
+        "consecutive strided_slices -> one",
+    ),
+]
+
+
+# -- folding into convolutions and dense layers -------------------------------------------------
+def _channel_scale(scale: np.ndarray, out_ndim: int, axis: int) -> np.ndarray | None:
+    """`scale` as a 1-D per-channel vector if it broadcasts along `axis` only, else None."""
+    if scale.ndim > out_ndim:
+        return None
+    full = scale.reshape((1,) * (out_ndim - scale.ndim) + scale.shape)
+    for i, d in enumerate(full.shape):
+        if i != axis and d != 1:
+            return None
+    return full.reshape(-1)
+
+
+def _conv_out_axis(conv) -> tuple[int, int] | None:
+    """(channel axis of the conv output, output-channel axis of its kernel)."""
+    a = conv.attrs
+    layout = a.out_layout or a.data_layout
+    if "C" not in layout or "O" not in a.kernel_layout:
+        return None
+    if a.out_dtype not in ("", _dtype(conv.args[1])):
+        return None
+    return layout.index("C"), a.kernel_layout.index("O")
+
+
+def _scaled_weight(w: np.ndarray, vec: np.ndarray, axis: int) -> Constant:
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    if vec.size == 1:
+        vec = np.broadcast_to(vec, (w.shape[axis],))
+    return Constant((w * vec.reshape(shape)).astype(w.dtype))
+
+
+def _fold_scale_into_conv(root, conv, w, s, **_):
+    axes = _conv_out_axis(conv)
+    if axes is None or not dt.is_float(_dtype(conv) or ""):
+        return None
+    vec = _channel_scale(s.data, _ndim(conv), axes[0])
+    if vec is None:
+        return None
+    new_w = _scaled_weight(w.data, vec, axes[1])
+    return call(conv.op.name, conv.args[0], new_w, **_attrs(conv))
+
+
+def _fold_scale_into_dense(root, dense, w, s, **_):
+    if not dt.is_float(_dtype(dense) or ""):
+        return None
+    vec = _channel_scale(s.data, _ndim(dense), _ndim(dense) - 1)
+    if vec is None:
+        return None
+    return call("nn.dense", dense.args[0], _scaled_weight(w.data, vec, 0), **_attrs(dense))
+
+
+def _bias_for(root, layer, b, axis_of):
+    axis = axis_of(layer)
+    if axis is None:
+        return None
+    vec = _channel_scale(b.data, _ndim(layer), axis)
+    if vec is None or vec.size != (_static(layer) or TensorType((), "float32")).shape[axis]:
+        return None
+    nd = _ndim(layer)
+    return call("nn.bias_add", layer, Constant(vec.astype(b.data.dtype)), axis=axis - nd)
+
+
+def _conv_bias(root, conv, b, **_):
+    return _bias_for(root, conv, b, lambda c: (_conv_out_axis(c) or (None,))[0])
+
+
+def _dense_bias(root, dense, b, **_):
+    return _bias_for(root, dense, b, lambda d: _ndim(d) - 1)
+
+
+def _conv_batch_norm(root, conv, w, gamma, beta, mean, var, bn, **_):
+    axes = _conv_out_axis(conv)
+    a = bn.attrs
+    if axes is None or (a.axis + _ndim(conv)) % _ndim(conv) != axes[0]:
+        return None
+    g = gamma.data if a.scale else np.ones_like(gamma.data)
+    scale = g / np.sqrt(var.data + np.asarray(a.epsilon, var.data.dtype))
+    shift = (beta.data if a.center else 0) - mean.data * scale
+    new_w = _scaled_weight(w.data, scale.astype(w.data.dtype), axes[1])
+    new_conv = call(conv.op.name, conv.args[0], new_w, **_attrs(conv))
+    nd = _ndim(conv)
+    return call("nn.bias_add", new_conv, Constant(shift.astype(w.data.dtype)), axis=axes[0] - nd)
+
+
+def _matmul_to_dense(root, x, w, **_):
+    # x @ W with a constant 2-D W is dense(x, W^T): the form the backend fuses with a bias.
+    a = root.attrs
+    if a.transpose_a or w.data.ndim != 2 or _ndim(x) is None or _ndim(x) < 1:
+        return None
+    wt = w.data if a.transpose_b else np.ascontiguousarray(w.data.T)
+    return call("nn.dense", x, Constant(wt), out_dtype=a.out_dtype)
+
+
+def _attrs(c) -> dict:
+    from ..ops.registry import attrs_to_dict
+
+    return attrs_to_dict(c.attrs)
+
+
+def _is_conv(d) -> bool:
+    # Any forward convolution (nn.conv1d/2d/3d): a kernel_layout with an O axis, no transpose.
+    a = d.attrs
+    return (
+        a is not None
+        and hasattr(a, "kernel_layout")
+        and hasattr(a, "groups")
+        and not hasattr(a, "output_padding")
+        and d.name.startswith("nn.conv")
+    )
+
+
+CONV = op(_is_conv, X, const("w"), name="conv")
+DENSE = op("nn.dense", X, const("w"), name="dense")
+FOLD = [
+    # matmul(x, W) -> dense(x, W^T) (W a constant matrix)
+    rule(op("nn.matmul", X, const("w")), _matmul_to_dense, "matmul(x, W) -> dense(x, W^T)"),
+    # conv(x, W) * s -> conv(x, W*s) (s constant, per output channel)
+    rule(
+        op("multiply", CONV, const("s"), commutative=True),
+        _fold_scale_into_conv,
+        "conv(x, W) * s -> conv(x, W*s)",
+    ),
+    # dense(x, W) * s -> dense(x, W*s) (s constant, per unit)
+    rule(
+        op("multiply", DENSE, const("s"), commutative=True),
+        _fold_scale_into_dense,
+        "dense(x, W) * s -> dense(x, W*s)",
+    ),
+    # batch_norm(conv(x, W), constants) -> bias_add(conv(x, W'), b')
+    rule(
+        op(
+            "nn.batch_norm",
+            CONV,
+            const("gamma"),
+            const("beta"),
+            const("mean"),
+            const("var"),
+            name="bn",
+        ),
+        _conv_batch_norm,
+        "batch_norm(conv(x, W)) -> bias_add(conv(x, W'), b')",
+    ),
+    # conv(x, W) + b -> bias_add(conv(x, W), b) (b constant, per output channel)
+    rule(
+        op("add", op(_is_conv, any_args=True, name="conv"), const("b"), commutative=True),
+        _conv_bias,
+        "conv + per-channel constant -> bias_add",
+    ),
+    # dense(x, W) + b -> bias_add(dense(x, W), b)
+    rule(
+        op("add", op("nn.dense", any_args=True, name="dense"), const("b"), commutative=True),
+        _dense_bias,
+        "dense + per-unit constant -> bias_add",
+    ),
+]
+
+DEFAULT_RULES = ARITH + SHAPE + SLICES + FOLD
+
+
+@register_pass
+@dataclass
+class SimplifyExpr(Pass):
+    """Rewrite with the algebraic rules of this module (DEFAULT_RULES) to a fixed point.
+
+    >>> mod = SimplifyExpr()(mod)              # x*1, transpose(transpose(x)), ... removed
+    """
+
+    max_iterations: int = 8
+    opt_level = 1
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = ensure_typed(mod)
+        driver = RewriteDriver(DEFAULT_RULES, max_iterations=self.max_iterations)
+        out = map_functions(mod, lambda gv, f: driver.rewrite_function(f, mod))
+        ctx.config.setdefault("SimplifyExpr.stats", {}).update(driver.stats)
+        return out
+
+
+__all__ = ["SimplifyExpr", "DEFAULT_RULES", "ARITH", "SHAPE", "SLICES", "FOLD"]

@@ -1,0 +1,293 @@
+"""Golden tests: FoldConstant (and its byte budget), DynamicToStatic, SimplifyInference,
+FoldScaleAxis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core import passes
+from relay_core.errors import ResourceLimitError
+
+from .golden import check, parse
+
+X23 = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+
+
+def test_fold_constant_evaluates_constant_subgraphs():
+    check(
+        passes.FoldConstant(),
+        """
+        def @main(%x: Tensor[(2, 3), float32]) {
+          let %c = multiply(2f, 3f);
+          %0 = add(%x, %c);
+          %1 = if (greater(1f, 0f)) { %0 } else { negative(%0) };
+          %2 = (%1, shape_of(%x), ndarray_size(%x)).1;
+          (%1, %2, ndarray_size(%x), random.uniform(shape=[2]), ones(shape=[2], dtype="float32"))
+        }
+        """,
+        """
+        def @main(%x: Tensor[(2, 3), float32]) {
+          %0 = add(%x, 6f);
+          (%0, meta[Constant][0], 6i64, random.uniform(shape=[2]), meta[Constant][1])
+        }
+        """,
+        consts_after=[np.array([2, 3], np.int64), np.ones(2, np.float32)],
+    )
+
+
+def test_fold_constant_leaves_dynamic_shapes_and_failing_calls():
+    # shape_of of a tensor with an unknown dimension is not a constant; an op that fails on
+    # its constant inputs (here in a branch never taken) is left for run time.
+    src = """
+        def @main(%x: Tensor[(?, 3), float32], %c: bool) {
+          %0 = shape_of(%x);
+          if (%c) { take(%0, 7, mode="fast") } else { 0i64 }
+        }
+        """
+    check(passes.FoldConstant(), src, src)
+    check(
+        passes.FoldConstant(),
+        """
+        def @main(%c: bool) {
+          if (%c) { take(meta[Constant][0], 7, mode="fast") } else { 0i64 }
+        }
+        """,
+        """
+        def @main(%c: bool) {
+          if (%c) { take(meta[Constant][0], 7, mode="fast") } else { 0i64 }
+        }
+        """,
+        consts=[np.array([2, 3], np.int64)],
+    )
+
+
+# The ONNX model `ConstantOfShape(shape=[100000, 100000, 100000])` is 84 bytes; as Relay it is
+# a fill of a constant shape. Folding it would need 4 PB.
+HUGE = [np.array([100000, 100000, 100000], np.int64)]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        'def @main() { full(0f, shape=[100000, 100000, 100000], dtype="float32") }',
+        'def @main() { dyn.full(0f, meta[Constant][0], dtype="float32") }',
+        "def @main(%x: Tensor[(2), float32]) { add(%x, sum(dyn.full(1f, meta[Constant][0]))) }",
+    ],
+)
+def test_fold_constant_refuses_a_petabyte_constant_before_allocating(src):
+    mod = parse(src, HUGE if "meta" in src else ())
+    with pytest.raises(ResourceLimitError) as err:
+        passes.FoldConstant()(mod)
+    msg = str(err.value)
+    assert "(100000, 100000, 100000)" in msg and "4,000,000,000,000,000 bytes" in msg
+    assert "max_bytes" in msg  # says how to raise the budget
+    # With on_limit="skip" the fill stays in the program, unevaluated.
+    out = passes.FoldConstant(on_limit="skip")(mod)
+    assert relay_core.structural_equal(out, mod)
+    # The whole default pipeline refuses the same way.
+    with pytest.raises(ResourceLimitError):
+        passes.optimize(mod)
+
+
+def test_fold_constant_budget_is_an_option():
+    src = 'def @main() { ones(shape=[64, 64], dtype="float32") }'
+    with pytest.raises(ResourceLimitError):
+        passes.FoldConstant(max_bytes=1000)(parse(src))
+    out = passes.FoldConstant(max_bytes=64 * 64 * 4)(parse(src))
+    assert isinstance(out["main"].body, relay_core.ir.Constant)
+
+
+def test_dynamic_to_static():
+    check(
+        passes.DynamicToStatic(),
+        """
+        def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(6, 4), float32],
+                  %z: Tensor[(4), float32]) {
+          %0 = dyn.reshape(%x, shape_of(%y));
+          %1 = dyn.broadcast_to(%z, meta[Constant][0]);
+          %2 = dyn.full(2f, meta[Constant][0]);
+          add(add(%0, %1), %2)
+        }
+        """,
+        """
+        def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(6, 4), float32],
+                  %z: Tensor[(4), float32]) {
+          add(add(reshape(%x, newshape=[6, 4]), broadcast_to(%z, shape=[6, 4])), meta[Constant][0])
+        }
+        """,
+        consts=[np.array([6, 4], np.int64)],
+        consts_after=[np.full((6, 4), 2, np.float32)],
+        inputs=[
+            np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+            np.zeros((6, 4), np.float32),
+            np.arange(4, dtype=np.float32),
+        ],
+    )
+    out = passes.DynamicToStatic()(
+        parse("""
+        def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(6, 4), float32]) {
+          dyn.reshape(%x, shape_of(%y))
+        }""")
+    )
+    assert (
+        str(relay_core.infer_type(out)["main"].checked_type.ret_type) == "Tensor[(6, 4), float32]"
+    )
+
+
+BN_ARGS = (
+    "%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], "
+    "%m: Tensor[(3), float32], %v: Tensor[(3), float32]"
+)
+
+
+def test_simplify_inference_batch_norm_and_dropout():
+    rng = np.random.default_rng(0)
+    check(
+        passes.SimplifyInference(),
+        f"""
+        def @main({BN_ARGS}) {{
+          nn.dropout(nn.batch_norm(%x, %g, %b, %m, %v, epsilon=1e-3f), rate=0.5f)
+        }}
+        """,
+        f"""
+        def @main({BN_ARGS}) {{
+          %0 = multiply(%g, rsqrt(add(%v, 0.001f)));
+          %1 = add(%b, negative(multiply(%m, %0)));
+          add(multiply(%x, expand_dims(%0, axis=1, num_newaxis=2)),
+              expand_dims(%1, axis=1, num_newaxis=2))
+        }}
+        """,
+        inputs=[
+            rng.standard_normal((2, 3, 4, 4)).astype(np.float32),
+            *(rng.standard_normal(3).astype(np.float32) for _ in range(3)),
+            rng.uniform(0.5, 2, 3).astype(np.float32),
+        ],
+    )
+
+
+def test_simplify_inference_layer_norm():
+    rng = np.random.default_rng(1)
+    check(
+        passes.SimplifyInference(),
+        """
+        def @main(%x: Tensor[(2, 8), float32], %g: Tensor[(8), float32], %b: Tensor[(8), float32]) {
+          nn.layer_norm(%x, %g, %b)
+        }
+        """,
+        """
+        def @main(%x: Tensor[(2, 8), float32], %g: Tensor[(8), float32], %b: Tensor[(8), float32]) {
+          %0 = subtract(%x, mean(%x, axis=[1], keepdims=True));
+          %1 = mean(multiply(%0, %0), axis=[1], keepdims=True);
+          add(multiply(multiply(%0, rsqrt(add(%1, 1e-05f))), %g), %b)
+        }
+        """,
+        inputs=[rng.standard_normal((2, 8)).astype(np.float32)]
+        + [rng.standard_normal(8).astype(np.float32) for _ in range(2)],
+    )
+
+
+@pytest.mark.parametrize(
+    "op,args,attrs",
+    [
+        ("nn.instance_norm", "%g, %b", ""),
+        ("nn.group_norm", "%g, %b", ", num_groups=2"),
+        ("nn.group_norm", "%g, %b", ", num_groups=3, axis=-1"),
+        ("nn.rms_norm", "%g", ", axis=-2"),
+        ("nn.l2_normalize", "", ", axis=[1, 2]"),
+        ("nn.mean_variance_normalization", "", ", axes=[0, 2]"),
+        ("nn.lrn", "", ", size=3"),
+    ],
+)
+def test_simplify_inference_leaves_only_primitives(op, args, attrs):
+    # Every normalisation becomes elementwise ops, reductions and reshapes, same values.
+    rng = np.random.default_rng(2)
+    c = 6
+    g_shape = "(4, 6)" if op == "nn.rms_norm" else f"({c})"
+    sep = ", " if args else ""
+    src = f"""
+        def @main(%x: Tensor[(2, {c}, 4, {c}), float32], %g: Tensor[{g_shape}, float32],
+                  %b: Tensor[({c}), float32]) {{
+          {op}(%x{sep}{args}{attrs})
+        }}"""
+    mod = parse(src)
+    out = passes.SimplifyInference()(mod)
+    names = {
+        n.op.name
+        for n in relay_core.ir.visitor.post_order(out["main"])
+        if isinstance(n, relay_core.ir.Call)
+    }
+    assert not any(n.startswith("nn.") and n != "nn.pad" for n in names), names
+    xs = [
+        rng.standard_normal((2, c, 4, c)).astype(np.float32),
+        rng.standard_normal((4, 6) if op == "nn.rms_norm" else c).astype(np.float32),
+        rng.standard_normal(c).astype(np.float32),
+    ]
+    relay_core.infer_type(out)
+    np.testing.assert_allclose(
+        relay_core.evaluate(out, *xs), relay_core.evaluate(mod, *xs), rtol=2e-5, atol=2e-5
+    )
+
+
+W = np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3)
+S = np.array([0.5, 2.0, -1.0, 3.0], np.float32)
+SIN = np.array([2.0, 0.5, 4.0], np.float32)
+
+
+def test_fold_scale_axis_backward_through_bias_and_forward():
+    x = np.random.default_rng(3).standard_normal((1, 3, 5, 5)).astype(np.float32)
+    check(
+        passes.FoldScaleAxis(),
+        """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          %0 = nn.conv2d(%x, meta[Constant][0], padding=[1, 1]);
+          %1 = nn.bias_add(%0, meta[Constant][1]);
+          multiply(%1, meta[Constant][2])
+        }
+        """,
+        """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          %0 = nn.conv2d(%x, meta[Constant][0], padding=[1, 1]);
+          nn.bias_add(%0, meta[Constant][1])
+        }
+        """,
+        consts=[W, np.ones(4, np.float32), S.reshape(4, 1, 1)],
+        consts_after=[W * S.reshape(4, 1, 1, 1), S],
+        inputs=[x],
+    )
+    pos = np.abs(SIN)
+    check(
+        passes.FoldScaleAxis(),
+        """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          nn.conv2d(nn.relu(multiply(%x, meta[Constant][1])), meta[Constant][0])
+        }
+        """,
+        """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          nn.conv2d(nn.relu(%x), meta[Constant][0])
+        }
+        """,
+        consts=[W, pos.reshape(3, 1, 1)],
+        consts_after=[W * pos.reshape(1, 3, 1, 1)],
+        inputs=[x],
+    )
+
+
+def test_fold_scale_axis_leaves_shared_or_negative_cases():
+    # The conv result is used twice: scaling its weight would change the other use.
+    src = """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          %0 = nn.conv2d(%x, meta[Constant][0]);
+          (multiply(%0, meta[Constant][1]), %0)
+        }
+        """
+    check(passes.FoldScaleAxis(), src, src, consts=[W, S.reshape(4, 1, 1)])
+    # A negative scale does not commute with relu.
+    src = """
+        def @main(%x: Tensor[(1, 3, 5, 5), float32]) {
+          nn.conv2d(nn.relu(multiply(%x, meta[Constant][1])), meta[Constant][0])
+        }
+        """
+    check(passes.FoldScaleAxis(), src, src, consts=[W, SIN.reshape(3, 1, 1) * -1])
