@@ -53,24 +53,16 @@ def compiler_fingerprint() -> str:
 
 
 def prepare(mod: IRModule, opt_level: int = 3) -> IRModule:
-    """The optimisation pipeline before code generation (passes that exist in this build)."""
+    """The optimisation pipeline before code generation, then FuseOps."""
     from .. import passes
+    from ..passes.fuse_ops import FuseOps
     from ..typing import infer_type
 
     mod = infer_type(mod)
-    known = passes.all_passes()
-    seq = []
-    for name in ("SimplifyInference", "DynamicToStatic", "FoldConstant", "SimplifyExpr",
-                 "EliminateCommonSubexpr", "DeadCodeElimination"):
-        if name in known:
-            seq.append(known[name]())
-    from ..passes.fuse_ops import FuseOps
-
     ctx = passes.PassContext(opt_level=opt_level)
-    if seq and opt_level >= 1:
-        mod = passes.Sequential(seq)(mod, ctx)
-    mod = FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
-    return mod
+    if opt_level >= 1:
+        mod = passes.optimize(mod, opt_level, ctx)
+    return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
 
 
 def build(mod: IRModule, target: str = "llvm", opt_level: int = 3, num_threads: int | None = None,

@@ -273,3 +273,27 @@ register_lower("variance")(lambda i, a, o: _variance(i, a, o, False))
 register_lower("std")(lambda i, a, o: _variance(i, a, o, True))
 
 __all__ = ["Const", "reduce_axes"]
+
+
+@register_lower("collapse_sum_like")
+def _collapse_sum_like(inputs, attrs, out_type):
+    """Sum x down to like's shape (the adjoint of broadcasting like to x)."""
+    x, like = inputs
+    lead = x.ndim - like.ndim
+    summed = [k for k in range(lead)] + [
+        lead + i for i, d in enumerate(like.shape)
+        if isinstance(d, int) and d == 1 and not (isinstance(x.shape[lead + i], int) and x.shape[lead + i] == 1)
+    ]
+
+    def body(*o):
+        rv = [reduce_axis(x.shape[k], "c") for k in summed]
+        idx, r = [], 0
+        for k in range(x.ndim):
+            if k in summed:
+                idx.append(rv[r])
+                r += 1
+            else:
+                idx.append(o[k - lead])
+        return T.sum(x[tuple(idx)], rv)
+
+    return compute(tuple(like.shape), body, "collapse_sum_like")

@@ -61,7 +61,8 @@ def _supported(op, s) -> bool:
 def _tolerance(sample, out: np.ndarray) -> tuple[float, float]:
     rtol, atol = sample.rtol, sample.atol
     if out.dtype in (np.float16,) or dt.from_numpy(out.dtype) == "bfloat16":
-        rtol, atol = max(rtol, 2e-3), max(atol, 2e-3)
+        # half precision: ops decomposed by SimplifyInference round at every step
+        rtol, atol = max(rtol, 1e-2), max(atol, 1e-2)
     return max(rtol, 2e-6), max(atol, 1e-6)
 
 
