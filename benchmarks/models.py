@@ -18,7 +18,6 @@ from torch import nn
 
 from relay_core.ir import Function, IRModule, call, const, var
 
-
 # ---------------------------------------------------------------------------------------------
 # PyTorch definitions.
 
@@ -32,7 +31,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         y = torch.relu(self.bn1(self.conv1(x)))
@@ -85,8 +86,15 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    CFG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-           (6, 160, 3, 2), (6, 320, 1, 1)]
+    CFG = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
 
     def __init__(self, classes=1000):
         super().__init__()
@@ -187,8 +195,14 @@ def _conv_bn(x, conv: nn.Conv2d, bn: nn.BatchNorm2d | None):
         w = w * s[:, None, None, None]
         b = (b - _np(bn.running_mean)) * s + _np(bn.bias)
     y = call(
-        "nn.conv2d", x, const(w), strides=conv.stride, padding=conv.padding, groups=conv.groups,
-        channels=w.shape[0], kernel_size=w.shape[2:],
+        "nn.conv2d",
+        x,
+        const(w),
+        strides=conv.stride,
+        padding=conv.padding,
+        groups=conv.groups,
+        channels=w.shape[0],
+        kernel_size=w.shape[2:],
     )
     return call("nn.bias_add", y, const(b))
 
@@ -253,17 +267,25 @@ def relay_bert(m: BertLike, shape):
         qkv = _dense(call("reshape", h, newshape=(b * s, d)), layer.qkv)
         parts = call("split", qkv, indices_or_sections=3, axis=-1)
 
-        def heads_of(t):
+        def heads_of(t, heads=heads, dh=dh):
             t = call("reshape", t, newshape=(b, s, heads, dh))
             return call("transpose", t, axes=(0, 2, 1, 3))
 
         q, k, v = (heads_of(parts[i]) for i in range(3))
-        scores = call("nn.batch_matmul", call("reshape", q, newshape=(b * heads, s, dh)),
-                      call("reshape", k, newshape=(b * heads, s, dh)), transpose_b=True)
+        scores = call(
+            "nn.batch_matmul",
+            call("reshape", q, newshape=(b * heads, s, dh)),
+            call("reshape", k, newshape=(b * heads, s, dh)),
+            transpose_b=True,
+        )
         scores = call("multiply", scores, const(np.float32(1 / math.sqrt(dh))))
         att = call("nn.softmax", scores, axis=-1)
-        y = call("nn.batch_matmul", att, call("reshape", v, newshape=(b * heads, s, dh)),
-                 transpose_b=False)
+        y = call(
+            "nn.batch_matmul",
+            att,
+            call("reshape", v, newshape=(b * heads, s, dh)),
+            transpose_b=False,
+        )
         y = call("reshape", y, newshape=(b, heads, s, dh))
         y = call("reshape", call("transpose", y, axes=(0, 2, 1, 3)), newshape=(b * s, d))
         y = _dense(y, layer.out)
@@ -285,16 +307,27 @@ def relay_lstm(m: LSTMModel, shape):
     c = const(np.zeros((b, hdim), np.float32))
     # input projections of every step in one product
     xs = call("reshape", x, newshape=(steps * b, inp))
-    xp = call("reshape", call("nn.bias_add", call("nn.dense", xs, w_ih), bias, axis=-1),
-              newshape=(steps, b, 4 * hdim))
+    xp = call(
+        "reshape",
+        call("nn.bias_add", call("nn.dense", xs, w_ih), bias, axis=-1),
+        newshape=(steps, b, 4 * hdim),
+    )
     outs = []
     for t in range(steps):
-        g = call("add", call("squeeze", call("strided_slice", xp, begin=(t,), end=(t + 1,)), axis=(0,)),
-                 call("nn.dense", h, w_hh))
-        i, f, gg, o = (call("strided_slice", g, begin=(k * hdim,), end=((k + 1) * hdim,), axes=(1,))
-                       for k in range(4))
-        c = call("add", call("multiply", call("sigmoid", f), c),
-                 call("multiply", call("sigmoid", i), call("tanh", gg)))
+        g = call(
+            "add",
+            call("squeeze", call("strided_slice", xp, begin=(t,), end=(t + 1,)), axis=(0,)),
+            call("nn.dense", h, w_hh),
+        )
+        i, f, gg, o = (
+            call("strided_slice", g, begin=(k * hdim,), end=((k + 1) * hdim,), axes=(1,))
+            for k in range(4)
+        )
+        c = call(
+            "add",
+            call("multiply", call("sigmoid", f), c),
+            call("multiply", call("sigmoid", i), call("tanh", gg)),
+        )
         h = call("multiply", call("sigmoid", o), call("tanh", c))
         outs.append(call("expand_dims", h, axis=0))
     return Function((x,), call("concatenate", *outs, axis=0))

@@ -55,8 +55,13 @@ def export_onnx(model, example, path: str) -> None:
 
     with torch.no_grad():
         torch.onnx.export(
-            model, (example,), path, input_names=["input"], output_names=["output"],
-            opset_version=17, dynamo=False,
+            model,
+            (example,),
+            path,
+            input_names=["input"],
+            output_names=["output"],
+            opset_version=17,
+            dynamo=False,
         )
 
 
@@ -195,8 +200,11 @@ def main(argv=None) -> int:
             print(f"{name}: ...", flush=True)
             rows.append(bench_model(name, model, example, args.rounds, tmp))
             r = rows[-1]
-            print(f"{name}: ours {r['ours_ms']:.2f} ms, onnxruntime {r['ort_ms']:.2f} ms, "
-                  f"ratio {r['ratio']:.2f}", flush=True)
+            print(
+                f"{name}: ours {r['ours_ms']:.2f} ms, onnxruntime {r['ort_ms']:.2f} ms, "
+                f"ratio {r['ratio']:.2f}",
+                flush=True,
+            )
     write_results(rows, args.out, load_before, _load())
     return 0
 

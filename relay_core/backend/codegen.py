@@ -76,13 +76,38 @@ def is_unsigned(dtype: str) -> bool:
 
 # libm functions for intrinsics LLVM has no (reliably lowered) intrinsic for
 _LIBM = {
-    "expm1", "log1p", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "atan2", "erf", "tanh", "exp", "log",
+    "expm1",
+    "log1p",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "atan2",
+    "erf",
+    "tanh",
+    "exp",
+    "log",
 }
 _LLVM_INTR = {
-    "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "round": "roundeven",
-    "exp2": "exp2", "log2": "log2", "log10": "log10", "sin": "sin", "cos": "cos", "pow": "pow",
-    "fmax": "maxnum", "fmin": "minnum", "copysign": "copysign",
+    "sqrt": "sqrt",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "round": "roundeven",
+    "exp2": "exp2",
+    "log2": "log2",
+    "log10": "log10",
+    "sin": "sin",
+    "cos": "cos",
+    "pow": "pow",
+    "fmax": "maxnum",
+    "fmin": "minnum",
+    "copysign": "copysign",
 }
 
 
@@ -337,10 +362,13 @@ class _FuncEmitter:
         start = outl.append_basic_block("start")
         sb.position_at_end(start)
         p = sb.bitcast(outl.args[0], st.as_pointer())
-        loaded = [sb.load(sb.gep(p, [ir.Constant(I32, 0), ir.Constant(I32, k)])) for k in range(len(fields))]
+        loaded = [
+            sb.load(sb.gep(p, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+            for k in range(len(fields))
+        ]
         for (k, _), v in zip(captured, loaded):
             env.vars[k] = v
-        for (k, _), v in zip(captured_bufs, loaded[len(captured):]):
+        for (k, _), v in zip(captured_bufs, loaded[len(captured) :]):
             env.bufs[k] = v
         lo0, hi0 = loaded[-2], loaded[-1]
         tid = sb.sext(sb.call(tn, []), I64)
@@ -373,10 +401,14 @@ class _FuncEmitter:
             self.stmt(s.body)
             return
         st = storage_type(buf.dtype)
-        itemsize = max(1, st.width // 8) if isinstance(st, ir.IntType) else {F16: 2, F32: 4, F64: 8}[st]
+        itemsize = (
+            max(1, st.width // 8) if isinstance(st, ir.IntType) else {F16: 2, F32: 4, F64: 8}[st]
+        )
         nbytes = b.mul(self.index(buf.size), ir.Constant(I64, itemsize))
         nbytes = b.and_(b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, -64))
-        nbytes = b.select(b.icmp_signed("==", nbytes, ir.Constant(I64, 0)), ir.Constant(I64, 64), nbytes)
+        nbytes = b.select(
+            b.icmp_signed("==", nbytes, ir.Constant(I64, 0)), ir.Constant(I64, 64), nbytes
+        )
         alloc = self.ctx.declare("aligned_alloc", PTR, [I64, I64])
         free = self.ctx.declare("free", VOID, [PTR])
         raw = b.call(alloc, [ir.Constant(I64, 64), nbytes])
@@ -644,7 +676,10 @@ class _FuncEmitter:
         r = b.srem(a, safe)
         if op in ("floordiv", "floormod"):
             zero = ir.Constant(t, 0)
-            adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)))
+            adjust = b.and_(
+                b.icmp_signed("!=", r, zero),
+                b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", safe, zero)),
+            )
             if op == "floordiv":
                 q = b.select(adjust, b.sub(q, ir.Constant(t, 1)), q)
             else:
@@ -696,12 +731,18 @@ class _FuncEmitter:
         for int64 / uint32; out-of-range and NaN give the "integer indefinite" 0x80...0."""
         b = self.b
         if dst == "uint64":
-            ok = b.and_(b.fcmp_ordered(">", v, ir.Constant(st, -1.0)), b.fcmp_ordered("<", v, ir.Constant(st, 2.0**64)))
+            ok = b.and_(
+                b.fcmp_ordered(">", v, ir.Constant(st, -1.0)),
+                b.fcmp_ordered("<", v, ir.Constant(st, 2.0**64)),
+            )
             r = b.fptoui(b.select(ok, v, ir.Constant(st, 0.0)), I64)
             return b.select(ok, r, ir.Constant(I64, 1 << 63))
         wide = I64 if dst in ("int64", "uint32") else I32
         lim = 2.0 ** (wide.width - 1)
-        ok = b.and_(b.fcmp_ordered(">=", v, ir.Constant(st, -lim)), b.fcmp_ordered("<", v, ir.Constant(st, lim)))
+        ok = b.and_(
+            b.fcmp_ordered(">=", v, ir.Constant(st, -lim)),
+            b.fcmp_ordered("<", v, ir.Constant(st, lim)),
+        )
         r = b.fptosi(b.select(ok, v, ir.Constant(st, 0.0)), wide)
         r = b.select(ok, r, ir.Constant(wide, 1 << (wide.width - 1)))
         if dt_.width < wide.width:
@@ -831,7 +872,10 @@ class _FuncEmitter:
             elif k == "prod":
                 r = b.fmul(acc, v, flags=self.fm_red)
             elif k in ("max", "min"):
-                r = b.call(self.ctx.intrinsic("maximum" if k == "max" else "minimum", acc.type, 2), [acc, v])
+                r = b.call(
+                    self.ctx.intrinsic("maximum" if k == "max" else "minimum", acc.type, 2),
+                    [acc, v],
+                )
             else:
                 raise CodegenError(f"reduction {k} on floats")
         else:
@@ -841,7 +885,9 @@ class _FuncEmitter:
             elif k == "prod":
                 r = b.and_(acc, v) if acc.type == I1 else b.mul(acc, v)
             elif k in ("max", "min"):
-                cmp = (b.icmp_unsigned if uns else b.icmp_signed)(">" if k == "max" else "<", v, acc)
+                cmp = (b.icmp_unsigned if uns else b.icmp_signed)(
+                    ">" if k == "max" else "<", v, acc
+                )
                 r = b.select(cmp, v, acc)
             elif k == "any":
                 r = b.or_(acc, v)

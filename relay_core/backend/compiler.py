@@ -46,7 +46,7 @@ def compiler_fingerprint() -> str:
             for f in sorted(files):
                 if f.endswith((".py", ".c")):
                     p = os.path.join(dirpath, f)
-                    h.update(p[len(root):].encode())
+                    h.update(p[len(root) :].encode())
                     with open(p, "rb") as fh:
                         h.update(fh.read())
     return h.hexdigest()
@@ -65,8 +65,13 @@ def prepare(mod: IRModule, opt_level: int = 3) -> IRModule:
     return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
 
 
-def build(mod: IRModule, target: str = "llvm", opt_level: int = 3, num_threads: int | None = None,
-          cache: bool = True) -> CompiledModule:
+def build(
+    mod: IRModule,
+    target: str = "llvm",
+    opt_level: int = 3,
+    num_threads: int | None = None,
+    cache: bool = True,
+) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
     >>> lib = relay_core.build(mod)
@@ -85,8 +90,14 @@ def build(mod: IRModule, target: str = "llvm", opt_level: int = 3, num_threads: 
 
     t0 = time.perf_counter()
     key_src = json.dumps(
-        [structural_hash(mod), target_key(), opt_level, compiler_fingerprint(), FORMAT_VERSION,
-         os.environ.get("RELAY_PROFILE") == "1"]
+        [
+            structural_hash(mod),
+            target_key(),
+            opt_level,
+            compiler_fingerprint(),
+            FORMAT_VERSION,
+            os.environ.get("RELAY_PROFILE") == "1",
+        ]
     )
     key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
     cdir = cache_dir() if cache else None
@@ -171,8 +182,9 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
             off += pad
             data = np.ascontiguousarray(arr)
             f.write(data.tobytes())
-            consts.append({"offset": off, "shape": list(data.shape),
-                           "dtype": _dtype_name(data.dtype)})
+            consts.append(
+                {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
+            )
             off += data.nbytes
     out_names = main.attr("output_names") or [f"output{k}" for k in range(len(plan.output_types))]
     triple, cpu, features = host()
@@ -196,8 +208,10 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
         "target": {"triple": triple, "cpu": cpu, "features": features},
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
         "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
-        "steps": [{"kernel": k, "ops": o} for k, o in
-                  zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))],
+        "steps": [
+            {"kernel": k, "ops": o}
+            for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))
+        ],
         "profile": plan.info.get("profile", False),
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:

@@ -21,8 +21,19 @@ from .llvm_math import POLY_F32
 
 # Expression nodes an epilogue may use; everything else keeps the separate stage.
 _SUPPORTED_CALLS = set(POLY_F32) | {
-    "sqrt", "floor", "ceil", "trunc", "round", "abs", "rsqrt", "fmax", "fmin", "copysign",
-    "isnan", "isinf", "isfinite",
+    "sqrt",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "abs",
+    "rsqrt",
+    "fmax",
+    "fmin",
+    "copysign",
+    "isnan",
+    "isinf",
+    "isfinite",
 }
 
 
@@ -39,8 +50,10 @@ def can_fuse(expr, value_buf: T.Buffer, axes) -> bool:
             continue
         if t is Load and n.buffer.scope not in ("param", "const"):
             return False
-        if t is Select and any(type(m) is Load for m in post_order(n.t)) or (
-            t is Select and any(type(m) is Load for m in post_order(n.f))
+        if (
+            t is Select
+            and any(type(m) is Load for m in post_order(n.t))
+            or (t is Select and any(type(m) is Load for m in post_order(n.f)))
         ):
             return False
         if t is Var and not any(n is a for a in axes):
@@ -96,7 +109,11 @@ class _EpilogueEmitter(_FuncEmitter):
         b = self.b
         vt = ir.VectorType(v.type, self.lanes)
         z = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
-        return b.shuffle_vector(z, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), [0] * self.lanes))
+        return b.shuffle_vector(
+            z,
+            ir.Constant(vt, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), [0] * self.lanes),
+        )
 
     def _node(self, e):
         t = type(e)
@@ -113,7 +130,12 @@ class _EpilogueEmitter(_FuncEmitter):
             return self.load_lanes(e)
         if e.dtype == "int64":  # index arithmetic stays scalar
             return super()._node(e)
-        if t is Call and self.lanes and e.name not in POLY_F32 and e.name in ("isnan", "isinf", "isfinite"):
+        if (
+            t is Call
+            and self.lanes
+            and e.name not in POLY_F32
+            and e.name in ("isnan", "isinf", "isfinite")
+        ):
             return super()._node(e)
         args_vec = self.lanes
         v = super()._node(e)
@@ -186,11 +208,13 @@ def epilogue_for(ctx: ModuleContext, expr, value_buf: T.Buffer, axes):
             if n.buffer.id not in seen:
                 seen.add(n.buffer.id)
                 extras.append(n.buffer)
-    from .kernels import Epilogue
     from ..ir.types import TensorType
+    from .kernels import Epilogue
 
     spec = EpilogueBuilder(ctx, expr, value_buf, axes, extras)
-    types = tuple(TensorType((int(b.size),) if isinstance(b.size, int) else (0,), b.dtype) for b in extras)
+    types = tuple(
+        TensorType((int(b.size),) if isinstance(b.size, int) else (0,), b.dtype) for b in extras
+    )
     return Epilogue(spec, types), extras
 
 

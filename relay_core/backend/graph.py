@@ -92,7 +92,10 @@ def is_static_graph(func: Function) -> bool:
     for node in post_order(func.body, _children):
         t = type(node)
         if t is Call:
-            if not (isinstance(node.op, Op) or (isinstance(node.op, Function) and node.op.attr("Primitive"))):
+            if not (
+                isinstance(node.op, Op)
+                or (isinstance(node.op, Function) and node.op.attr("Primitive"))
+            ):
                 return False
             if isinstance(node.op, Op) and node.op.opdef.data_dependent_shape:
                 return False
@@ -153,7 +156,9 @@ class GraphCompiler:
         s = self.const_slot.get(key)
         if s is None:
             arr = c.data if prepack is None else np.ascontiguousarray(prepack(c.data))
-            s = Storage("const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype)))
+            s = Storage(
+                "const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype))
+            )
             self.const_arrays.append(np.ascontiguousarray(arr))
             self.const_slot[key] = s
             self.const_nodes[s.index] = c
@@ -217,10 +222,19 @@ class GraphCompiler:
         self.offsets, self.total = offsets, total
         self._entry()
         return GraphPlan(
-            names, in_types, out_types, self.const_arrays, total, ENTRY,
-            kernels=len(self.kernels), steps=len(self.steps),
-            info={"step_ops": self.step_ops, "step_kernels": [s.kernel for s in self.steps],
-                  "profile": self.profile},
+            names,
+            in_types,
+            out_types,
+            self.const_arrays,
+            total,
+            ENTRY,
+            kernels=len(self.kernels),
+            steps=len(self.steps),
+            info={
+                "step_ops": self.step_ops,
+                "step_kernels": [s.kernel for s in self.steps],
+                "profile": self.profile,
+            },
         )
 
     def _group(self, call: Call, args: list):
@@ -254,7 +268,11 @@ class GraphCompiler:
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
         self.steps.append(Step(name, list(flat_args), outs, values))
-        self.step_ops.append(sorted({n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}))
+        self.step_ops.append(
+            sorted(
+                {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
+            )
+        )
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
             from .lower import _unflatten
@@ -274,7 +292,7 @@ class GraphCompiler:
                     sizes[id(s)] = s.nbytes
                     defs[id(s)] = i
         n = len(self.steps)
-        for dst, src in self.copies:
+        for _, src in self.copies:
             if src.kind == "ws":
                 last[id(src)] = n
         return memory.plan(sizes, defs, last, n + 1)
@@ -314,9 +332,19 @@ class GraphCompiler:
             if prof:
                 b.call(tick, [ir.Constant(I32, k)])
         if self.copies:
-            memcpy = self.llctx.declare("llvm.memcpy.p0i8.p0i8.i64", ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)])
+            memcpy = self.llctx.declare(
+                "llvm.memcpy.p0i8.p0i8.i64", ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)]
+            )
             for dst, src in self.copies:
-                b.call(memcpy, [ptr(dst), ptr(src), ir.Constant(I64, src.nbytes), ir.Constant(ir.IntType(1), 0)])
+                b.call(
+                    memcpy,
+                    [
+                        ptr(dst),
+                        ptr(src),
+                        ir.Constant(I64, src.nbytes),
+                        ir.Constant(ir.IntType(1), 0),
+                    ],
+                )
         b.ret(ir.Constant(I32, 0))
         # workspace size, for C users of an exported library
         g = ir.GlobalVariable(llmod, I64, "relay_workspace_bytes")

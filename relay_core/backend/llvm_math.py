@@ -75,9 +75,16 @@ def exp_f32(b: ir.IRBuilder, x):
     r = b.fsub(xc, b.fmul(fn, _c(t, 0.693359375)))
     r = b.fsub(r, b.fmul(fn, _c(t, -2.12194440e-4)))
     p = _fma_poly(
-        b, r,
-        [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-         1.6666665459e-1, 5.0000001201e-1],
+        b,
+        r,
+        [
+            1.9875691500e-4,
+            1.3981999507e-3,
+            8.3334519073e-3,
+            4.1665795894e-2,
+            1.6666665459e-1,
+            5.0000001201e-1,
+        ],
     )
     rr = b.fmul(r, r, flags=_FM)
     y = b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(t, 1.0), flags=_FM)
@@ -105,10 +112,19 @@ def log_f32(b: ir.IRBuilder, x):
     ef = b.sitofp(e, t)
     z = b.fmul(m, m, flags=_FM)
     p = _fma_poly(
-        b, m,
-        [7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
-         1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
-         3.3333331174e-1],
+        b,
+        m,
+        [
+            7.0376836292e-2,
+            -1.1514610310e-1,
+            1.1676998740e-1,
+            -1.2420140846e-1,
+            1.4249322787e-1,
+            -1.6668057665e-1,
+            2.0000714765e-1,
+            -2.4999993993e-1,
+            3.3333331174e-1,
+        ],
     )
     y = b.fmul(b.fmul(p, m, flags=_FM), z, flags=_FM)
     y = b.fadd(y, b.fmul(ef, _c(t, -2.12194440e-4)), flags=_FM)
@@ -126,9 +142,15 @@ def tanh_f32(b: ir.IRBuilder, x):
     ax = b.call(_intr(b, "fabs", t), [x])
     z = b.fmul(x, x, flags=_FM)
     p = _fma_poly(
-        b, z,
-        [-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-         -3.33332819422e-1],
+        b,
+        z,
+        [
+            -5.70498872745e-3,
+            2.06390887954e-2,
+            -5.37397155531e-2,
+            1.33314422036e-1,
+            -3.33332819422e-1,
+        ],
     )
     small = b.fadd(b.fmul(b.fmul(p, z, flags=_FM), x, flags=_FM), x, flags=_FM)
     e = exp_f32(b, b.fadd(ax, ax))
@@ -143,7 +165,9 @@ def sigmoid_f32(b: ir.IRBuilder, x):
     return b.fdiv(_c(t, 1.0), b.fadd(_c(t, 1.0), e))
 
 
-_ERF_TAYLOR = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) * 2 / math.sqrt(math.pi) for n in range(8)]
+_ERF_TAYLOR = [
+    (-1) ** n / (math.factorial(n) * (2 * n + 1)) * 2 / math.sqrt(math.pi) for n in range(8)
+]
 
 
 def erf_f32(b: ir.IRBuilder, x):
@@ -154,9 +178,20 @@ def erf_f32(b: ir.IRBuilder, x):
     # erfc(|x|) (Numerical Recipes' Chebyshev fit, fractional error < 1.2e-7)
     tt = b.fdiv(_c(t, 1.0), b.fadd(_c(t, 1.0), b.fmul(ax, _c(t, 0.5))))
     poly = _fma_poly(
-        b, tt,
-        [0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
-         0.09678418, 0.37409196, 1.00002368, -1.26551223],
+        b,
+        tt,
+        [
+            0.17087277,
+            -0.82215223,
+            1.48851587,
+            -1.13520398,
+            0.27886807,
+            -0.18628806,
+            0.09678418,
+            0.37409196,
+            1.00002368,
+            -1.26551223,
+        ],
     )
     ex = exp_f32(b, b.fadd(b.fneg(z2), poly))
     erfc = b.fmul(tt, ex)

@@ -80,7 +80,9 @@ def compile_ir(text: str, opt_level: int = 3) -> bytes:
 
 
 def cc() -> str:
-    path = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    path = (
+        os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    )
     if not path:
         raise BuildError("no C compiler found (cc / gcc / clang): it links generated code")
     return path
@@ -146,8 +148,20 @@ def link_shared(objects: list[bytes], out_path: str, extra_sources: list[str] = 
                 f.write(obj)
             files.append(p)
         tmp_out = os.path.join(d, "lib.so")
-        cmd = [cc(), "-shared", "-fPIC", "-O2", "-o", tmp_out, *files, *extra_sources,
-               "-Wl,--no-undefined", "-lgomp", "-lm", "-lc"]
+        cmd = [
+            cc(),
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-o",
+            tmp_out,
+            *files,
+            *extra_sources,
+            "-Wl,--no-undefined",
+            "-lgomp",
+            "-lm",
+            "-lc",
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"linking generated code failed:\n{' '.join(cmd)}\n{r.stderr[-4000:]}")

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import te
 from ..errors import RelayError
 from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
-from ..ir.types import AnyDim, ShapeVar, TensorType, TupleType
+from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import post_order
-from .. import te
 from ..te.lowering import load_all
 from . import tir as T
 from .schedule import Scheduler, extern
@@ -93,6 +93,7 @@ class GroupLowering:
     def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
         load_all()
         from . import lower_loops  # noqa: F401  (loop-IR and runtime lowerings)
+
         self.func = func
         self.name = name
         self.llctx = llctx
@@ -203,8 +204,14 @@ class GroupLowering:
         params += self.dims
         kernel = T.Kernel(self.name, params, body, sched.contract)
         return LoweredKernel(
-            kernel, in_types, out_types, self.dims, self.dim_sources, self.prepack,
-            [tuple(o.shape) for o in outs], pre,
+            kernel,
+            in_types,
+            out_types,
+            self.dims,
+            self.dim_sources,
+            self.prepack,
+            [tuple(o.shape) for o in outs],
+            pre,
         )
 
     def _pre_kernel(self, placeholders, bufs, shape_dims):

@@ -77,7 +77,9 @@ def _scatter_elements(inputs, attrs, out_type):
         tgt = list(vs)
         tgt[ax] = j
         pos = ravel(tgt, dshape)
-        val = _combine(attrs.reduction, Load(out, pos, out.dtype), Load(u, ravel(vs, ishape), u.dtype))
+        val = _combine(
+            attrs.reduction, Load(out, pos, out.dtype), Load(u, ravel(vs, ishape), u.dtype)
+        )
         return T.seq(_copy(d, out, _size(dshape)), nest(T.Store(out, pos, val)))
 
     return loop_op("scatter_elements", [(dshape, data.dtype)], inputs, build)[0]
@@ -97,7 +99,9 @@ def _scatter_nd(inputs, attrs, out_type):
         out = outs[0]
         vs, nest = _nest(ushape, "s")
         ys, rest = vs[:ny], vs[ny:]
-        coords = [_fix(Load(i, ravel([E.index(k)] + ys, ishape), i.dtype), dshape[k]) for k in range(m)]
+        coords = [
+            _fix(Load(i, ravel([E.index(k)] + ys, ishape), i.dtype), dshape[k]) for k in range(m)
+        ]
         pos = ravel(coords + rest, dshape)
         val = _combine(attrs.mode, Load(out, pos, out.dtype), Load(u, ravel(vs, ushape), u.dtype))
         return T.seq(_copy(d, out, _size(dshape)), nest(T.Store(out, pos, val)))
@@ -107,8 +111,16 @@ def _scatter_nd(inputs, attrs, out_type):
 
 # -- sorting: the C runtime's stable argsort -------------------------------------------------------
 _SORT_SUFFIX = {
-    "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
-    "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float32": "f32",
+    "float64": "f64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
     "bool": "u8",
 }
 
@@ -128,9 +140,19 @@ def argsort_positions(x: te.Tensor, axis: int, k: int, descending: bool) -> te.T
     def emit(llmod, name, epilogue=None):
         if name not in llmod.globals:
             elem = storage_type(x.dtype).as_pointer()
-            ir.Function(llmod, ir.FunctionType(VOID, [elem, I64.as_pointer(), I64, I64, I64, I64, I32, I32]), name)
+            ir.Function(
+                llmod,
+                ir.FunctionType(VOID, [elem, I64.as_pointer(), I64, I64, I64, I64, I32, I32]),
+                name,
+            )
 
-    scalars = [E.index(outer), E.index(n), E.index(inner), E.index(k), E.as_expr(int(descending), "int32")]
+    scalars = [
+        E.index(outer),
+        E.index(n),
+        E.index(inner),
+        E.index(k),
+        E.as_expr(int(descending), "int32"),
+    ]
     return extern(fn, [(oshape, "int64")], [x], emit, scalars)[0]
 
 
@@ -177,7 +199,15 @@ def _max_unpool(nd: int):
             x, i = ins
             out = outs[0]
             f = T.index_var("z")
-            zero = T.For(f, total, T.Store(out, f, E.as_expr(0, out.dtype) if out.dtype != "bool" else E.Const(False, "bool")))
+            zero = T.For(
+                f,
+                total,
+                T.Store(
+                    out,
+                    f,
+                    E.as_expr(0, out.dtype) if out.dtype != "bool" else E.Const(False, "bool"),
+                ),
+            )
             vs, nest = _nest(xshape, "u")
             # indices broadcast to the data's shape
             off = len(xshape) - len(ishape)
@@ -198,7 +228,9 @@ for _nd in (1, 2, 3):
 # -- nonzero / argwhere: count first (a kernel of its own), then a sequential scan -----------------
 def _nonzero_count(x):
     n = _size(_static(x.shape, "nonzero"))
-    flat = te.compute((n,), lambda f: x[_unravel_static(f, x.shape)], "nz_flat") if x.ndim != 1 else x
+    flat = (
+        te.compute((n,), lambda f: x[_unravel_static(f, x.shape)], "nz_flat") if x.ndim != 1 else x
+    )
     k = te.reduce_axis(n, "k")
     zero = E.Const(False, "bool") if x.dtype == "bool" else E.as_expr(0, x.dtype)
     return te.compute((), lambda: te.sum(E.cast("int64", E.ne(flat[k], zero)), k), "nz_count")
@@ -229,7 +261,9 @@ def _nonzero_scan(x, transposed: bool):
             writes.append(T.Store(out, pos, coords[d]))
         writes.append(T.Store(c, E.index(0), cur + 1))
         body = T.IfThenElse(E.ne(Load(src, f, src.dtype), zero), T.seq(*writes))
-        return T.Allocate(c, T.seq(T.Store(c, E.index(0), E.index(0)), T.For(f, _size(shape), body)))
+        return T.Allocate(
+            c, T.seq(T.Store(c, E.index(0), E.index(0)), T.For(f, _size(shape), body))
+        )
 
     return loop_op("nonzero", [(oshape, "int64")], [x], build)[0]
 

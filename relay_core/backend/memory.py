@@ -32,7 +32,7 @@ def plan(sizes: dict, defs: dict, last_use: dict, nsteps: int) -> tuple[dict, in
                 offsets[b] = 0
                 continue
             best = None
-            for k, (off, sz) in enumerate(free):
+            for k, (_, sz) in enumerate(free):
                 if sz >= need and (best is None or sz < free[best][1]):
                     best = k
             if best is not None:

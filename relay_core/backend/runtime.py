@@ -146,7 +146,12 @@ class CompiledModule:
             raise InputError(f"missing input(s) {missing}; inputs are {self.input_names}")
         for i, v in enumerate(vals):
             dt, shape = self._in_dtypes[i], self._in_shapes[i]
-            if type(v) is np.ndarray and v.dtype == dt and v.shape == shape and v.flags.c_contiguous:
+            if (
+                type(v) is np.ndarray
+                and v.dtype == dt
+                and v.shape == shape
+                and v.flags.c_contiguous
+            ):
                 continue
             vals[i] = self._coerce(i, v)
         if self.kind == "vm":
@@ -183,8 +188,7 @@ class CompiledModule:
             isinstance(d, int) and d != s for d, s in zip(shape, arr.shape)
         ):
             raise InputError(
-                f"input {name!r} has shape {arr.shape}, expected {shape} "
-                f"({self.input_types[i]})"
+                f"input {name!r} has shape {arr.shape}, expected {shape} ({self.input_types[i]})"
             )
         return np.ascontiguousarray(arr)
 
@@ -200,7 +204,9 @@ class CompiledModule:
         optr = st.outputs
         for i, o in enumerate(outs):
             optr[i] = o.__array_interface__["data"][0]
-        rc = self._fn(st.in_addr, st.out_addr, self._const_table.ctypes.data, st.ws_addr, self.num_threads)
+        rc = self._fn(
+            st.in_addr, st.out_addr, self._const_table.ctypes.data, st.ws_addr, self.num_threads
+        )
         if rc != 0:
             raise RuntimeError_(f"the compiled model failed with code {rc}")
         return outs
@@ -240,7 +246,9 @@ class CompiledModule:
             shape = (c.c_int64 * max(v.ndim, 1))(*v.shape)
             ins[i] = self._wrap(v.ctypes.data, v.ndim, shape, v.itemsize)
         outs = (c.c_void_p * max(nout, 1))()
-        rc = self._guarded(self._entry_addr, ins, outs, self._const_table.ctypes.data, self.num_threads)
+        rc = self._guarded(
+            self._entry_addr, ins, outs, self._const_table.ctypes.data, self.num_threads
+        )
         if rc != 0:
             msg = self._last_error().decode(errors="replace")
             raise RuntimeError_(f"the compiled model failed: {msg}")
@@ -293,9 +301,18 @@ def load_module(path: str, num_threads: int | None = None) -> CompiledModule:
     return CompiledModule(path, num_threads)
 
 
-_CPU_FLAGS = {"avx": "avx", "avx2": "avx2", "fma": "fma", "avx512f": "avx512f",
-              "avx512bw": "avx512bw", "avx512dq": "avx512dq", "avx512vl": "avx512vl",
-              "f16c": "f16c", "sse4.1": "sse4_1", "sse4.2": "sse4_2"}
+_CPU_FLAGS = {
+    "avx": "avx",
+    "avx2": "avx2",
+    "fma": "fma",
+    "avx512f": "avx512f",
+    "avx512bw": "avx512bw",
+    "avx512dq": "avx512dq",
+    "avx512vl": "avx512vl",
+    "f16c": "f16c",
+    "sse4.1": "sse4_1",
+    "sse4.2": "sse4_2",
+}
 
 
 def _check_cpu(target: dict) -> None:
@@ -312,9 +329,7 @@ def _check_cpu(target: dict) -> None:
         return
     if not flags:
         return
-    missing = [
-        n for n, fl in _CPU_FLAGS.items() if f"+{n}" in feats.split(",") and fl not in flags
-    ]
+    missing = [n for n, fl in _CPU_FLAGS.items() if f"+{n}" in feats.split(",") and fl not in flags]
     if missing:
         raise ModelLoadError(
             f"this module was compiled for a CPU with {', '.join(missing)}, which this machine "

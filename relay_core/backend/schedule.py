@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var, const_value
+from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
 from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
@@ -236,9 +236,14 @@ class Scheduler:
                 continue
             body = t.op.body
             if type(body) is Reduce:
-                e = Reduce(body.kind, self.inline(body.source), body.axes,
-                           self.inline(body.where) if body.where is not None else None,
-                           body.last, body.dtype)
+                e = Reduce(
+                    body.kind,
+                    self.inline(body.source),
+                    body.axes,
+                    self.inline(body.where) if body.where is not None else None,
+                    body.last,
+                    body.dtype,
+                )
             else:
                 e = self.inline(body)
             stage_exprs[t.id] = e
@@ -328,9 +333,14 @@ class Scheduler:
                 continue
             c = rd[0][0]
             if (
-                c.is_reduction or c.id in hosts or c.id in absorbed or c.dtype != "float32"
-                or t.dtype != "float32" or tuple(c.shape) != tuple(t.shape)
-                or not all(isinstance(d, int) for d in c.shape) or not c.shape
+                c.is_reduction
+                or c.id in hosts
+                or c.id in absorbed
+                or c.dtype != "float32"
+                or t.dtype != "float32"
+                or tuple(c.shape) != tuple(t.shape)
+                or not all(isinstance(d, int) for d in c.shape)
+                or not c.shape
             ):
                 continue
             if any(tuple(n.indices) != tuple(c.op.axes) for _, n in rd):
@@ -437,7 +447,9 @@ class Scheduler:
             acc = T.Buffer(f"{t.name}_acc", t.dtype, 1, "local")
             body = T.seq(
                 self._reduction(expr, {}, acc, local),
-                T.Store(out_buf, self.simp(flat_index(shape, axes)), Load(acc, Const(0, INDEX), t.dtype)),
+                T.Store(
+                    out_buf, self.simp(flat_index(shape, axes)), Load(acc, Const(0, INDEX), t.dtype)
+                ),
             )
             body = T.Allocate(acc, body)
         else:
@@ -455,7 +467,7 @@ class Scheduler:
         for k in range(n, -1, -1):
             if k in pre:
                 stmts = []
-                for acc, red in pre[k]:
+                for _, red in pre[k]:
                     stmts.append(red)
                 body = T.seq(*stmts, body)
                 for acc, _ in reversed(pre[k]):

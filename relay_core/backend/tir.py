@@ -165,7 +165,9 @@ def stmt_str(root: Stmt) -> str:
             lines.append(f"{pad}let {s.var.name} = {expr_str(s.value)}")
             stack.append((s.body, d))
         elif t is Allocate:
-            lines.append(f"{pad}alloc {s.buffer.name}: {s.buffer.dtype}[{s.buffer.size}] {s.buffer.scope}")
+            lines.append(
+                f"{pad}alloc {s.buffer.name}: {s.buffer.dtype}[{s.buffer.size}] {s.buffer.scope}"
+            )
             stack.append((s.body, d))
         elif t is CallKernel:
             args = ", ".join(a.name if isinstance(a, Buffer) else expr_str(a) for a in s.args)
@@ -193,6 +195,7 @@ class Kernel:
 
     def __str__(self) -> str:
         ps = ", ".join(
-            f"{p.dtype}* {p.name}" if isinstance(p, Buffer) else f"i64 {p.name}" for p in self.params
+            f"{p.dtype}* {p.name}" if isinstance(p, Buffer) else f"i64 {p.name}"
+            for p in self.params
         )
         return f"kernel {self.name}({ps}):\n" + stmt_str(self.body)

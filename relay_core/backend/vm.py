@@ -49,7 +49,17 @@ from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import free_vars, post_order
 from ..te.expr import PrimExpr
-from .codegen import I1, I8, I32, I64, PTR, VOID, ExprEmitter, KernelCodegen, ModuleContext, storage_type
+from .codegen import (
+    I8,
+    I32,
+    I64,
+    PTR,
+    VOID,
+    ExprEmitter,
+    KernelCodegen,
+    ModuleContext,
+    storage_type,
+)
 from .graph import _wrap_op, lift_constants
 from .lower import GroupLowering, flatten_type
 
@@ -176,7 +186,9 @@ class VMCompiler:
     def closure_fn(self, f: Function, self_var: Var | None) -> _FnInfo:
         info = self.closures.get(id(f))
         if info is None:
-            llfn = ir.Function(self.llmod, self.fn_type(len(f.params), True), self.llctx.unique("relay_closure"))
+            llfn = ir.Function(
+                self.llmod, self.fn_type(len(f.params), True), self.llctx.unique("relay_closure")
+            )
             llfn.linkage = "internal"
             captured = [v for v in free_vars(f) if v is not self_var]
             info = self.closures[id(f)] = _FnInfo(f, llfn, True, self_var, captured)
@@ -196,8 +208,14 @@ class VMCompiler:
         while self.todo:
             _FunctionEmitter(self, self.todo.pop()).emit()
         self._entry(info, main)
-        return VMPlan(names, in_types, flatten_type(main.body.checked_type), self.consts,
-                      ENTRY, len(self.kernels))
+        return VMPlan(
+            names,
+            in_types,
+            flatten_type(main.body.checked_type),
+            self.consts,
+            ENTRY,
+            len(self.kernels),
+        )
 
     def _entry(self, info: _FnInfo, main: Function) -> None:
         pp = PTR.as_pointer()
@@ -210,13 +228,18 @@ class VMCompiler:
         for j, arr in enumerate(self.consts):
             data = b.load(b.gep(consts, [ir.Constant(I64, j)]))
             shape = self._shape_array(b, [ir.Constant(I64, d) for d in arr.shape])
-            o = b.call(self.rt("relay_tensor_wrap"), [data, ir.Constant(I64, arr.ndim), shape, ir.Constant(I64, arr.itemsize)])
+            o = b.call(
+                self.rt("relay_tensor_wrap"),
+                [data, ir.Constant(I64, arr.ndim), shape, ir.Constant(I64, arr.itemsize)],
+            )
             b.call(self.rt("relay_make_borrowed"), [o])
             b.store(o, b.gep(objs, [ir.Constant(I64, j)]))
         b.store(consts, b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, 0)]))
         b.store(objs, b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, 1)]))
         b.store(nth, b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, 2)]))
-        args = [b.bitcast(ctx, PTR)] + [b.load(b.gep(ins, [ir.Constant(I64, k)])) for k in range(len(main.params))]
+        args = [b.bitcast(ctx, PTR)] + [
+            b.load(b.gep(ins, [ir.Constant(I64, k)])) for k in range(len(main.params))
+        ]
         res = b.call(info.llfn, args)
         # flatten the result's tuples into the output slots (each +1 for the caller)
         leaves = []
@@ -225,7 +248,9 @@ class VMCompiler:
             v, t = stack.pop()
             if isinstance(t, TupleType):
                 for i in reversed(range(len(t.fields))):
-                    stack.append((b.call(self.rt("relay_field"), [v, ir.Constant(I64, i)]), t.fields[i]))
+                    stack.append(
+                        (b.call(self.rt("relay_field"), [v, ir.Constant(I64, i)]), t.fields[i])
+                    )
             else:
                 leaves.append(v)
         for k, v in enumerate(leaves):
@@ -423,7 +448,10 @@ class _FunctionEmitter:
         v = self.lookup(root) if type(root) is not Var else self.env.get(root)
         if v is not None:
             return v
-        order = post_order(root, lambda n: () if (self.lookup(n) is not None or type(n) is Var) else self.children(n))
+        order = post_order(
+            root,
+            lambda n: () if (self.lookup(n) is not None or type(n) is Var) else self.children(n),
+        )
         for n in order:
             if type(n) is Var or self.lookup(n) is not None:
                 continue
@@ -445,7 +473,12 @@ class _FunctionEmitter:
         t = type(e)
         b = self.b
         if t is Constant:
-            objs = b.load(b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 1)]))
+            objs = b.load(
+                b.gep(
+                    b.bitcast(self.ctx, CTX.as_pointer()),
+                    [ir.Constant(I32, 0), ir.Constant(I32, 1)],
+                )
+            )
             o = b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(e))]))
             self.regions[-1].memo[id(e)] = o  # borrowed wrapper: nothing to release
             return
@@ -633,7 +666,10 @@ class _FunctionEmitter:
 
     def make_closure(self, f: Function, self_var: Var | None):
         info = self.vm.closure_fn(f, self_var)
-        o = self.rt("relay_closure_new", [self.b.bitcast(info.llfn, PTR), ir.Constant(I64, len(info.captured))])
+        o = self.rt(
+            "relay_closure_new",
+            [self.b.bitcast(info.llfn, PTR), ir.Constant(I64, len(info.captured))],
+        )
         for k, v in enumerate(info.captured):
             x = self.val(v)
             self.rt("relay_retain", [x])
@@ -667,12 +703,16 @@ class _FunctionEmitter:
                     stack.append((self.rt("relay_field", [v, ir.Constant(I64, i)]), t.fields[i]))
             else:
                 flat.append(v)
-        objs = b.load(b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 1)]))
+        objs = b.load(
+            b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 1)])
+        )
         for c in consts:
             flat.append(b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(c))])))
         if len(flat) != len(lk.in_types):
             raise VMError(f"kernel {name}: {len(flat)} inputs for {len(lk.in_types)} parameters")
-        nth = b.load(b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 2)]))
+        nth = b.load(
+            b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 2)])
+        )
         dims = {}
         for dv, src in zip(lk.dims, lk.dim_sources):
             if src[0] == "shape":
@@ -682,11 +722,18 @@ class _FunctionEmitter:
             pk, specs = lk.pre
             for shape, dtype in specs:
                 arr = self._dims_array([ir.Constant(I64, d) for d in shape])
-                pre_outs.append(self.rt("relay_tensor_new", [ir.Constant(I64, len(shape)), arr, ir.Constant(I64, _dt.itemsize(dtype))]))
+                pre_outs.append(
+                    self.rt(
+                        "relay_tensor_new",
+                        [ir.Constant(I64, len(shape)), arr, ir.Constant(I64, _dt.itemsize(dtype))],
+                    )
+                )
             pfn = self.vm.llmod.globals[pk.name]
             ptrs = [self.rt("relay_data", [v]) for v in flat + pre_outs]
             pargs = [b.bitcast(p, pt) for p, pt in zip(ptrs, pfn.function_type.args)]
-            pargs += [dims[id(dv)] for dv in lk.dims if id(dv) in dims and _src(lk, dv)[0] == "shape"]
+            pargs += [
+                dims[id(dv)] for dv in lk.dims if id(dv) in dims and _src(lk, dv)[0] == "shape"
+            ]
             b.call(pfn, pargs + [nth])
         for dv, src in zip(lk.dims, lk.dim_sources):
             if src[0] == "shape":
@@ -703,7 +750,12 @@ class _FunctionEmitter:
         for shape, t in zip(lk.out_shapes, lk.out_types):
             ds = [shape_em(d) for d in shape]
             arr = self._dims_array(ds)
-            outs.append(self.rt("relay_tensor_new", [ir.Constant(I64, len(ds)), arr, ir.Constant(I64, _dt.itemsize(t.dtype))]))
+            outs.append(
+                self.rt(
+                    "relay_tensor_new",
+                    [ir.Constant(I64, len(ds)), arr, ir.Constant(I64, _dt.itemsize(t.dtype))],
+                )
+            )
         kfn = self.vm.llmod.globals[name]
         ptrs = [self.rt("relay_data", [v]) for v in flat + outs]
         args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]

@@ -27,7 +27,6 @@ from ..ir.expr import (
     Expr,
     Function,
     If,
-    Let,
     Match,
     Op,
     Tuple,
@@ -421,7 +420,9 @@ def _make_group(nodes: list, root: Expr, memo: dict) -> Call:
     for n in nodes:
         t = type(n)
         if t is Call:
-            new[id(n)] = Call(n.op, tuple(arg_for(a) for a in n.args), n.attrs, n.type_args, span=n.span)
+            new[id(n)] = Call(
+                n.op, tuple(arg_for(a) for a in n.args), n.attrs, n.type_args, span=n.span
+            )
         elif t is Tuple:
             new[id(n)] = Tuple(tuple(arg_for(f) for f in n.fields), span=n.span)
         else:
@@ -454,7 +455,9 @@ class FuseOps(Pass):
                 funcs[gv] = f
                 continue
             body = fuse_function_body(f.body, level, self.max_depth)
-            funcs[gv] = f if body is f.body else Function(
-                f.params, body, f.ret_type, f.type_params, f.attrs, span=f.span
+            funcs[gv] = (
+                f
+                if body is f.body
+                else Function(f.params, body, f.ret_type, f.type_params, f.attrs, span=f.span)
             )
         return infer_type(mod.with_functions(funcs))

@@ -117,8 +117,12 @@ class _Evaluator:
                 ident = identity(red.kind, red.dtype).value
                 src = np.where(w, src, np.asarray(ident).astype(src.dtype))
             f = {
-                "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
-                "any": np.any, "all": np.all,
+                "sum": np.sum,
+                "prod": np.prod,
+                "max": np.max,
+                "min": np.min,
+                "any": np.any,
+                "all": np.all,
             }[red.kind]
             if src.size == 0 or 0 in rext:
                 out = np.full(shape, identity(red.kind, red.dtype).value)
@@ -157,8 +161,12 @@ class _Evaluator:
         if t is Compare:
             a, b = vals[id(e.a)], vals[id(e.b)]
             return {
-                "eq": np.equal, "ne": np.not_equal, "lt": np.less,
-                "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                "eq": np.equal,
+                "ne": np.not_equal,
+                "lt": np.less,
+                "le": np.less_equal,
+                "gt": np.greater,
+                "ge": np.greater_equal,
             }[e.op](a, b)
         if t is Unary:
             a = vals[id(e.a)]

@@ -359,8 +359,12 @@ def compare(op: str, a, b) -> PrimExpr:
     ca, cb = const_value(a), const_value(b)
     if ca is not None and cb is not None and not is_float(a.dtype):
         r = {
-            "eq": ca == cb, "ne": ca != cb, "lt": ca < cb,
-            "le": ca <= cb, "gt": ca > cb, "ge": ca >= cb,
+            "eq": ca == cb,
+            "ne": ca != cb,
+            "lt": ca < cb,
+            "le": ca <= cb,
+            "gt": ca > cb,
+            "ge": ca >= cb,
         }[op]
         return Const(bool(r), "bool")
     return Compare(op, a, b)

@@ -19,7 +19,9 @@ def _np_erf(x):
 
 def _np_sigmoid(x):
     with np.errstate(over="ignore"):
-        return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x)))).astype(x.dtype)
+        return np.where(
+            x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x)))
+        ).astype(x.dtype)
 
 
 # name -> numpy function; all take and return arrays of the argument's dtype unless noted.

@@ -10,12 +10,11 @@ relay_core/backend/lower_loops.py: a sequential scan).
 from __future__ import annotations
 
 from . import expr as E
-from . import tensor as T
 from .expr import Const, cast, select
 from .lower_misc import cast_value
-from .lower_transform import ravel, reshape_to, unravel
+from .lower_transform import ravel, reshape_to
 from .lowering import broadcast_dim, broadcast_read, broadcast_shape, register_lower
-from .tensor import compute, reduce_axis, value_of
+from .tensor import compute, value_of
 
 
 def _values(t, n=None):
@@ -130,7 +129,8 @@ def _dyn_strided_slice(inputs, attrs, out_type):
         lens.append(ln)
         steps.append(s)
     return compute(
-        tuple(lens), lambda *i: x[tuple(starts[k] + i[k] * steps[k] for k in range(nd))],
+        tuple(lens),
+        lambda *i: x[tuple(starts[k] + i[k] * steps[k] for k in range(nd))],
         "dyn_strided_slice",
     )
 
@@ -174,7 +174,9 @@ def _dyn_one_hot(inputs, attrs, out_type):
     def body(*i):
         src = i[:a] + i[a + 1 :]
         hit = E.eq(E.index(idx[src]), i[a])
-        return select(hit, cast_value(on[(0,) * on.ndim], dtype), cast_value(off[(0,) * off.ndim], dtype))
+        return select(
+            hit, cast_value(on[(0,) * on.ndim], dtype), cast_value(off[(0,) * off.ndim], dtype)
+        )
 
     return compute(shape, body, "dyn_one_hot")
 

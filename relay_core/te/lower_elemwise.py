@@ -38,9 +38,33 @@ def _c(x, v):
 
 # -- unary float ---------------------------------------------------------------------------------
 for _n in [
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
-    "sigmoid", "floor", "ceil", "round", "trunc",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "sigmoid",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
 ]:
     _unary(_n, lambda x, _n=_n: call(_n, x))
 
@@ -63,7 +87,11 @@ def _sign(x):
     if x.dtype in _dt.UNSIGNED_INT_DTYPES:
         return select(x > _c(x, 0), _c(x, 1), _c(x, 0))
     # numpy: sign(nan) is nan; sign(+-0) is 0
-    return select(x > _c(x, 0), _c(x, 1), select(x < _c(x, 0), _c(x, -1), x * _c(x, 0) if E.is_float(x.dtype) else _c(x, 0)))
+    return select(
+        x > _c(x, 0),
+        _c(x, 1),
+        select(x < _c(x, 0), _c(x, -1), x * _c(x, 0) if E.is_float(x.dtype) else _c(x, 0)),
+    )
 
 
 _unary("abs", _abs)
@@ -120,7 +148,9 @@ def _power(a, b):
     negexp = b < _c(b, 0)
     pos = call("pow", a, select(negexp, _c(b, 0), b))
     odd = E.ne(E.truncmod(b, _c(b, 2)), _c(b, 0))
-    neg_res = select(E.eq(a, one), one, select(E.eq(a, _c(a, -1)), select(odd, _c(a, -1), one), zero))
+    neg_res = select(
+        E.eq(a, one), one, select(E.eq(a, _c(a, -1)), select(odd, _c(a, -1), one), zero)
+    )
     return select(negexp, neg_res, pos)
 
 
@@ -155,8 +185,12 @@ _binary("fmin", _fmin)
 _binary("atan2", lambda a, b: call("atan2", a, b))
 
 for _n, _op in [
-    ("equal", "eq"), ("not_equal", "ne"), ("less", "lt"),
-    ("less_equal", "le"), ("greater", "gt"), ("greater_equal", "ge"),
+    ("equal", "eq"),
+    ("not_equal", "ne"),
+    ("less", "lt"),
+    ("less_equal", "le"),
+    ("greater", "gt"),
+    ("greater_equal", "ge"),
 ]:
     _binary(_n, lambda a, b, _op=_op: E.compare(_op, a, b))
 

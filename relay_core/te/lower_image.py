@@ -85,7 +85,9 @@ def _resize(nd: int):
                     term = cur[tuple(src)] * ct[i[a], t]
                     acc = term if acc is None else acc + term
                 if et is not None:
-                    acc = select(et[(i[a],)], Const(float(attrs.extrapolation_value), "float64"), acc)
+                    acc = select(
+                        et[(i[a],)], Const(float(attrs.extrapolation_value), "float64"), acc
+                    )
                 return acc
 
             # materialized per axis and summed without FMA: the reference's rounding exactly
@@ -99,7 +101,9 @@ def _resize(nd: int):
 
         def fin(*i):
             v = call("round", cur[i])
-            v = E.min_(E.max_(v, Const(float(info.min), "float64")), Const(float(info.max), "float64"))
+            v = E.min_(
+                E.max_(v, Const(float(info.min), "float64")), Const(float(info.max), "float64")
+            )
             return cast(odt, v)
 
         return compute(oshape, fin, "resize")

@@ -11,8 +11,8 @@ from ..ops.misc import parse_einsum
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import broadcast_read, register_lower
 from .lower_transform import ravel, reshape_to, unravel
+from .lowering import broadcast_read, register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -108,7 +108,9 @@ def _one_hot(inputs, attrs, out_type):
     def body(*i):
         src = i[:a] + i[a + 1 :]
         hit = E.eq(E.index(idx[src]), i[a])
-        return select(hit, cast_value(_scalar_read(on), dtype), cast_value(_scalar_read(off), dtype))
+        return select(
+            hit, cast_value(_scalar_read(on), dtype), cast_value(_scalar_read(off), dtype)
+        )
 
     return compute(tuple(out_type.shape), body, "one_hot")
 
@@ -163,10 +165,16 @@ def _quantize(inputs, attrs, out_type):
         xv = cast(q_dt, x[i])
         sv = cast(q_dt, _param_read(s, i, attrs.axis, attrs.block_size))
         q = cast("float64", call("round", xv / sv))
-        z = cast("float64", _param_read(zp, i, attrs.axis, attrs.block_size)) if zp is not None else E.as_expr(0.0, "float64")
+        z = (
+            cast("float64", _param_read(zp, i, attrs.axis, attrs.block_size))
+            if zp is not None
+            else E.as_expr(0.0, "float64")
+        )
         r = q + z
         r = select(call("isnan", r, dtype="bool"), z, r)
-        r = E.min_(E.max_(r, E.as_expr(float(info.min), "float64")), E.as_expr(float(info.max), "float64"))
+        r = E.min_(
+            E.max_(r, E.as_expr(float(info.min), "float64")), E.as_expr(float(info.max), "float64")
+        )
         return cast(out, r)
 
     return compute(x.shape, body, "quantize")
@@ -185,7 +193,11 @@ def _dequantize(inputs, attrs, out_type):
 
     def body(*i):
         xi = cast("int64", x[i])
-        z = cast("int64", _param_read(zp, i, attrs.axis, attrs.block_size)) if zp is not None else E.index(0)
+        z = (
+            cast("int64", _param_read(zp, i, attrs.axis, attrs.block_size))
+            if zp is not None
+            else E.index(0)
+        )
         d = cast(mul, xi - z)
         sv = cast(mul, _param_read(s, i, attrs.axis, attrs.block_size))
         return cast(out, d * sv)
@@ -193,7 +205,7 @@ def _dequantize(inputs, attrs, out_type):
     return compute(x.shape, body, "dequantize")
 
 
-# -- einsum -----------------------------------------------------------------------------------------
+# -- einsum ---------------------------------------------------------------------------------------
 @register_lower("einsum")
 def _einsum(inputs, attrs, out_type):
     labels, out_labels, ell = parse_einsum(attrs.equation, [t.ndim for t in inputs])
@@ -239,7 +251,9 @@ def _einsum(inputs, attrs, out_type):
                     # right-aligned broadcast of this input's ellipsis dims
                     mine = t.shape[len(idx) : len(idx) + k]
                     sub = ell_idx[len(ell_idx) - k :] if k else ()
-                    idx.extend(0 if (isinstance(d, int) and d == 1) else j for d, j in zip(mine, sub))
+                    idx.extend(
+                        0 if (isinstance(d, int) and d == 1) else j for d, j in zip(mine, sub)
+                    )
                 else:
                     idx.append(env[c])
             v = cast(acc, t[tuple(idx)])
@@ -252,7 +266,7 @@ def _einsum(inputs, attrs, out_type):
     return compute(oshape, lambda *i: cast(dtype, s[i]), "einsum")
 
 
-# -- cumulative sums / products ---------------------------------------------------------------------
+# -- cumulative sums / products -------------------------------------------------------------------
 def _scan(kind: str):
     def lower(inputs, attrs, out_type):
         x = inputs[0]

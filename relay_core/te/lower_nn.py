@@ -72,19 +72,28 @@ _act("nn.elu", lambda v, a: _elu(v, a.alpha))
 _act("nn.selu", lambda v, a: _c(a.gamma, v.dtype) * _elu(v, a.alpha))
 _act(
     "nn.celu",
-    lambda v, a: E.max_(v, _zero(v))
-    + E.min_(_zero(v), _c(a.alpha, v.dtype) * call("expm1", E.min_(v, _zero(v)) / _c(a.alpha, v.dtype))),
+    lambda v, a: (
+        E.max_(v, _zero(v))
+        + E.min_(
+            _zero(v),
+            _c(a.alpha, v.dtype) * call("expm1", E.min_(v, _zero(v)) / _c(a.alpha, v.dtype)),
+        )
+    ),
 )
 _act("nn.gelu", _gelu)
 _act("nn.silu", lambda v, a: v * _sigmoid(v))
 _act("nn.mish", lambda v, a: v * call("tanh", _softplus(v)))
 _act(
     "nn.hard_sigmoid",
-    lambda v, a: E.min_(E.max_(_c(a.alpha, v.dtype) * v + _c(a.beta, v.dtype), _zero(v)), _c(1, v.dtype)),
+    lambda v, a: E.min_(
+        E.max_(_c(a.alpha, v.dtype) * v + _c(a.beta, v.dtype), _zero(v)), _c(1, v.dtype)
+    ),
 )
 _act(
     "nn.hard_swish",
-    lambda v, a: v * E.min_(E.max_(v / _c(6, v.dtype) + _c(0.5, v.dtype), _zero(v)), _c(1, v.dtype)),
+    lambda v, a: (
+        v * E.min_(E.max_(v / _c(6, v.dtype) + _c(0.5, v.dtype), _zero(v)), _c(1, v.dtype))
+    ),
 )
 
 
@@ -212,7 +221,9 @@ def _hardmax(inputs, attrs, out_type):
 
     a = compute(kshape, am, "hardmax_arg")
     one, zero = E.as_expr(1.0, x.dtype), E.as_expr(0.0, x.dtype)
-    return compute(x.shape, lambda *i: select(E.eq(a[_kidx(i, axis)], i[axis]), one, zero), "hardmax")
+    return compute(
+        x.shape, lambda *i: select(E.eq(a[_kidx(i, axis)], i[axis]), one, zero), "hardmax"
+    )
 
 
 # -- normalisation (statistics in float64, like the references) -----------------------------------
@@ -228,7 +239,10 @@ def _stats(x, axes, name):
     mean = compute(s.shape, lambda *i: s[i] / nn, f"{name}_mean")
 
     def sq(idx):
-        d = cast("float64", x[idx]) - mean[tuple(0 if k in r.axes else j for k, j in enumerate(idx))]
+        d = (
+            cast("float64", x[idx])
+            - mean[tuple(0 if k in r.axes else j for k, j in enumerate(idx))]
+        )
         return d * d
 
     ss = r.reduce("sum", sq, f"{name}_ss")
@@ -382,7 +396,9 @@ def _mvn(inputs, attrs, out_type):
 
     def body(*i):
         k = _kpos(r, i)
-        v = (cast("float64", x[i]) - mean[k]) / (call("sqrt", var[k]) + _c(attrs.epsilon, "float64"))
+        v = (cast("float64", x[i]) - mean[k]) / (
+            call("sqrt", var[k]) + _c(attrs.epsilon, "float64")
+        )
         return cast(x.dtype, v)
 
     return compute(x.shape, body, "mvn")
@@ -393,7 +409,7 @@ def _lrn(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
     c = x.shape[ax]
-    before, after = (attrs.size - 1) // 2, attrs.size // 2
+    before = (attrs.size - 1) // 2  # the window is [c - before, c - before + size)
     f = "float64"
 
     def sq(*i):
@@ -468,7 +484,9 @@ def _dense(inputs, attrs, out_type):
 @register_lower("nn.matmul")
 def _matmul(inputs, attrs, out_type):
     a, b = inputs
-    return matmul_te(a, b, attrs.transpose_a and a.ndim >= 2, attrs.transpose_b and b.ndim >= 2, out_type)
+    return matmul_te(
+        a, b, attrs.transpose_a and a.ndim >= 2, attrs.transpose_b and b.ndim >= 2, out_type
+    )
 
 
 @register_lower("nn.batch_matmul")

@@ -13,8 +13,8 @@ from ..ops import nn_util as U
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import register_lower
 from .lower_nn import _acc_dtype, _cast_result
+from .lowering import register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -113,7 +113,9 @@ def _conv_transpose(nd: int):
             return T.sum(v * wv, [rc] + rk)
 
         s = _out_compute(tuple(out_type.shape), oax, body, f"conv{nd}d_t_acc")
-        return compute(s.shape, lambda *i: _cast_result(s[i], out_type.dtype), f"conv{nd}d_transpose")
+        return compute(
+            s.shape, lambda *i: _cast_result(s[i], out_type.dtype), f"conv{nd}d_transpose"
+        )
 
     return lower
 
@@ -174,11 +176,19 @@ def _pool(nd: int, kind: str):
 
             def body(n, c, *y):
                 rk, pos, inside = taps(y)
-                v = select(inside, call("pow", call("abs", cast(f, x[(n, c, *pos)])), Const(p, f)), Const(0.0, f))
+                v = select(
+                    inside,
+                    call("pow", call("abs", cast(f, x[(n, c, *pos)])), Const(p, f)),
+                    Const(0.0, f),
+                )
                 return T.sum(v, rk)
 
             acc = _out_compute(tuple(out_type.shape), oax, body, "lp_acc")
-            return compute(acc.shape, lambda *i: cast(data.dtype, call("pow", acc[i], Const(1.0 / p, f))), "lp_pool")
+            return compute(
+                acc.shape,
+                lambda *i: cast(data.dtype, call("pow", acc[i], Const(1.0 / p, f))),
+                "lp_pool",
+            )
 
         def body(n, c, *y):
             rk, pos, inside = taps(y)
@@ -191,7 +201,9 @@ def _pool(nd: int, kind: str):
             y = [o[a] for a in oax[2:]]
             cnt = E.index(1)
             for a in range(nd):
-                lo, hi = (-pads[a][0], sp[a] + pads[a][1]) if attrs.count_include_pad else (0, sp[a])
+                lo, hi = (
+                    (-pads[a][0], sp[a] + pads[a][1]) if attrs.count_include_pad else (0, sp[a])
+                )
                 cnt = cnt * _count(y[a], k[a], s[a], d[a], pads[a][0], lo, hi)
             return cast(data.dtype, acc[o] / cast(f, cnt))
 
@@ -220,7 +232,11 @@ def _argmax_pool(nd: int):
             rk = [reduce_axis(kk, "k") for kk in k]
             pos = pos_of(y, rk)
             inside = E.all_of(*(_in_range(p, m) for p, m in zip(pos, sp)))
-            f = "float64" if data.dtype == "float64" else ("float32" if E.is_float(data.dtype) else data.dtype)
+            f = (
+                "float64"
+                if data.dtype == "float64"
+                else ("float32" if E.is_float(data.dtype) else data.dtype)
+            )
             v = select(inside, cast(f, x[(n, c, *pos)]), _lowest(f))
             return T.argmax(v, rk)
 
@@ -271,7 +287,7 @@ for _nd in (1, 2, 3):
     register_lower(f"nn.max_pool{_nd}d_with_argmax")(_argmax_pool(_nd))
 
 
-# -- global and adaptive pooling --------------------------------------------------------------------
+# -- global and adaptive pooling ------------------------------------------------------------------
 def _global(nd: int, kind: str):
     def lower(inputs, attrs, out_type):
         data = inputs[0]
@@ -298,8 +314,16 @@ def _global(nd: int, kind: str):
         if kind == "max":
             return acc
         if kind == "avg":
-            return compute(acc.shape, lambda *i: cast(data.dtype, acc[i] / cast(f, E.index(cnt))), "global_avg_pool")
-        return compute(acc.shape, lambda *i: cast(data.dtype, call("pow", acc[i], Const(1.0 / attrs.p, f))), "global_lp_pool")
+            return compute(
+                acc.shape,
+                lambda *i: cast(data.dtype, acc[i] / cast(f, E.index(cnt))),
+                "global_avg_pool",
+            )
+        return compute(
+            acc.shape,
+            lambda *i: cast(data.dtype, call("pow", acc[i], Const(1.0 / attrs.p, f))),
+            "global_lp_pool",
+        )
 
     return lower
 

@@ -53,9 +53,13 @@ def _draw(kind, shape, attrs, dtype, salt):
     def body(*i):
         flat = ravel(i, shape)
         if kind == "uniform":
-            v = Const(float(attrs.low), "float64") + Const(float(attrs.high - attrs.low), "float64") * uniform01(seed_t, flat)
+            v = Const(float(attrs.low), "float64") + Const(
+                float(attrs.high - attrs.low), "float64"
+            ) * uniform01(seed_t, flat)
         else:
-            v = Const(float(attrs.mean), "float64") + Const(float(attrs.scale), "float64") * _normal(seed_t, flat)
+            v = Const(float(attrs.mean), "float64") + Const(
+                float(attrs.scale), "float64"
+            ) * _normal(seed_t, flat)
         return cast(dtype, v)
 
     return compute(shape, body, kind)
@@ -87,7 +91,9 @@ def _bernoulli(inputs, attrs, out_type):
     seed_t = _seed_tensor(attrs.seed, 3)
     return compute(
         p.shape,
-        lambda *i: cast(out_type.dtype, uniform01(seed_t, ravel(i, p.shape)) < cast("float64", p[i])),
+        lambda *i: cast(
+            out_type.dtype, uniform01(seed_t, ravel(i, p.shape)) < cast("float64", p[i])
+        ),
         "bernoulli",
     )
 
@@ -118,7 +124,9 @@ def _multinomial(inputs, attrs, out_type):
 
     cnt = compute((b, s), idx_body, "mn_count")
     return compute(
-        (b, s), lambda i, j: cast(out_type.dtype, E.min_(cnt[i, j], E.index(max(c - 1, 0)))), "multinomial"
+        (b, s),
+        lambda i, j: cast(out_type.dtype, E.min_(cnt[i, j], E.index(max(c - 1, 0)))),
+        "multinomial",
     )
 
 

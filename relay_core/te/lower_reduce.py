@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from ..ir import dtype as _dt
 from . import expr as E
+from . import tensor as T
 from .expr import Const, call, cast, select
 from .lowering import out_shape, register_lower
 from .tensor import compute, reduce_axis
-from . import tensor as T
 
 
 def reduce_axes(ndim: int, attrs) -> tuple[int, ...]:
@@ -116,7 +116,11 @@ _simple("max", "max", acc=lambda d: d)
 _simple("min", "min", acc=lambda d: d)
 _simple("all", "all", acc=lambda d: d)
 _simple("any", "any", acc=lambda d: d)
-_simple("l1_norm", "sum", value=lambda v: call("abs", v) if v.dtype not in _dt.UNSIGNED_INT_DTYPES else v)
+_simple(
+    "l1_norm",
+    "sum",
+    value=lambda v: call("abs", v) if v.dtype not in _dt.UNSIGNED_INT_DTYPES else v,
+)
 _simple("sum_square", "sum", value=lambda v: v * v)
 
 
@@ -241,12 +245,18 @@ def _variance(inputs, attrs, out_type, sqrt: bool):
         from .lowering import broadcast_read
 
         def mean_at(idx):
-            return cast(a, broadcast_read(mt, tuple(0 if k in rk.axes else j for k, j in enumerate(idx))))
+            return cast(
+                a, broadcast_read(mt, tuple(0 if k in rk.axes else j for k, j in enumerate(idx)))
+            )
     else:
         s = rk.reduce("sum", lambda idx: cast(a, x[idx]), "var_msum")
         nn = cast(a, E.index(n))
         safe_n = select(E.eq(E.index(n), 0), E.as_expr(1.0, a), nn)
-        m = compute(s.shape, lambda *i: select(E.eq(E.index(n), 0), E.as_expr(0.0, a), s[i] / safe_n), "var_mean")
+        m = compute(
+            s.shape,
+            lambda *i: select(E.eq(E.index(n), 0), E.as_expr(0.0, a), s[i] / safe_n),
+            "var_mean",
+        )
 
         def mean_at(idx):
             return m[tuple(0 if k in rk.axes else j for k, j in enumerate(idx))]
@@ -281,8 +291,11 @@ def _collapse_sum_like(inputs, attrs, out_type):
     x, like = inputs
     lead = x.ndim - like.ndim
     summed = [k for k in range(lead)] + [
-        lead + i for i, d in enumerate(like.shape)
-        if isinstance(d, int) and d == 1 and not (isinstance(x.shape[lead + i], int) and x.shape[lead + i] == 1)
+        lead + i
+        for i, d in enumerate(like.shape)
+        if isinstance(d, int)
+        and d == 1
+        and not (isinstance(x.shape[lead + i], int) and x.shape[lead + i] == 1)
     ]
 
     def body(*o):

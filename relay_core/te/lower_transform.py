@@ -57,7 +57,11 @@ mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropo
 def _transpose(inputs, attrs, out_type):
     x = inputs[0]
     nd = x.ndim
-    perm = tuple(range(nd - 1, -1, -1)) if attrs.axes is None else tuple(a % nd if nd else a for a in attrs.axes)
+    perm = (
+        tuple(range(nd - 1, -1, -1))
+        if attrs.axes is None
+        else tuple(a % nd if nd else a for a in attrs.axes)
+    )
     shape = tuple(x.shape[p] for p in perm)
 
     def body(*i):
@@ -280,7 +284,9 @@ def _gather_nd(inputs, attrs, out_type):
         batch = o[:b]
         ys = o[b : b + ny]
         rest = o[b + ny :]
-        coords = [_fix_index(idx[(k,) + tuple(batch) + tuple(ys)], data.shape[b + k]) for k in range(m)]
+        coords = [
+            _fix_index(idx[(k,) + tuple(batch) + tuple(ys)], data.shape[b + k]) for k in range(m)
+        ]
         return data[tuple(batch) + tuple(coords) + tuple(rest)]
 
     return compute(shape, body, "gather_nd")

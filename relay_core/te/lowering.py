@@ -15,7 +15,17 @@ from ..ops.registry import all_ops, lookup
 from .expr import INDEX, PrimExpr, Var, const_value, eq, select
 from .tensor import Tensor
 
-_FAMILIES = ["lower_elemwise", "lower_reduce", "lower_transform", "lower_misc", "lower_random", "lower_nn", "lower_nn_window", "lower_image", "lower_dyn"]
+_FAMILIES = [
+    "lower_elemwise",
+    "lower_reduce",
+    "lower_transform",
+    "lower_misc",
+    "lower_random",
+    "lower_nn",
+    "lower_nn_window",
+    "lower_image",
+    "lower_dyn",
+]
 _loaded = False
 
 

@@ -6,9 +6,23 @@ from .expr import Binary, Call, Cast, Compare, Const, Load, Read, Reduce, Select
 from .visit import post_order
 
 _SYM = {
-    "add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
-    "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>",
-    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "floordiv": "//",
+    "floormod": "%",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "shl": "<<",
+    "shr": ">>",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
 }
 
 
@@ -17,7 +31,11 @@ def expr_str(root) -> str:
     for n in post_order(root):
         t = type(n)
         if t is Const:
-            s = repr(n.value) if n.dtype in ("int64", "float32", "bool") else f"{n.dtype}({n.value!r})"
+            s = (
+                repr(n.value)
+                if n.dtype in ("int64", "float32", "bool")
+                else f"{n.dtype}({n.value!r})"
+            )
         elif t is Var:
             s = n.name
         elif t is Binary or t is Compare:

@@ -142,7 +142,15 @@ class Simplifier:
             if co == 0:
                 continue
             if out is None:
-                out = a if co == 1 else (binary("mul", a, Const(co, INDEX)) if co != -1 else binary("sub", Const(0, INDEX), a))
+                out = (
+                    a
+                    if co == 1
+                    else (
+                        binary("mul", a, Const(co, INDEX))
+                        if co != -1
+                        else binary("sub", Const(0, INDEX), a)
+                    )
+                )
             elif co > 0:
                 out = binary("add", out, a if co == 1 else binary("mul", a, Const(co, INDEX)))
             else:
@@ -196,7 +204,11 @@ class Simplifier:
                 lo, hi = self.bound(e.a)
                 if cb is not None and cb > 0:
                     if e.op == "truncdiv" and lo < 0:
-                        return (-_INF, _INF) if lo == -_INF else (_fdiv(lo, cb) + 1 if lo % cb else lo // cb, _fdiv(hi, cb))
+                        return (
+                            (-_INF, _INF)
+                            if lo == -_INF
+                            else (_fdiv(lo, cb) + 1 if lo % cb else lo // cb, _fdiv(hi, cb))
+                        )
                     return (_fdiv(lo, cb), _fdiv(hi, cb))
                 return (-_INF, _INF)
             if e.op in ("floormod", "truncmod"):
@@ -235,7 +247,12 @@ class Simplifier:
                     return e
                 return self.from_linear(terms, c)
             cb = const_value(e.b)
-            if op in ("truncdiv", "truncmod") and self.bound(e.a)[0] >= 0 and cb is not None and cb > 0:
+            if (
+                op in ("truncdiv", "truncmod")
+                and self.bound(e.a)[0] >= 0
+                and cb is not None
+                and cb > 0
+            ):
                 op = "floordiv" if op == "truncdiv" else "floormod"
                 e = binary(op, e.a, e.b)
             if op in ("floordiv", "floormod") and cb is not None and cb > 0:
@@ -276,14 +293,21 @@ class Simplifier:
         qk, rk = divmod(k, c)
         lo, hi = self.lin_bound(r_terms, rk)
         if lo >= 0 and hi < c:
-            return self.from_linear(q_terms, qk) if op == "floordiv" else self.from_linear(r_terms, rk)
+            return (
+                self.from_linear(q_terms, qk) if op == "floordiv" else self.from_linear(r_terms, rk)
+            )
         if op == "floormod":
             if q_terms:
                 return binary("floormod", self.from_linear(r_terms, rk), Const(c, INDEX))
             return e
         # floordiv of a floordiv by positive constants: one division
         a = e.a
-        if type(a) is Binary and a.op == "floordiv" and const_value(a.b) is not None and const_value(a.b) > 0:
+        if (
+            type(a) is Binary
+            and a.op == "floordiv"
+            and const_value(a.b) is not None
+            and const_value(a.b) > 0
+        ):
             return binary("floordiv", a.a, Const(c * const_value(a.b), INDEX))
         if q_terms and lo > -_INF and hi < _INF:
             # (c*Q + R) // c == Q + R // c

@@ -34,12 +34,16 @@ _ids = itertools.count()
 
 # Shape variable name -> Var, while a fused group is lowered (relay_core.backend.lower): Relay
 # types' named dims (ShapeVar) read as those run-time dims.
-_SHAPE_VARS: contextvars.ContextVar[dict] = contextvars.ContextVar("te_shape_vars", default={})
+_SHAPE_VARS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "te_shape_vars", default=None
+)
 
 
 # Run-time values used as dimensions (dyn.reshape's shape tensor, a count): a list that the
 # lowering of a fused group collects; see value_of.
-_VALUE_VARS: contextvars.ContextVar[list | None] = contextvars.ContextVar("te_value_vars", default=None)
+_VALUE_VARS: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "te_value_vars", default=None
+)
 
 
 @contextlib.contextmanager
@@ -130,7 +134,7 @@ def _dim(d):
     from ..ir.types import AnyDim, ShapeVar
 
     if isinstance(d, ShapeVar):
-        v = _SHAPE_VARS.get().get(d.name)
+        v = (_SHAPE_VARS.get() or {}).get(d.name)
         if v is None:
             raise ValueError(f"dimension {d.name} is not known to this kernel")
         return v
@@ -176,7 +180,9 @@ def compute(shape: Sequence, fn: Callable[..., PrimExpr], name: str = "T", attrs
 
 def const_tensor(value, dtype: str, name: str = "c") -> Tensor:
     """A scalar (shape ()) tensor holding an immediate."""
-    return compute((), lambda: Const(value, dtype) if dtype != "bool" else Const(bool(value), dtype), name)
+    return compute(
+        (), lambda: Const(value, dtype) if dtype != "bool" else Const(bool(value), dtype), name
+    )
 
 
 def const_array(value, name: str = "table") -> Tensor:

@@ -35,7 +35,8 @@ def _check(text: str, *inputs, rtol=1e-5):
 
 LOOP = """
 #[version = "0.0.5"]
-def @loop(%i: int32, %n: int32, %acc: Tensor[(3), float32], %x: Tensor[(3), float32]) -> Tensor[(3), float32] {
+def @loop(%i: int32, %n: int32, %acc: Tensor[(3), float32],
+    %x: Tensor[(3), float32]) -> Tensor[(3), float32] {
   if (less(%i, %n)) {
     @loop(add(%i, 1), %n, add(%acc, multiply(%x, cast(%i, dtype="float32"))), %x)
   } else {
@@ -74,7 +75,8 @@ def test_recursive_closure_and_tuples():
     text = """
 #[version = "0.0.5"]
 def @main(%x: Tensor[(4), float32], %n: int32) {
-  let %loop = fn (%i: int32, %s: (Tensor[(4), float32], Tensor[(4), float32])) -> (Tensor[(4), float32], Tensor[(4), float32]) {
+  let %loop = fn (%i: int32, %s: (Tensor[(4), float32], Tensor[(4), float32]))
+      -> (Tensor[(4), float32], Tensor[(4), float32]) {
     if (less(%i, %n)) {
       %loop(add(%i, 1), (add(%s.0, %x), multiply(%s.1, 2f)))
     } else {
@@ -94,7 +96,8 @@ def test_higher_order_functions_over_lists():
 def @main(%x: Tensor[(3), float32], %y: Tensor[(3), float32]) {
   let %xs = Cons(%x, Cons(%y, Cons(add(%x, %y), Nil)));
   let %scaled = @map(fn (%t: Tensor[(3), float32]) { multiply(%t, %y) }, %xs);
-  let %total = @foldl(fn (%a: Tensor[(3), float32], %b: Tensor[(3), float32]) { add(%a, %b) }, zeros_like(%x), %scaled);
+  let %total = @foldl(fn (%a: Tensor[(3), float32], %b: Tensor[(3), float32]) { add(%a,
+      %b) }, zeros_like(%x), %scaled);
   (%total, @nth(@rev(%scaled), 1), @length(%xs))
 }
 """

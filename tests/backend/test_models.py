@@ -91,7 +91,9 @@ def test_inputs_are_validated():
 def test_outputs_that_are_inputs_or_repeated():
     x = var("x", (3,))
     mod = relay_core.infer_type(
-        IRModule.from_expr(Function((x,), Tuple((x, call("exp", x), call("exp", x), const(np.ones(2, "float32"))))))
+        IRModule.from_expr(
+            Function((x,), Tuple((x, call("exp", x), call("exp", x), const(np.ones(2, "float32")))))
+        )
     )
     lib = relay_core.build(mod)
     a = np.arange(3, dtype=np.float32)
@@ -149,7 +151,7 @@ def test_export_and_load_without_llvmlite(tmp_path):
 import sys, numpy as np
 import relay_core
 lib = relay_core.load_module({str(out_dir)!r})
-outs = lib(np.load({str(tmp_path / 'x.npy')!r}))
+outs = lib(np.load({str(tmp_path / "x.npy")!r}))
 for k, o in enumerate(outs):
     np.save({str(tmp_path)!r} + f"/out{{k}}.npy", o)
 assert "llvmlite" not in sys.modules, "llvmlite was imported"

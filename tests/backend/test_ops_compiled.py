@@ -32,8 +32,13 @@ EXPECTED_FAIL: dict[str, str] = {
 # Dtypes the backend cannot store yet; samples using them are left out of the op tests, and
 # test_unsupported_dtypes_still_unsupported fails once one becomes supported.
 UNSUPPORTED_DTYPES = {
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-    "float4_e2m1fn", "string",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "string",
 }
 
 
@@ -101,7 +106,9 @@ def _compile_and_check(name: str) -> None:
         for r in _flat(ref):
             g = got[pos]
             pos += 1
-            where = f"{name} {[x.shape for x in s.inputs]} {[str(x.dtype) for x in s.inputs]} {s.attrs}"
+            where = (
+                f"{name} {[x.shape for x in s.inputs]} {[str(x.dtype) for x in s.inputs]} {s.attrs}"
+            )
             assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
             assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
             if op.stateful:  # random: the same distribution, not numpy's numbers
@@ -110,8 +117,12 @@ def _compile_and_check(name: str) -> None:
             if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
                 rtol, atol = _tolerance(s, r)
                 np.testing.assert_allclose(
-                    g.astype(np.float64), r.astype(np.float64), rtol=rtol, atol=atol,
-                    equal_nan=True, err_msg=where,
+                    g.astype(np.float64),
+                    r.astype(np.float64),
+                    rtol=rtol,
+                    atol=atol,
+                    equal_nan=True,
+                    err_msg=where,
                 )
             else:
                 np.testing.assert_array_equal(g, r, err_msg=where)
@@ -167,7 +178,8 @@ def test_every_lowerable_op_has_a_rule():
     from relay_core.ops.registry import OpPattern
 
     missing = [
-        n for n, op in all_ops().items()
+        n
+        for n, op in all_ops().items()
         if op.pattern <= OpPattern.COMM_REDUCE and op.lower is None and n not in EXPECTED_FAIL
     ]
     assert not missing, f"ops without a lowering rule: {missing}"

@@ -17,15 +17,18 @@ CASES = {
     # conv2d anchors a group and absorbs its elementwise / broadcast consumers
     "conv_epilogue": (
         """
-def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32], %b: Tensor[(4), float32]) {
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32],
+    %b: Tensor[(4), float32]) {
   %0 = nn.conv2d(%x, %w, padding=[1, 1]);
   %1 = nn.bias_add(%0, %b);
   %2 = nn.relu(%1);
   add(%2, %x)
 }""",
         """
-def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32], %b: Tensor[(4), float32]) {
-  %0 = fn (%p0: Tensor[(1, 4, 8, 8), float32], %p1: Tensor[(4, 4, 3, 3), float32], %p2: Tensor[(4), float32], Primitive=1) {
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32],
+    %b: Tensor[(4), float32]) {
+  %0 = fn (%p0: Tensor[(1, 4, 8, 8), float32], %p1: Tensor[(4, 4, 3, 3), float32],
+      %p2: Tensor[(4), float32], Primitive=1) {
     %1 = nn.conv2d(%p0, %p1, padding=[1, 1]);
     %2 = nn.bias_add(%1, %p2);
     %3 = nn.relu(%2);
@@ -156,16 +159,21 @@ def test_fused_program_computes_the_same(name):
     args = []
     for p in mod["main"].params:
         t = p.checked_type
-        args.append(np.asarray(rng.standard_normal(t.shape) if t.dtype != "bool" else True).astype(t.dtype))
+        args.append(
+            np.asarray(rng.standard_normal(t.shape) if t.dtype != "bool" else True).astype(t.dtype)
+        )
     want = relay_core.evaluate(mod, *args)
     got = relay_core.evaluate(fused, *args)
-    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+    for w, g in zip(
+        want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)
+    ):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
 def _groups(mod):
     return [
-        n for n in post_order(mod["main"].body)
+        n
+        for n in post_order(mod["main"].body)
         if type(n) is Call and isinstance(n.op, Function) and n.op.attr("Primitive")
     ]
 
