@@ -22,9 +22,7 @@ _DYN = "output shape depends on input values: needs the dynamic-shape path"
 EXPECTED_FAIL: dict[str, str] = {
     "unique": _DYN,
     "vision.non_max_suppression": _DYN,
-    "image.affine_grid": "no lowering yet",
     "image.crop_and_resize": "no lowering yet",
-    "image.grid_sample": "no lowering yet",
     "vision.roi_align": "no lowering yet",
     "vision.roi_pool": "no lowering yet",
 }
