@@ -343,7 +343,7 @@ class Scheduler:
                 or not c.shape
             ):
                 continue
-            if any(tuple(n.indices) != tuple(c.op.axes) for _, n in rd):
+            if any(not _identity_read(n, c) for _, n in rd):
                 continue
             expr = stage_exprs[c.id]
             ok = True
@@ -555,6 +555,17 @@ class Scheduler:
         for var, val in reversed(lets):
             body = T.LetStmt(var, val, body)
         return T.For(fused, total, body, "parallel")
+
+
+def _identity_read(read, stage) -> bool:
+    """The read takes element i of its tensor at stage index i (0 on size-1 dims)."""
+    for i, a, d in zip(read.indices, stage.op.axes, read.tensor.shape):
+        if i is a:
+            continue
+        if type(i) is Const and i.value == 0 and isinstance(d, int) and d == 1:
+            continue
+        return False
+    return len(read.indices) == len(stage.op.axes)
 
 
 def _expr_cost(expr) -> int:

@@ -89,6 +89,7 @@ _RT = {
     "relay_tensor_wrap": (OBJ, [PTR, I64, I64.as_pointer(), I64]),
     "relay_make_borrowed": (VOID, [OBJ]),
     "relay_wrap_free": (VOID, [OBJ]),
+    "relay_own": (OBJ, [OBJ]),
     "relay_data": (PTR, [OBJ]),
     "relay_dim": (I64, [OBJ, I64]),
     "relay_tuple_new": (OBJ, [I64]),
@@ -253,9 +254,8 @@ class VMCompiler:
                     )
             else:
                 leaves.append(v)
-        for k, v in enumerate(leaves):
-            b.call(self.rt("relay_retain"), [v])
-            b.store(v, b.gep(outs, [ir.Constant(I64, k)]))
+        for k, v in enumerate(leaves):  # constants' wrappers die below: outputs get copies
+            b.store(b.call(self.rt("relay_own"), [v]), b.gep(outs, [ir.Constant(I64, k)]))
         b.call(self.rt("relay_release"), [res])
         for j in range(n):
             b.call(self.rt("relay_wrap_free"), [b.load(b.gep(objs, [ir.Constant(I64, j)]))])

@@ -169,3 +169,19 @@ def @main(%k: int32) {
     with pytest.raises(RuntimeError_, match="no clause"):
         lib(np.int32(0))
     assert lib(np.int32(2))[0] == 2  # the module still works after an error
+
+
+def test_results_that_are_constants_or_inputs():
+    # the result may be a constant (whose wrapper dies with the call) or an input
+    text = """
+#[version = "0.0.5"]
+def @main(%x: Tensor[(3), float32], %c: bool) {
+  if (%c) { (%x, ones(shape=[3], dtype="float32")) } else { (zeros(shape=[3], dtype="float32"), %x) }
+}
+"""
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    lib = _check(text, x, np.bool_(True))
+    for _ in range(200):  # repeated calls would corrupt the heap if ownership were wrong
+        a, b = lib(x, np.bool_(False))
+        np.testing.assert_array_equal(a, np.zeros(3, np.float32))
+        np.testing.assert_array_equal(b, x)

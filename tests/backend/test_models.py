@@ -164,3 +164,44 @@ print("ok", lib.input_names, lib.output_names)
     assert r.stdout.startswith("ok")
     for k, w in enumerate(want):
         np.testing.assert_array_equal(np.load(tmp_path / f"out{k}.npy"), w)
+
+
+LSTM_LOOP = """
+#[version = "0.0.5"]
+def @step(%t: int32, %n: int32, %xs: Tensor[(6, 1, 8), float32], %h: Tensor[(1, 16), float32],
+          %c: Tensor[(1, 16), float32], %wi: Tensor[(64, 8), float32],
+          %wh: Tensor[(64, 16), float32], %b: Tensor[(64), float32])
+          -> (Tensor[(1, 16), float32], Tensor[(1, 16), float32]) {
+  if (less(%t, %n)) {
+    %0 = squeeze(take(%xs, %t, axis=0), axis=[0]);
+    %1 = add(nn.dense(%0, %wi), nn.dense(%h, %wh));
+    %2 = nn.bias_add(%1, %b, axis=-1);
+    %3 = split(%2, indices_or_sections=4, axis=1);
+    %4 = add(multiply(sigmoid(%3.1), %c), multiply(sigmoid(%3.0), tanh(%3.2)));
+    %5 = multiply(sigmoid(%3.3), tanh(%4));
+    @step(add(%t, 1), %n, %xs, %5, %4, %wi, %wh, %b)
+  } else {
+    (%h, %c)
+  }
+}
+def @main(%xs: Tensor[(6, 1, 8), float32], %n: int32, %wi: Tensor[(64, 8), float32],
+          %wh: Tensor[(64, 16), float32], %b: Tensor[(64), float32]) {
+  let %z = zeros(shape=[1, 16], dtype="float32");
+  @step(0, %n, %xs, %z, %z, %wi, %wh, %b)
+}
+"""
+
+
+def test_lstm_written_as_a_loop():
+    mod = relay_core.parse(LSTM_LOOP)
+    lib = relay_core.build(mod)
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((6, 1, 8)).astype("float32")
+    wi = (rng.standard_normal((64, 8)) * 0.3).astype("float32")
+    wh = (rng.standard_normal((64, 16)) * 0.3).astype("float32")
+    b = rng.standard_normal(64).astype("float32")
+    for n in (0, 3, 6):
+        got = lib(xs, np.int32(n), wi, wh, b)
+        want = relay_core.evaluate(mod, xs, np.int32(n), wi, wh, b)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -109,6 +109,20 @@ RObj *relay_tensor_wrap(void *data, int64_t ndim, const int64_t *shape, int64_t 
 }
 
 void relay_wrap_free(RObj *o) { free(o); }
+
+/* An owned reference for a caller that outlives the call: borrowed tensors (constants) are
+   copied, others retained. */
+RObj *relay_own(RObj *o) {
+  if (o->rc >= 0 || o->kind != K_TENSOR) {
+    relay_retain(o);
+    return o;
+  }
+  RObj *c = relay_tensor_new(o->n, o->shape, o->tag);
+  int64_t count = 1;
+  for (int64_t i = 0; i < o->n; i++) count *= o->shape[i];
+  memcpy(c->data, o->data, (size_t)(count * o->tag));
+  return c;
+}
 void relay_make_borrowed(RObj *o) { o->rc = -1; }
 
 void *relay_data(RObj *o) { return o->data; }
