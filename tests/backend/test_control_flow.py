@@ -176,7 +176,11 @@ def test_results_that_are_constants_or_inputs():
     text = """
 #[version = "0.0.5"]
 def @main(%x: Tensor[(3), float32], %c: bool) {
-  if (%c) { (%x, ones(shape=[3], dtype="float32")) } else { (zeros(shape=[3], dtype="float32"), %x) }
+  if (%c) {
+    (%x, ones(shape=[3], dtype="float32"))
+  } else {
+    (zeros(shape=[3], dtype="float32"), %x)
+  }
 }
 """
     x = np.array([1.0, 2.0, 3.0], np.float32)
