@@ -332,7 +332,10 @@ class _FuncEmitter(ArithMixin):
         fn = self.ctx.llmod.globals[s.name]
         args = []
         for a, pt in zip(s.args, fn.function_type.args):
-            if isinstance(a, T.Buffer):
+            if isinstance(a, T.Offset):
+                v = self.b.gep(self.bufptr(a.buffer), [self.index(a.offset)])
+                args.append(self.b.bitcast(v, pt) if v.type != pt else v)
+            elif isinstance(a, T.Buffer):
                 v = self.bufptr(a)
                 args.append(self.b.bitcast(v, pt) if v.type != pt else v)
             else:
@@ -590,6 +593,9 @@ def _free(s: T.Stmt) -> tuple[list[int], list[int]]:
                 exprs.append(x.buffer.size)
         elif t is T.CallKernel:
             for a in x.args:
+                if isinstance(a, T.Offset):
+                    exprs.append(a.offset)
+                    a = a.buffer
                 if isinstance(a, T.Buffer):
                     if a.id not in seen_b:
                         seen_b.add(a.id)

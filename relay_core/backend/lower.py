@@ -253,6 +253,23 @@ class GroupLowering:
         kernel = T.Kernel(self.name + "_pre", params + shape_dims, body, sched.contract)
         return kernel, [(t.shape, t.dtype) for t in pre_tensors]
 
+    def _batch_split(self, call: Call, in_types, out_types):
+        """Static types for one batch element when only axis 0 of the data input and of the
+        single output is dynamic and the op treats batch elements independently
+        (`OpDef.extra["batch_axis0"]`: convolutions, pooling, dense)."""
+        pred = call.op.opdef.extra.get("batch_axis0")
+        if pred is None or len(out_types) != 1 or not pred(call.attrs):
+            return None
+        d, o = in_types[0], out_types[0]
+        if len(d.shape) < 2 or not o.shape:
+            return None
+        if any(not isinstance(x, int) for x in d.shape[1:] + o.shape[1:]):
+            return None
+        if any(not t.is_static for t in in_types[1:]):
+            return None
+        one = [TensorType((1,) + tuple(d.shape[1:]), d.dtype)] + list(in_types[1:])
+        return one, [TensorType((1,) + tuple(o.shape[1:]), o.dtype)]
+
     def _constant(self, c: Constant):
         data = c.data
         if data.ndim == 0:
@@ -282,10 +299,14 @@ class GroupLowering:
         flat_in = _flatten_value(tuple(args))
         in_types = flatten_type(TupleType(tuple(a.checked_type for a in call.args)))
         out_types = flatten_type(out_type)
-        if not all(t.is_static for t in in_types + out_types):
-            return None
         if id(call) in self.no_kernel:
             return None
+        batched = None
+        if not all(t.is_static for t in in_types + out_types):
+            batched = self._batch_split(call, in_types, out_types)
+            if batched is None:
+                return None
+            in_types, out_types = batched
         const_inputs = tuple(
             i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
         )
@@ -296,9 +317,15 @@ class GroupLowering:
         def emit(llmod, name, epilogue):
             return gen(llmod, name, in_types, out_types, attrs, epilogue, const_inputs)
 
-        outs = extern(kname, [(t.shape, t.dtype) for t in out_types], flat_in, emit)
+        if batched is None:
+            specs = [(t.shape, t.dtype) for t in out_types]
+        else:  # a kernel for one batch element, called once per element of the dynamic batch
+            specs = [((flat_in[0].shape[0],) + tuple(t.shape[1:]), t.dtype) for t in out_types]
+        outs = extern(kname, specs, flat_in, emit)
         op = outs[0].attrs["extern"]
         op.call, op.flat_in = call, flat_in
+        if batched is not None:
+            op.batch = flat_in[0].shape[0]
         self.externs.append(op)
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]

@@ -287,6 +287,14 @@ class Scheduler:
                 else:
                     stage, extra = fused
                     outs = [self.buffer(stage)]
+                batch = getattr(op, "batch", None)
+                if batch is not None:  # once per element of a run-time batch
+                    n = T.index_var("batch")
+                    ins = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
+                    outs = [_batch_slice(b, n) for b in outs]
+                    call = T.CallKernel(op.name, ins + outs + list(op.scalar_args), None)
+                    stmts.append(T.For(n, batch, call))
+                    continue
                 stmts.append(T.CallKernel(op.name, ins + outs + extra + list(op.scalar_args), None))
                 continue
             inner = [r for r in stages if placed.get(r.id, (None,))[0] is t]
@@ -327,6 +335,8 @@ class Scheduler:
         for t in stages:
             op = t.attrs.get("extern") if _is_extern(t) else None
             if op is None or isinstance(op, LoopOp) or len(op.outputs) != 1 or t.id in out_ids:
+                continue
+            if getattr(op, "batch", None) is not None:
                 continue
             rd = readers.get(t.id, [])
             if not rd or any(r is None or r is not rd[0][0] for r, _ in rd):
@@ -424,6 +434,8 @@ class Scheduler:
         local: dict[int, T.Buffer] = {}
         for v, d in zip(axes, shape):
             self.simp.set_bound(v, 0, d - 1 if isinstance(d, int) else None)
+            if not isinstance(d, int):
+                self.simp.set_upper(v, d)
         # reductions computed at depth k of this nest, in dependency order
         at_depth: dict[int, list] = {}
         for r in inner:
@@ -557,6 +569,14 @@ class Scheduler:
         return T.For(fused, total, body, "parallel")
 
 
+def _batch_slice(buf: T.Buffer, n) -> T.Offset:
+    """Element n of a buffer's leading (batch) axis."""
+    per = 1
+    for d in buf.shape[1:]:
+        per = per * d
+    return T.Offset(buf, n * per)
+
+
 def _identity_read(read, stage) -> bool:
     """The read takes element i of its tensor at stage index i (0 on size-1 dims)."""
     for i, a, d in zip(read.indices, stage.op.axes, read.tensor.shape):
@@ -571,7 +591,11 @@ def _identity_read(read, stage) -> bool:
 def _expr_cost(expr) -> int:
     """Operations per output element (at least 1), counted over the expression DAG."""
     src = expr.source if type(expr) is Reduce else expr
-    return max(1, sum(_NODE_COST.get(type(n).__name__, 0) for n in post_order(src)))
+    # index arithmetic (int64) is not counted: it is mostly hoisted or strength-reduced
+    return max(
+        1,
+        sum(_NODE_COST.get(type(n).__name__, 0) for n in post_order(src) if n.dtype != INDEX),
+    )
 
 
 def _static_work(shape, expr) -> int | None:

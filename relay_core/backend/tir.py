@@ -98,6 +98,14 @@ class Allocate(Stmt):
 
 
 @dataclass(eq=False)
+class Offset:
+    """A kernel argument: a pointer `offset` elements into `buffer`."""
+
+    buffer: Buffer
+    offset: PrimExpr
+
+
+@dataclass(eq=False)
 class CallKernel(Stmt):
     """Call `void name(args..., i32 nthreads)`; args are Buffers or scalar PrimExprs."""
 
@@ -170,11 +178,19 @@ def stmt_str(root: Stmt) -> str:
             )
             stack.append((s.body, d))
         elif t is CallKernel:
-            args = ", ".join(a.name if isinstance(a, Buffer) else expr_str(a) for a in s.args)
+            args = ", ".join(_arg_str(a) for a in s.args)
             lines.append(f"{pad}call {s.name}({args})")
         elif t is _Text:
             lines.append(s.text)
     return "\n".join(lines)
+
+
+def _arg_str(a) -> str:
+    if isinstance(a, Buffer):
+        return a.name
+    if isinstance(a, Offset):
+        return f"{a.buffer.name}+{expr_str(a.offset)}"
+    return expr_str(a)
 
 
 @dataclass(eq=False)

@@ -14,7 +14,7 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_reduce import _Red, reduce_axes
-from .lowering import broadcast_read, register_lower
+from .lowering import broadcast_read, mark_batch_axis0, register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -479,6 +479,9 @@ def _cast_result(v, dtype):
 def _dense(inputs, attrs, out_type):
     x, w = inputs
     return matmul_te(x, w, False, True, out_type, "dense")
+
+
+mark_batch_axis0(["nn.dense"])
 
 
 @register_lower("nn.matmul")

@@ -14,7 +14,7 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_nn import _acc_dtype, _cast_result
-from .lowering import register_lower
+from .lowering import mark_batch_axis0, register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -387,3 +387,23 @@ for _nd in (1, 2, 3):
         register_lower(f"nn.adaptive_{_kind}_pool{_nd}d")(_adaptive(_nd, _kind))
 
 __all__ = ["itertools"]
+
+
+def _n_first(layout_attr: str, out_attr: str):
+    def pred(attrs) -> bool:
+        lay = getattr(attrs, layout_attr)
+        return lay[0] == "N" and (getattr(attrs, out_attr) or lay)[0] == "N"
+
+    return pred
+
+
+mark_batch_axis0(
+    [f"nn.conv{nd}d" for nd in (1, 2, 3)] + [f"nn.conv{nd}d_transpose" for nd in (1, 2, 3)],
+    _n_first("data_layout", "out_layout"),
+)
+mark_batch_axis0(
+    [f"nn.{k}_pool{nd}d" for k in ("max", "avg", "lp") for nd in (1, 2, 3)]
+    + [f"nn.global_{k}_pool{nd}d" for k in ("max", "avg", "lp") for nd in (1, 2, 3)]
+    + [f"nn.adaptive_{k}_pool{nd}d" for k in ("max", "avg") for nd in (1, 2, 3)],
+    _n_first("layout", "out_layout"),
+)

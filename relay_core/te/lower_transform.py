@@ -44,12 +44,103 @@ def reshape_to(x, shape, name="reshape"):
     return compute(shape, lambda *i: x[unravel(ravel(i, shape), x.shape)], name)
 
 
+def _static_type(t) -> bool:
+    return all(isinstance(d, int) for d in t.shape)
+
+
+def sym_reshape_shape(shape, newshape, allowzero: bool = False) -> tuple:
+    """relay_core.ops.transform.reshape_shape over dims that may be run-time expressions."""
+    out, consumed, explicit = [], set(), []
+    infer_at = None
+    i = j = 0
+    ns = list(newshape)
+    while j < len(ns):
+        v = ns[j]
+        if v > 0 or (v == 0 and allowzero):
+            out.append(v)
+            explicit.append(v)
+            i += 1
+        elif v == 0:
+            out.append(shape[i])
+            consumed.add(i)
+            i += 1
+        elif v == -1:
+            infer_at = len(out)
+            out.append(None)
+            i += 1
+        elif v == -2:
+            out.extend(shape[i:])
+            consumed.update(range(i, len(shape)))
+            i = len(shape)
+        elif v == -3:
+            out.append(shape[i] * shape[i + 1])
+            consumed.update((i, i + 1))
+            i += 2
+        elif v == -4:
+            a, b, d = ns[j + 1], ns[j + 2], shape[i]
+            a = E.floordiv(d, b) if a == -1 else a
+            b = E.floordiv(d, a) if b == -1 else b
+            out.extend((a, b))
+            consumed.add(i)
+            i += 1
+            j += 2
+        j += 1
+    if infer_at is not None:
+        rest = 1
+        for k, d in enumerate(shape):
+            if k not in consumed:
+                rest = rest * d
+        den = 1
+        for v in explicit:
+            den = den * v
+        out[infer_at] = E.floordiv(rest, den) if den else 0
+    return tuple(out)
+
+
 def _reshape(inputs, attrs, out_type):
-    return reshape_to(inputs[0], out_type.shape)
+    x = inputs[0]
+    if _static_type(out_type):
+        return reshape_to(x, out_type.shape)
+    return reshape_to(x, out_shape(out_type, sym_reshape_shape(x.shape, attrs.newshape, attrs.allowzero)))
 
 
-for _n in ("reshape", "reshape_like", "squeeze", "expand_dims"):
-    register_lower(_n)(_reshape)
+def _squeeze(inputs, attrs, out_type):
+    x = inputs[0]
+    if _static_type(out_type):
+        return reshape_to(x, out_type.shape)
+    if attrs.axis is None:
+        shape = tuple(d for d in x.shape if not (isinstance(d, int) and d == 1))
+    else:
+        axes = {a % x.ndim for a in attrs.axis}
+        shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
+    return reshape_to(x, out_shape(out_type, shape))
+
+
+def _expand_dims(inputs, attrs, out_type):
+    x = inputs[0]
+    if _static_type(out_type):
+        return reshape_to(x, out_type.shape)
+    a = attrs.axis + x.ndim + 1 if attrs.axis < 0 else attrs.axis
+    shape = tuple(x.shape[:a]) + (1,) * attrs.num_newaxis + tuple(x.shape[a:])
+    return reshape_to(x, out_shape(out_type, shape))
+
+
+def _reshape_like(inputs, attrs, out_type):
+    x, like = inputs
+    if _static_type(out_type):
+        return reshape_to(x, out_type.shape)
+    lb = attrs.lhs_begin % (x.ndim + 1) if attrs.lhs_begin < 0 else attrs.lhs_begin
+    le = x.ndim if attrs.lhs_end is None else attrs.lhs_end % (x.ndim + 1)
+    rb = attrs.rhs_begin % (like.ndim + 1) if attrs.rhs_begin < 0 else attrs.rhs_begin
+    re_ = like.ndim if attrs.rhs_end is None else attrs.rhs_end % (like.ndim + 1)
+    shape = tuple(x.shape[:lb]) + tuple(like.shape[rb:re_]) + tuple(x.shape[le:])
+    return reshape_to(x, out_shape(out_type, shape))
+
+
+register_lower("reshape")(_reshape)
+register_lower("squeeze")(_squeeze)
+register_lower("expand_dims")(_expand_dims)
+register_lower("reshape_like")(_reshape_like)
 mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropout")
 
 

@@ -70,6 +70,15 @@ def mark_view(*names: str) -> None:
             ops[n].extra["view"] = True
 
 
+def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
+    """Axis 0 of these ops' first input and of their output is an independent batch axis
+    (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
+    ops = all_ops()
+    for n in names:
+        if n in ops:
+            ops[n].extra["batch_axis0"] = pred
+
+
 def set_lower(name: str, fn: Callable) -> None:
     ops = all_ops()
     if name in ops:

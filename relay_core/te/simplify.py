@@ -40,9 +40,16 @@ class Simplifier:
         self.bnd: dict[int, tuple] = {}
         self.keys: dict[int, tuple] = {}
         self._alive: list = []  # every expression cached by id, so that ids are never reused
+        self.uppers: dict[int, PrimExpr] = {}
 
     def set_bound(self, v: Var, lo, hi) -> None:
         self.vbounds[id(v)] = (lo, hi)
+        self._alive.append(v)
+
+    def set_upper(self, v: Var, extent) -> None:
+        """0 <= v < extent, for a run-time extent (a loop over a dynamic dimension)."""
+        self.uppers[id(v)] = extent
+        self._alive.append(v)
 
     # -- public --------------------------------------------------------------------------------
     def __call__(self, root: PrimExpr) -> PrimExpr:
@@ -245,6 +252,7 @@ class Simplifier:
                 terms, c = self.linear(e)
                 if len(terms) == 1 and next(iter(terms.values()))[0] is e:
                     return e
+                terms, c = self._merge_divmod(terms, c)
                 return self.from_linear(terms, c)
             cb = const_value(e.b)
             if (
@@ -257,6 +265,10 @@ class Simplifier:
                 e = binary(op, e.a, e.b)
             if op in ("floordiv", "floormod") and cb is not None and cb > 0:
                 return self._divmod(op, e, cb)
+            if op in ("floordiv", "floormod") and type(e.a) is Var and id(e.a) in self.uppers:
+                up = self.uppers[id(e.a)]
+                if self.key(up) == self.key(e.b) and self.bound(e.a)[0] >= 0:
+                    return e.a if op == "floormod" else Const(0, INDEX)
             if op in ("min", "max"):
                 a, b = self.bound(e.a), self.bound(e.b)
                 if op == "min":
@@ -282,6 +294,37 @@ class Simplifier:
                 return e.t if c else e.f
         return e
 
+    def _merge_divmod(self, terms: dict, c: int):
+        """k*c*(X // c) + k*(X % c) -> k*X, repeatedly (undoes an unravel / ravel pair)."""
+        terms = {k: list(v) for k, v in terms.items()}
+        changed = True
+        while changed:
+            changed = False
+            for key, (atom, co) in list(terms.items()):
+                if key not in terms or not (
+                    type(atom) is Binary and atom.op == "floormod" and atom.dtype == INDEX
+                ):
+                    continue
+                d = const_value(atom.b)
+                if d is None or d <= 0:
+                    continue
+                div_key = ("Binary", "floordiv", INDEX) + (self.key(atom.a), self.key(atom.b))
+                other = terms.get(div_key)
+                if other is None or other[1] != co * d:
+                    continue
+                del terms[key]
+                del terms[div_key]
+                xt, xc = self.linear(atom.a)
+                for k2, (a2, c2) in xt.items():
+                    if k2 in terms:
+                        terms[k2][1] += co * c2
+                    else:
+                        terms[k2] = [a2, co * c2]
+                c += co * xc
+                terms = {k: v for k, v in terms.items() if v[1] != 0}
+                changed = True
+        return terms, c
+
     def _divmod(self, op: str, e: Binary, c: int) -> PrimExpr:
         terms, k = self.linear(e.a)
         q_terms, r_terms = {}, {}
@@ -300,15 +343,6 @@ class Simplifier:
             if q_terms:
                 return binary("floormod", self.from_linear(r_terms, rk), Const(c, INDEX))
             return e
-        # floordiv of a floordiv by positive constants: one division
-        a = e.a
-        if (
-            type(a) is Binary
-            and a.op == "floordiv"
-            and const_value(a.b) is not None
-            and const_value(a.b) > 0
-        ):
-            return binary("floordiv", a.a, Const(c * const_value(a.b), INDEX))
         if q_terms and lo > -_INF and hi < _INF:
             # (c*Q + R) // c == Q + R // c
             return binary(

@@ -150,8 +150,12 @@ def _dim(d):
         if d.dtype != INDEX:
             from .expr import cast
 
-            return cast(INDEX, d)
-        return d
+            d = cast(INDEX, d)
+        from .simplify import simplify
+
+        d = simplify(d)  # (n * 4096) // 4096 -> n
+        c = const_value(d)
+        return int(c) if c is not None else d
     return int(d)
 
 

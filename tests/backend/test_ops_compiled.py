@@ -163,7 +163,9 @@ def test_random_distributions():
 
 @pytest.mark.parametrize("name", OPS)
 def test_op_compiled(name):
-    if name in EXPECTED_FAIL:
+    from relay_core.backend.lower import kernel_for
+
+    if name in EXPECTED_FAIL and kernel_for(name) is None:
         try:
             _compile_and_check(name)
         except Exception:
