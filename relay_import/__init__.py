@@ -30,7 +30,7 @@ def __getattr__(name):
 
         return getattr(api, name)
     if name == "verify":
-        from .verify import verify
+        from .verifier import verify
 
         return verify
     if name == "VerifyReport":

@@ -75,7 +75,7 @@ def bench(
 
     from .api import detect_framework, load
     from .runners import make_runner
-    from .verify import input_specs, make_inputs
+    from .verifier import input_specs, make_inputs
 
     framework = detect_framework(source)
     kw = dict(convert_kw)

@@ -134,7 +134,7 @@ def cmd_run(args) -> int:
 
 def cmd_verify(args) -> int:
     from .io import read_inputs
-    from .verify import verify
+    from .verifier import verify
 
     inputs = read_inputs(args.input, args.inputs, None) if (args.input or args.inputs) else None
     with _progress(args, "verifying"):

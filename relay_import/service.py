@@ -167,7 +167,7 @@ def make_handler(models: _Models, max_body: int = MAX_BODY, quiet: bool = False)
             self._send(200, mod.astext().encode(), "text/plain; charset=utf-8")
 
         def _verify(self, q):
-            from .verify import verify
+            from .verifier import verify
 
             r = self._with_model_file(lambda p: verify(
                 p,

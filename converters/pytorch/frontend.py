@@ -1,0 +1,163 @@
+"""`from_pytorch`: the PyTorch frontend's entry point."""
+
+from __future__ import annotations
+
+import os
+
+from relay_core.errors import ModelLoadError
+from relay_core.ir import IRModule
+
+from . import loader
+from .importer import TorchImporter, iter_targets
+from .table import TORCH, target_name
+
+
+def from_pytorch(
+    obj,
+    example_inputs=None,
+    dynamic_shapes=None,
+    custom_convert_map: dict | None = None,
+    keep_params_as_inputs: bool = False,
+) -> IRModule:
+    """Convert a PyTorch model to a Relay module.
+
+    `obj` is a `torch.export.ExportedProgram`, a path to a `.pt2` archive, or an `nn.Module`
+    with `example_inputs` (exported here in eval mode; `dynamic_shapes` as for
+    `torch.export.export`, e.g. `{"x": {0: Dim("batch", min=1, max=64)}}`).
+
+    User inputs become `@main`'s parameters in order; parameters and buffers become constants,
+    or trailing parameters of `@main` with their values in `mod.attrs["params"]` when
+    `keep_params_as_inputs`. Outputs keep their nesting as Relay tuples.
+    `custom_convert_map` maps ATen overload names ("aten.foo.default") or OpOverloads to
+    functions `fn(ctx, *args, **kwargs) -> Expr`.
+
+    >>> mod = from_pytorch(model, example_inputs=(torch.randn(1, 3, 32, 32),))
+    >>> relay_core.evaluate(mod, x.numpy())
+    """
+    ep, dim_names = _exported_program(obj, example_inputs, dynamic_shapes)
+    custom = {target_name(k): v for k, v in (custom_convert_map or {}).items()}
+    ep = decompose_unsupported(ep, custom)
+    imp = TorchImporter(ep, custom, keep_params_as_inputs, dim_names)
+    imp.check_supported()
+    return imp.convert()
+
+
+def _exported_program(obj, example_inputs, dynamic_shapes):
+    import torch
+
+    if isinstance(obj, torch.export.ExportedProgram):
+        return obj, {}
+    if isinstance(obj, (str, os.PathLike)):
+        kind = loader.classify_file(obj)
+        if kind == "pickle":
+            loader.refuse_pickle_file(obj)
+        if kind != "pt2":
+            raise ModelLoadError(
+                f"{os.fspath(obj)} is not a torch.export .pt2 archive; save one with "
+                "torch.export.save(torch.export.export(model, example_inputs), 'model.pt2')"
+            )
+        return loader.load_pt2(obj), {}
+    if isinstance(obj, torch.jit.ScriptModule):
+        raise ModelLoadError(
+            "TorchScript modules are not supported (TorchScript is deprecated); pass the "
+            "original nn.Module with example_inputs, or a torch.export ExportedProgram"
+        )
+    if isinstance(obj, torch.nn.Module):
+        if example_inputs is None:
+            raise ModelLoadError(
+                "an nn.Module needs example_inputs (a tuple of tensors) to be exported"
+            )
+        args = (
+            tuple(example_inputs)
+            if isinstance(example_inputs, (tuple, list))
+            else (example_inputs,)
+        )
+        obj.eval()
+        try:
+            ep = torch.export.export(obj, args, dynamic_shapes=dynamic_shapes)
+        except Exception as e:  # export reports many kinds of problems
+            raise ModelLoadError(f"torch.export.export failed: {type(e).__name__}: {e}") from None
+        return ep, _dim_names(ep, obj, args, dynamic_shapes)
+    raise ModelLoadError(
+        f"cannot convert a {type(obj).__name__}: pass an ExportedProgram, a .pt2 path, or an "
+        "nn.Module with example_inputs"
+    )
+
+
+def _dim_names(ep, module, args, dynamic_shapes) -> dict:
+    """Map torch's size symbols (s0, s17, ...) to the names of the user's `Dim`s."""
+    import inspect
+
+    import torch
+
+    if dynamic_shapes is None:
+        return {}
+    if isinstance(dynamic_shapes, dict):
+        try:
+            params = list(inspect.signature(module.forward).parameters)
+        except (TypeError, ValueError):
+            return {}
+        per_arg = [dynamic_shapes.get(p) for p in params[: len(args)]]
+    else:
+        per_arg = list(dynamic_shapes)
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    tensor_nodes = [
+        placeholders.get(getattr(s.arg, "name", ""))
+        for s in ep.graph_signature.input_specs
+        if s.kind.name == "USER_INPUT"
+    ]
+    if len(tensor_nodes) != len(args):  # nested inputs: names stay torch's symbols
+        return {}
+    out = {}
+    for arg, spec, node in zip(args, per_arg, tensor_nodes):
+        if not isinstance(arg, torch.Tensor) or spec is None or node is None:
+            continue
+        items = spec.items() if isinstance(spec, dict) else enumerate(spec)
+        meta = node.meta.get("val")
+        for axis, dim in items:
+            name = getattr(dim, "__name__", None)
+            if name is None or meta is None or axis >= meta.dim():
+                continue
+            expr = getattr(getattr(meta.shape[axis], "node", None), "expr", None)
+            if expr is not None and getattr(expr, "is_Symbol", False):
+                out[str(expr)] = name
+    return out
+
+
+def decompose_unsupported(ep, custom: dict | None = None, rounds: int = 4):
+    """Decompose only the ops we have no converter for (keeping conv2d, linear, ... intact),
+    using torch's own decomposition table. Returns the (possibly) new ExportedProgram."""
+    import torch
+
+    custom = custom or {}
+    table = None
+    tried: set = set()
+    for _ in range(rounds):
+        missing = {
+            t
+            for name, t in iter_targets(ep.graph_module)
+            if isinstance(t, torch._ops.OpOverload)
+            and name not in custom
+            and name not in TORCH
+            and not _is_noop(name)
+            and t not in tried
+        }
+        if not missing:
+            break
+        if table is None:
+            table = torch.export.default_decompositions()
+        sub = {t: table[t] for t in missing if t in table}
+        if not sub:
+            break
+        tried.update(sub)
+        try:
+            ep = ep.run_decompositions(sub)
+        except Exception:  # decomposition is best effort; check_supported reports the rest
+            break
+    return ep
+
+
+def _is_noop(name: str) -> bool:
+    from .importer import _NO_OPS
+
+    return name in _NO_OPS

@@ -1,0 +1,81 @@
+"""Ops the TensorFlow frontend needs that no other family has: bitcast (TF Bitcast, which Keras
+uses for signbit, e.g. inside keras.ops.argmax)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import OpTypeError
+from ..ir import dtype as dt
+from ..ir.types import TensorType
+from . import relations as R
+from .factories import random_array
+from .registry import OpDef, OpPattern, Sample, register
+
+
+@dataclass(frozen=True)
+class BitcastAttrs:
+    dtype: str = "int32"
+
+
+def bitcast_shape(shape: tuple, src: str, dst: str, op: str = "bitcast") -> tuple:
+    """TF Bitcast's shape rule: equal sizes keep the shape; a wider source gains a last dim of
+    size ratio; a narrower source must end in a dim of size ratio, which goes."""
+    a, b = dt.itemsize(src), dt.itemsize(dst)
+    if a == b:
+        return tuple(shape)
+    if a > b:
+        if a % b:
+            raise OpTypeError(f"{op}: cannot bitcast {src} to {dst}")
+        return tuple(shape) + (a // b,)
+    if b % a or not shape:
+        raise OpTypeError(f"{op}: cannot bitcast {src} to {dst} (sizes {a} and {b})")
+    last = shape[-1]
+    if isinstance(last, int) and last != b // a:
+        raise OpTypeError(
+            f"{op}: bitcasting {src} to {dst} needs a last dim of {b // a}, got {last}"
+        )
+    return tuple(shape[:-1])
+
+
+def _bitcast_rel(args, attrs):
+    t = R.tensor(args[0])
+    dst = R.dtype_attr(attrs.dtype, "bitcast")
+    for d in (t.dtype, dst):
+        if d in ("bool", "string") or dt.bits(d) % 8:
+            raise OpTypeError(f"bitcast: {d} has no byte representation to reinterpret")
+    return TensorType(bitcast_shape(t.shape, t.dtype, dst), dst)
+
+
+def _bitcast_ref(xs, attrs):
+    x = np.ascontiguousarray(xs[0])
+    src = dt.from_numpy(x.dtype)
+    shape = bitcast_shape(x.shape, src, attrs.dtype)
+    return x.view(dt.to_numpy(attrs.dtype)).reshape(shape)
+
+
+def _bitcast_samples(rng):
+    yield Sample([random_array(rng, (3, 4), "float32")], {"dtype": "int32"})
+    yield Sample([np.array([0.0, -0.0, 1.5, -2.0], np.float32)], {"dtype": "uint32"})
+    yield Sample([random_array(rng, (5,), "int32", (-100, 100))], {"dtype": "float32"})
+    yield Sample([random_array(rng, (2, 3), "float64")], {"dtype": "int64"})
+    yield Sample([random_array(rng, (2,), "float32")], {"dtype": "uint8"})  # adds a dim of 4
+    yield Sample([random_array(rng, (3, 2), "int16")], {"dtype": "int32"})  # drops the 2
+    yield Sample([random_array(rng, (0, 4), "float16")], {"dtype": "int16"})
+
+
+register(
+    OpDef(
+        "bitcast",
+        _bitcast_rel,
+        _bitcast_ref,
+        OpPattern.INJECTIVE,
+        BitcastAttrs,
+        (1, 1),
+        "reinterpret the bytes of each element as `dtype` (TF Bitcast): equal sizes keep the "
+        "shape, a wider source gains a last dim of the size ratio, a narrower one loses it",
+        samples=_bitcast_samples,
+    )
+)

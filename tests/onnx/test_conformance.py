@@ -1,0 +1,94 @@
+"""ONNX's own conformance cases, converted and run with the interpreter.
+
+One pytest case per node test case (generated in memory by onnx, ~10 s to collect), per data
+folder case (`simple`, `pytorch-converted`, `pytorch-operator`) and per `light` model. Each is
+convert -> typecheck -> evaluate, compared with the stored outputs at the case's tolerances.
+
+tests/onnx/expected_failures.txt lists the cases that fail, one per line with the reason: an
+unlisted failure fails the run, and so does a listed case that passes (remove its line).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("onnx")
+
+from converters.onnx.conformance import (  # noqa: E402
+    folder_cases,
+    light_cases,
+    load_expected_failures,
+    node_cases,
+    run_case,
+)
+
+HERE = os.path.dirname(__file__)
+EXPECTED = load_expected_failures(os.path.join(HERE, "expected_failures.txt"))
+# Cases that take seconds in the interpreter (convolution-heavy real models).
+SLOW = {
+    "light/vgg19",
+    "light/densenet121",
+    "light/zfnet512",
+    "light/bvlc_alexnet",
+    "light/inception_v2",
+    "light/resnet50",
+    "light/inception_v1",
+}
+FOLDERS = ("simple", "pytorch-converted", "pytorch-operator")
+
+
+def _params(names, prefix=""):
+    return [pytest.param(n, marks=pytest.mark.slow) if prefix + n in SLOW else n for n in names]
+
+
+def _check(case, key: str) -> None:
+    reason = EXPECTED.get(key)
+    try:
+        run_case(case)
+    except Exception as e:
+        if reason is None:
+            raise
+        pytest.xfail(f"{reason} ({type(e).__name__})")
+    if reason is not None:
+        pytest.fail(
+            f"{key} passes but tests/onnx/expected_failures.txt lists it ({reason}): "
+            "remove its line"
+        )
+
+
+@pytest.mark.parametrize("name", _params(sorted(node_cases())))
+def test_node_case(name):
+    _check(node_cases()[name], name)
+
+
+@pytest.mark.parametrize("key", [f"{k}/{n}" for k in FOLDERS for n in sorted(folder_cases(k))])
+def test_data_folder_case(key):
+    kind, name = key.split("/", 1)
+    _check(folder_cases(kind)[name], key)
+
+
+_LIGHT = None
+
+
+def _light():
+    global _LIGHT
+    if _LIGHT is None:
+        _LIGHT = light_cases()
+    return _LIGHT
+
+
+@pytest.mark.parametrize("name", _params(sorted(_light()), "light/"))
+def test_light_model(name):
+    _check(_light()[name], f"light/{name}")
+
+
+def test_expected_failures_name_real_cases():
+    known = (
+        set(node_cases())
+        | {f"light/{n}" for n in _light()}
+        | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
+    )
+    stale = sorted(set(EXPECTED) - known)
+    assert not stale, f"expected_failures.txt names unknown cases: {stale}"

@@ -1,0 +1,314 @@
+"""Converter behaviour beyond the conformance cases: dynamic dims, loops whose carried shapes
+change, spans and the source map, the text format, and models compared with onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+import relay_core  # noqa: E402
+from converters.onnx import from_onnx  # noqa: E402
+from converters.onnx.values import run  # noqa: E402
+from relay_core.ir import Any, Call, ShapeVar, post_order  # noqa: E402
+
+
+def _vi(name, shape, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _ort(model, inputs):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, inputs)))
+
+
+def _check_vs_ort(model, inputs, rtol=1e-4, atol=1e-5):
+    mod = from_onnx(model)
+    ours = run(mod, inputs)
+    theirs = _ort(model, inputs)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    return mod
+
+
+def test_dim_params_become_shape_vars_and_any_size_runs():
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Relu", ["h"], ["y"]),
+    ]
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], np.linspace(-1, 1, 12))
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", [_vi("x", ["batch", 4])], [_vi("y", ["batch", 3])], [w]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    mod = from_onnx(m)
+    assert mod["main"].params[0].type_annotation.shape == (ShapeVar("batch"), 4)
+    assert mod["main"].body.checked_type.shape[0] == ShapeVar("batch")
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(run(mod, [x])[0], _ort(m, [x])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_loop_with_growing_carried_value_gets_any_dims():
+    # y = [x]; repeat trip_count times: y = concat(y, y + 1)  -> the length doubles.
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Add", ["y_in", "one"], ["y1"]),
+            helper.make_node("Concat", ["y_in", "y1"], ["y_out"], axis=0),
+        ],
+        "body",
+        [
+            _vi("i", [], TensorProto.INT64),
+            _vi("cond_in", [], TensorProto.BOOL),
+            _vi("y_in", [None]),
+        ],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("y_out", [None])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])],
+    )
+    loop = helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)
+    m = helper.make_model(
+        helper.make_graph(
+            [loop], "g", [_vi("n", [], TensorProto.INT64), _vi("x", [2])], [_vi("y", [None])]
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    mod = _check_vs_ort(m, [np.array(3, np.int64), np.array([1.0, 5.0], np.float32)])
+    assert mod["main"].body.checked_type.shape == (Any,)
+
+
+def test_spans_and_source_map_name_the_onnx_nodes():
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu1"),
+    ]
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 1, 3, 3], np.ones(18))
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", [_vi("x", [1, 1, 4, 4])], [_vi("y", [1, 2, 4, 4])], [w]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    mod = from_onnx(m, cleanup=False)
+    calls = [n for n in post_order(mod["main"]) if isinstance(n, Call)]
+    assert {c.span.node for c in calls} == {"conv1", "relu1"}
+    assert mod.attrs["input_names"] == ["x"] and mod.attrs["output_names"] == ["y"]
+    assert [n[0] for n in mod.attrs["source_nodes"]] == ["conv1", "relu1"]
+    assert set(mod.attrs["source_outputs"]) == {"c", "y"}
+
+
+def test_converted_module_roundtrips_through_the_text_format():
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Mul", ["s_in", "s_in"], ["s_out"]),
+            helper.make_node("Identity", ["s_out"], ["scan"]),
+        ],
+        "body",
+        [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("s_in", [2])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("s_out", [2]), _vi("scan", [2])],
+    )
+    m = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Loop", ["n", "", "x"], ["s", "all"], body=body)],
+            "g",
+            [_vi("n", [], TensorProto.INT64), _vi("x", [2])],
+            [_vi("s", [2]), _vi("all", [None, 2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    mod = from_onnx(m)
+    text = str(mod)
+    assert "fn (" in text and "if (" in text  # the loop is a recursive function
+    back = relay_core.parse(text)
+    assert str(back) == text
+    args = [np.array(3, np.int64), np.array([1.5, -2.0], np.float32)]
+    for a, b in zip(relay_core.evaluate(back, *args), _ort(m, args)):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_small_cnn_matches_onnxruntime():
+    rng = np.random.default_rng(0)
+
+    def init(name, shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.standard_normal(shape) * 0.3)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["c1", "g", "be", "mu", "var"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["z"], transB=1),
+        helper.make_node("Softmax", ["z"], ["y"], axis=-1),
+    ]
+    inits = [
+        init("w1", [4, 3, 3, 3]),
+        init("b1", [4]),
+        init("g", [4]),
+        init("be", [4]),
+        init("mu", [4]),
+        helper.make_tensor("var", TensorProto.FLOAT, [4], [1.0, 0.5, 2.0, 1.5]),
+        init("w2", [5, 16]),
+        init("b2", [5]),
+    ]
+    m = helper.make_model(
+        helper.make_graph(nodes, "cnn", [_vi("x", [2, 3, 8, 8])], [_vi("y", [2, 5])], inits),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    _check_vs_ort(m, [rng.standard_normal((2, 3, 8, 8)).astype(np.float32)])
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm_with_sequence_lengths_matches_onnxruntime(direction):
+    rng = np.random.default_rng(1)
+    nd = 2 if direction == "bidirectional" else 1
+    hidden, inp, seq, batch = 3, 2, 5, 2
+    shapes = {"W": [nd, 4 * hidden, inp], "R": [nd, 4 * hidden, hidden], "B": [nd, 8 * hidden]}
+    inits = [
+        helper.make_tensor(k, TensorProto.FLOAT, s, rng.standard_normal(s) * 0.5)
+        for k, s in shapes.items()
+    ]
+    inits.append(helper.make_tensor("lens", TensorProto.INT32, [batch], [5, 3]))
+    node = helper.make_node(
+        "LSTM",
+        ["x", "W", "R", "B", "lens"],
+        ["y", "yh", "yc"],
+        hidden_size=hidden,
+        direction=direction,
+    )
+    m = helper.make_model(
+        helper.make_graph(
+            [node],
+            "g",
+            [_vi("x", [seq, batch, inp])],
+            [
+                _vi("y", [seq, nd, batch, hidden]),
+                _vi("yh", [nd, batch, hidden]),
+                _vi("yc", [nd, batch, hidden]),
+            ],
+            inits,
+        ),
+        opset_imports=[helper.make_opsetid("", 14)],
+    )
+    _check_vs_ort(m, [rng.standard_normal((seq, batch, inp)).astype(np.float32)])
+
+
+def test_function_bodied_op_without_a_converter_uses_its_body():
+    # CenterCropPad has no converter of its own: it converts through its function body.
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[0, 1])
+    m = helper.make_model(
+        helper.make_graph(
+            [node],
+            "g",
+            [_vi("x", [5, 3, 2])],
+            [_vi("y", [3, 4, 2])],
+            [helper.make_tensor("shape", TensorProto.INT64, [2], [3, 4])],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    )
+    from converters.onnx.table import TABLES
+
+    assert "CenterCropPad" not in TABLES["ai.onnx"]
+    _check_vs_ort(m, [np.arange(30, dtype=np.float32).reshape(5, 3, 2)])
+
+
+def test_model_local_functions_are_inlined():
+    f = helper.make_function(
+        "my.fn",
+        "AddTwice",
+        ["a", "b"],
+        ["c"],
+        [helper.make_node("Add", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "b"], ["c"])],
+        [helper.make_opsetid("", 17)],
+    )
+    m = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("AddTwice", ["x", "y"], ["z"], domain="my.fn")],
+            "g",
+            [_vi("x", [3]), _vi("y", [3])],
+            [_vi("z", [3])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.fn", 1)],
+        functions=[f],
+    )
+    x, y = np.ones(3, np.float32), np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(run(from_onnx(m), [x, y])[0], x + 2 * y)
+
+
+def _ml_model(node, inputs, outputs):
+    return helper.make_model(
+        helper.make_graph([node], "g", inputs, outputs),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+    )
+
+
+@pytest.mark.parametrize(
+    "node,x",
+    [
+        (
+            helper.make_node(
+                "Scaler",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                offset=[1.0, -2.0, 0.5],
+                scale=[2.0, 0.5, 3.0],
+            ),
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm="L2"),
+            np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm="MAX"),
+            np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node(
+                "LinearRegressor",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                coefficients=[0.5, -1.0, 2.0, 1.0, 0.0, 3.0],
+                intercepts=[0.1, -0.2],
+                targets=2,
+            ),
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+        ),
+        (
+            helper.make_node(
+                "Imputer",
+                ["x"],
+                ["y"],
+                domain="ai.onnx.ml",
+                imputed_value_floats=[9.0, 8.0, 7.0],
+                replaced_value_float=float("nan"),
+            ),
+            np.array([[1, np.nan, 3], [np.nan, 5, np.nan]], np.float32),
+        ),
+    ],
+)
+def test_ml_ops_match_onnxruntime(node, x):
+    m = _ml_model(node, [_vi("x", list(x.shape))], [_vi("y", ["n", "k"])])
+    _check_vs_ort(m, [x])
+
+
+def test_category_mapper_matches_onnxruntime():
+    node = helper.make_node(
+        "CategoryMapper",
+        ["x"],
+        ["y"],
+        domain="ai.onnx.ml",
+        cats_strings=["a", "b", "c"],
+        cats_int64s=[1, 2, 3],
+        default_int64=-7,
+    )
+    m = _ml_model(node, [_vi("x", [4], TensorProto.STRING)], [_vi("y", [4], TensorProto.INT64)])
+    x = np.array(["b", "z", "a", "c"], dtype=object)
+    np.testing.assert_array_equal(run(from_onnx(m), [x])[0], _ort(m, [x])[0])
