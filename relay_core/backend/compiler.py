@@ -186,7 +186,9 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
                 {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
             )
             off += data.nbytes
-    out_names = main.attr("output_names") or [f"output{k}" for k in range(len(plan.output_types))]
+    out_names = list(main.attr("output_names") or mod.attrs.get("output_names") or [])
+    if len(out_names) != len(plan.output_types):
+        out_names = [f"output{k}" for k in range(len(plan.output_types))]
     triple, cpu, features = host()
     import llvmlite
 

@@ -442,7 +442,13 @@ def matmul_te(a, b, ta: bool, tb: bool, out_type, name="matmul"):
     sa, sb = list(a.shape), list(b.shape)
     a1, b1 = len(sa) == 1, len(sb) == 1
     k_dim = sa[-1] if (a1 or not ta) else sa[-2]
-    oshape = tuple(out_type.shape)
+    m_dim = None if a1 else (sa[-1] if ta else sa[-2])
+    n_dim = None if b1 else (sb[-2] if tb else sb[-1])
+    from .lowering import broadcast_shape, out_shape
+
+    batch = broadcast_shape(tuple(sa[:-2]) if not a1 else (), tuple(sb[:-2]) if not b1 else ())
+    computed = tuple(batch) + (() if a1 else (m_dim,)) + (() if b1 else (n_dim,))
+    oshape = out_shape(out_type, computed)
     nb = len(oshape) - (0 if a1 else 1) - (0 if b1 else 1)
 
     def body(*o):

@@ -33,8 +33,12 @@ class _Canon:
         return self.t[tuple(real)]
 
 
-def _out_compute(oshape_real, oax, body, name):
-    """compute over the real output shape with body(canonical index)."""
+def _out_compute(oshape_real, oax, body, name, batch=None):
+    """compute over the real output shape with body(canonical index); a run-time batch dim
+    (position oax[0]) takes `batch`."""
+    oshape_real = tuple(oshape_real)
+    if batch is not None and not isinstance(oshape_real[oax[0]], int):
+        oshape_real = tuple(batch if k == oax[0] else d for k, d in enumerate(oshape_real))
 
     def real_body(*o):
         return body(*(o[a] for a in oax))
@@ -73,7 +77,7 @@ def _conv(nd: int):
             v = select(inside, cast(acc, v), E.as_expr(0, acc))
             return T.sum(v * cast(acc, w[(oc, rc, *rk)]), [rc] + rk)
 
-        s = _out_compute(tuple(out_type.shape), oax, body, f"conv{nd}d_acc")
+        s = _out_compute(tuple(out_type.shape), oax, body, f"conv{nd}d_acc", x.shape[0])
         return compute(s.shape, lambda *i: _cast_result(s[i], out_type.dtype), f"conv{nd}d")
 
     return lower
@@ -112,7 +116,7 @@ def _conv_transpose(nd: int):
             wv = cast(acc, w[(ci, E.floormod(oc, og) if g > 1 else oc, *rk)])
             return T.sum(v * wv, [rc] + rk)
 
-        s = _out_compute(tuple(out_type.shape), oax, body, f"conv{nd}d_t_acc")
+        s = _out_compute(tuple(out_type.shape), oax, body, f"conv{nd}d_t_acc", x.shape[0])
         return compute(
             s.shape, lambda *i: _cast_result(s[i], out_type.dtype), f"conv{nd}d_transpose"
         )
@@ -169,7 +173,7 @@ def _pool(nd: int, kind: str):
                 v = select(inside, x[(n, c, *pos)], _lowest(data.dtype))
                 return T.max(v, rk)
 
-            return _out_compute(tuple(out_type.shape), oax, body, "max_pool")
+            return _out_compute(tuple(out_type.shape), oax, body, "max_pool", x.shape[0])
 
         if kind == "lp":
             p = float(attrs.p)
@@ -183,7 +187,7 @@ def _pool(nd: int, kind: str):
                 )
                 return T.sum(v, rk)
 
-            acc = _out_compute(tuple(out_type.shape), oax, body, "lp_acc")
+            acc = _out_compute(tuple(out_type.shape), oax, body, "lp_acc", x.shape[0])
             return compute(
                 acc.shape,
                 lambda *i: cast(data.dtype, call("pow", acc[i], Const(1.0 / p, f))),
@@ -195,7 +199,7 @@ def _pool(nd: int, kind: str):
             v = select(inside, cast(f, x[(n, c, *pos)]), Const(0.0, f))
             return T.sum(v, rk)
 
-        acc = _out_compute(tuple(out_type.shape), oax, body, "avg_acc")
+        acc = _out_compute(tuple(out_type.shape), oax, body, "avg_acc", x.shape[0])
 
         def fin(*o):
             y = [o[a] for a in oax[2:]]
@@ -240,7 +244,7 @@ def _argmax_pool(nd: int):
             v = select(inside, cast(f, x[(n, c, *pos)]), _lowest(f))
             return T.argmax(v, rk)
 
-        best = _out_compute(tuple(out_type.fields[0].shape), oax, arg, "pool_arg")
+        best = _out_compute(tuple(out_type.fields[0].shape), oax, arg, "pool_arg", x.shape[0])
 
         def tap_pos(o):
             t = best[o]
@@ -275,7 +279,7 @@ def _argmax_pool(nd: int):
                     flat = flat * dd + v
             return select(inside, flat, E.index(-1))
 
-        shape = tuple(out_type.fields[0].shape)
+        shape = best.shape
         return compute(shape, val, "pool_val"), compute(shape, ind, "pool_ind")
 
     return lower
@@ -310,7 +314,7 @@ def _global(nd: int, kind: str):
                 v = call("pow", call("abs", v), Const(float(attrs.p), f))
             return T.sum(v, rk)
 
-        acc = _out_compute(tuple(out_type.shape), oax, body, f"global_{kind}")
+        acc = _out_compute(tuple(out_type.shape), oax, body, f"global_{kind}", x.shape[0])
         if kind == "max":
             return acc
         if kind == "avg":
@@ -364,7 +368,8 @@ def _adaptive(nd: int, kind: str):
             v = select(where, cast(f, x[(b, c, *pos)]), Const(0.0, f))
             return T.sum(v, rk)
 
-        acc = _out_compute(oshape, oax, body, f"adaptive_{kind}")
+        acc = _out_compute(oshape, oax, body, f"adaptive_{kind}", x.shape[0])
+        oshape = acc.shape
         if kind == "max":
             return acc
 

@@ -101,7 +101,9 @@ def _reshape(inputs, attrs, out_type):
     x = inputs[0]
     if _static_type(out_type):
         return reshape_to(x, out_type.shape)
-    return reshape_to(x, out_shape(out_type, sym_reshape_shape(x.shape, attrs.newshape, attrs.allowzero)))
+    return reshape_to(
+        x, out_shape(out_type, sym_reshape_shape(x.shape, attrs.newshape, attrs.allowzero))
+    )
 
 
 def _squeeze(inputs, attrs, out_type):
@@ -168,7 +170,14 @@ def _transpose(inputs, attrs, out_type):
 def _concatenate(inputs, attrs, out_type):
     nd = inputs[0].ndim
     ax = attrs.axis % nd
-    shape = _shape(out_type)
+    total = 0
+    for t in inputs:
+        total = total + t.shape[ax]
+    base = list(inputs[0].shape)
+    for t in inputs[1:]:  # a static size wins over a run-time one
+        base = [b if isinstance(b, int) else d for b, d in zip(base, t.shape)]
+    base[ax] = total
+    shape = _shape(out_type, tuple(base))
     parts = [t for t in inputs]
 
     def body(*i):
@@ -192,7 +201,8 @@ def _concatenate(inputs, attrs, out_type):
 def _stack(inputs, attrs, out_type):
     nd = inputs[0].ndim
     ax = attrs.axis + nd + 1 if attrs.axis < 0 else attrs.axis
-    shape = _shape(out_type)
+    base = list(inputs[0].shape)
+    shape = _shape(out_type, tuple(base[:ax]) + (len(inputs),) + tuple(base[ax:]))
 
     def body(*i):
         rest = i[:ax] + i[ax + 1 :]
@@ -209,10 +219,19 @@ def _stack(inputs, attrs, out_type):
 def _split(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
+    d = x.shape[ax]
+    ios = attrs.indices_or_sections
+    if isinstance(ios, int):
+        sizes = [E.floordiv(d, ios) if not isinstance(d, int) else d // ios] * ios
+    else:
+        bounds = [0] + list(ios)
+        sizes = [b - a for a, b in zip(bounds, bounds[1:])] + [d - bounds[-1]]
     outs = []
     off = 0
     for k, ft in enumerate(out_type.fields):
-        shape = tuple(ft.shape)
+        computed = list(x.shape)
+        computed[ax] = sizes[k]
+        shape = out_shape(ft, tuple(computed))
 
         def body(*i, off=off):
             idx = list(i)
@@ -226,7 +245,9 @@ def _split(inputs, attrs, out_type):
 
 def _bcast(inputs, attrs, out_type):
     x = inputs[0]
-    return compute(_shape(out_type), lambda *i: broadcast_read(x, i), "broadcast_to")
+    target = inputs[1].shape if len(inputs) > 1 else tuple(attrs.shape)
+    shape = _shape(out_type, broadcast_shape(x.shape, target))
+    return compute(shape, lambda *i: broadcast_read(x, i), "broadcast_to")
 
 
 register_lower("broadcast_to")(_bcast)
@@ -236,8 +257,11 @@ register_lower("broadcast_to_like")(_bcast)
 @register_lower("tile")
 def _tile(inputs, attrs, out_type):
     x = inputs[0]
-    shape = _shape(out_type)
-    n = len(shape)
+    reps = tuple(attrs.reps)
+    n = max(len(reps), x.ndim)
+    xs = (1,) * (n - x.ndim) + tuple(x.shape)
+    rs = (1,) * (n - len(reps)) + reps
+    shape = _shape(out_type, tuple(d * r for d, r in zip(xs, rs)))
 
     def body(*i):
         idx = []
@@ -260,7 +284,9 @@ def _repeat(inputs, attrs, out_type):
         idx[ax] = E.floordiv(i[ax], r)
         return x[tuple(idx)]
 
-    return compute(_shape(out_type), body, "repeat")
+    computed = list(x.shape)
+    computed[ax] = x.shape[ax] * attrs.repeats
+    return compute(_shape(out_type, tuple(computed)), body, "repeat")
 
 
 @register_lower("reverse")
@@ -297,7 +323,7 @@ def _strided_slice(inputs, attrs, out_type):
     x = inputs[0]
     shape = tuple(x.shape)
     if not all(isinstance(d, int) for d in shape):
-        raise NotImplementedError("strided_slice of a tensor with run-time dims")
+        return _strided_slice_dynamic(x, attrs, out_type)
     plan = slice_plan(shape, attrs.begin, attrs.end, attrs.strides, attrs.axes, attrs.slice_mode)
     start = [0] * x.ndim
     step = [1] * x.ndim
@@ -312,6 +338,31 @@ def _strided_slice(inputs, attrs, out_type):
     return compute(_shape(out_type), body, "strided_slice")
 
 
+def _strided_slice_dynamic(x, attrs, out_type):
+    """strided_slice of a tensor with run-time dims: the ONNX clamping as index expressions."""
+    from .lower_dyn import _slice_axis
+
+    big = 2**31 - 1
+    nd = x.ndim
+    n = len(attrs.axes) if attrs.axes is not None else max(len(attrs.begin), len(attrs.end))
+    axes = [a % nd for a in attrs.axes] if attrs.axes is not None else list(range(n))
+    starts, lens, steps = [E.index(0)] * nd, list(x.shape), [E.index(1)] * nd
+    for k, a in enumerate(axes):
+        s = 1 if attrs.slice_mode == "size" else (attrs.strides[k] if k < len(attrs.strides) else 1)
+        b = attrs.begin[k] if k < len(attrs.begin) else (0 if s > 0 else big)
+        e = attrs.end[k] if k < len(attrs.end) else (big if s > 0 else -big - 1)
+        b_e, e_e = E.index(b), E.index(e)
+        if attrs.slice_mode == "size":
+            bpos = select(b_e < 0, E.max_(b_e + x.shape[a], E.index(0)), b_e)
+            e_e = E.index(big) if e < 0 else bpos + e
+        st, ln = _slice_axis(x.shape[a], b_e, e_e, E.index(s))
+        starts[a], lens[a], steps[a] = st, ln, E.index(s)
+    shape = _shape(out_type, tuple(lens))
+    return compute(
+        shape, lambda *i: x[tuple(starts[k] + i[k] * steps[k] for k in range(nd))], "strided_slice"
+    )
+
+
 def _fix_index(v, n, mode="clip"):
     """An int64 index into an axis of size n: negatives from the end, then clip or wrap."""
     v = E.index(v)
@@ -324,7 +375,13 @@ def _fix_index(v, n, mode="clip"):
 @register_lower("take")
 def _take(inputs, attrs, out_type):
     data, idx = inputs
-    shape = _shape(out_type)
+    if attrs.axis is None:
+        computed = tuple(idx.shape)
+    else:
+        ax_ = attrs.axis % data.ndim
+        bd_ = attrs.batch_dims % idx.ndim if attrs.batch_dims < 0 else attrs.batch_dims
+        computed = tuple(data.shape[:ax_]) + tuple(idx.shape[bd_:]) + tuple(data.shape[ax_ + 1 :])
+    shape = _shape(out_type, computed)
     if attrs.axis is None:
         size = 1
         for d in data.shape:
@@ -368,7 +425,9 @@ def _gather_nd(inputs, attrs, out_type):
     data, idx = inputs
     m = idx.shape[0] if isinstance(idx.shape[0], int) else attrs.index_rank
     b = attrs.batch_dims
-    shape = _shape(out_type)
+    shape = _shape(
+        out_type, tuple(data.shape[:b]) + tuple(idx.shape[1 + b :]) + tuple(data.shape[b + m :])
+    )
     ny = idx.ndim - 1 - b
 
     def body(*o):
