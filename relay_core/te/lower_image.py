@@ -245,3 +245,211 @@ def _grid_sample(inputs, attrs, out_type):
         return cast(x.dtype, acc)
 
     return compute(tuple(out_type.shape), body, "grid_sample")
+
+
+# -- ONNX Resize with run-time roi / scales / sizes -------------------------------------------------
+def _keys_f32(t, a: float):
+    """Keys' cubic kernel evaluated in float32, as the reference does for non-float64 data."""
+    f = "float32"
+    t = call("abs", cast(f, t))
+    av = Const(a, f)
+    near = ((av + Const(2.0, f)) * t - (av + Const(3.0, f))) * t * t + Const(1.0, f)
+    far = ((av * t - Const(5.0, f) * av) * t + Const(8.0, f) * av) * t - Const(4.0, f) * av
+    return select(t <= Const(1.0, f), near, select(t < Const(2.0, f), far, Const(0.0, f)))
+
+
+def _coord(mode: str, y, d: int, out_len, scale, roi):
+    """Source coordinate (float64) of output position y; and the extrapolation condition."""
+    f = "float64"
+    yf = cast(f, y)
+    width = scale * Const(float(d), f)
+    one = Const(1.0, f)
+    half = Const(0.5, f)
+    extrap = None
+    if mode == "align_corners":
+        x = select(E.eq(width, one), Const(0.0, f), yf * Const(float(d - 1), f) / (width - one))
+    elif mode == "asymmetric":
+        x = yf / scale
+    elif mode == "tf_half_pixel_for_nn":
+        x = (yf + half) / scale
+    elif mode == "tf_crop_and_resize":
+        start, end = roi
+        span = cast(f, end - start)  # float32 difference, as the reference
+        x = select(
+            E.eq(width, one),
+            span * Const(float(d - 1), f) / Const(2.0, f),
+            yf * span * Const(float(d - 1), f) / (width - one),
+        )
+        x = x + cast(f, start) * Const(float(d - 1), f)
+        extrap = E.logical_or(x < Const(0.0, f), x > Const(float(d - 1), f))
+    elif mode == "pytorch_half_pixel":
+        x = select(E.eq(width, one), Const(-0.5, f), (yf + half) / scale - half)
+    elif mode == "half_pixel":
+        x = (yf + half) / scale - half
+    else:  # half_pixel_symmetric
+        offset = Const(d / 2, f) * (one - cast(f, out_len) / width)
+        x = offset + (yf + half) / scale - half
+    return x, extrap
+
+
+def _axis_taps(attrs, x, d: int, cubic32: bool):
+    """[(index, weight)] taps along one axis for source coordinate x (float64)."""
+    f = "float64"
+    method = I._METHODS[attrs.method]
+    p = call("floor", x)
+    r = x - p
+    whole = E.eq(r, Const(0.0, f))
+    p = select(whole, p - Const(1.0, f), p)
+    r = select(whole, Const(1.0, f), r)
+    pi = cast("int64", p)
+    if method == "nearest":
+        rm = I._ROUNDING[attrs.rounding_method]
+        right = {
+            "round_prefer_floor": r > Const(0.5, f),
+            "round_prefer_ceil": r >= Const(0.5, f),
+            "floor": Const(False, "bool"),
+            "ceil": Const(True, "bool"),
+        }[rm]
+        right = E.logical_or(right, E.eq(r, Const(1.0, f)))
+        idx = pi + cast("int64", right)
+        return [(E.max_(E.min_(idx, E.index(d - 1)), E.index(0)), Const(1.0, f))]
+    offsets = [0, 1] if method == "linear" else [-1, 0, 1, 2]
+    taps = []
+    for o in offsets:
+        t = Const(float(o), f) - r
+        if method == "linear":
+            w = E.max_(Const(0.0, f), Const(1.0, f) - call("abs", t))
+        elif cubic32:
+            w = cast(f, _keys_f32(t, attrs.cubic_alpha))
+        else:
+            w = _keys(t) if attrs.cubic_alpha == -0.75 else _keys_a(t, attrs.cubic_alpha)
+        taps.append((pi + o, w))
+    if attrs.cubic_exclude:
+        total = None
+        masked = []
+        for i, w in taps:
+            w = select(E.logical_and(i >= 0, i < d), w, Const(0.0, f))
+            masked.append((i, w))
+            total = w if total is None else total + w
+        total = select(E.eq(total, Const(0.0, f)), Const(1.0, f), total)
+        taps = [(i, w / total) for i, w in masked]
+    return [(E.max_(E.min_(i, E.index(d - 1)), E.index(0)), w) for i, w in taps]
+
+
+def _keys_a(t, a: float):
+    f = "float64"
+    av = Const(a, f)
+    t = call("abs", t)
+    near = ((av + Const(2.0, f)) * t - (av + Const(3.0, f))) * t * t + Const(1.0, f)
+    far = ((av * t - Const(5.0, f) * av) * t + Const(8.0, f) * av) * t - Const(4.0, f) * av
+    return select(t <= Const(1.0, f), near, select(t < Const(2.0, f), far, Const(0.0, f)))
+
+
+@register_lower("dyn.image.resize")
+def _dyn_resize(inputs, attrs, out_type):
+    from .tensor import value_of
+
+    x, roi_t, scales_t, sizes_t = inputs
+    r = x.ndim
+    if attrs.antialias:
+        raise NotImplementedError("dyn.image.resize with antialias")
+    if not all(isinstance(d, int) for d in x.shape):
+        raise NotImplementedError("dyn.image.resize of a tensor with run-time dims")
+    axes = list(range(r)) if attrs.axes is None else [a % r for a in attrs.axes]
+    f = "float64"
+    n_sizes = sizes_t.shape[0] if sizes_t.ndim else 1
+    n_scales = scales_t.shape[0] if scales_t.ndim else 1
+    n_roi = roi_t.shape[0] if roi_t.ndim else 1
+    scale = {a: Const(1.0, f) for a in range(r)}
+    out = {a: E.index(x.shape[a]) for a in range(r)}
+    if n_sizes:
+        for k, a in enumerate(axes):
+            out[a] = cast("int64", value_of(sizes_t, (k,)))
+            scale[a] = cast(f, out[a]) / Const(float(x.shape[a]), f)
+        if attrs.keep_aspect_ratio_policy != "stretch":
+            pick = E.min_ if attrs.keep_aspect_ratio_policy == "not_larger" else E.max_
+            s = scale[axes[0]]
+            for a in axes[1:]:
+                s = pick(s, scale[a])
+            for a in axes:
+                scale[a] = s
+                out[a] = cast("int64", s * Const(float(x.shape[a]), f) + Const(0.5, f))
+    else:
+        for k, a in enumerate(axes):
+            scale[a] = cast(f, value_of(scales_t, (k,), scales_t.dtype))
+            out[a] = cast("int64", call("floor", Const(float(x.shape[a]), f) * scale[a]))
+    roi = {}
+    if attrs.coordinate_transformation_mode == "tf_crop_and_resize":
+        for a in range(r):
+            roi[a] = (Const(0.0, "float32"), Const(1.0, "float32"))
+        if n_roi:
+            m = len(axes)
+            for k, a in enumerate(axes):
+                lo = cast("float32", value_of(roi_t, (k,), roi_t.dtype))
+                hi = cast("float32", value_of(roi_t, (m + k,), roi_t.dtype))
+                roi[a] = (lo, hi)
+    cubic32 = x.dtype != "float64"
+    cur = compute(x.shape, lambda *i: cast(f, x[i]), "dyn_resize_in")
+    for a in range(2, r):
+        shape = list(cur.shape)
+        shape[a] = out[a]
+
+        def body(*i, cur=cur, a=a):
+            xc, extrap = _coord(
+                attrs.coordinate_transformation_mode, i[a], x.shape[a], out[a], scale[a], roi.get(a)
+            )
+            acc = None
+            for idx, w in _axis_taps(attrs, xc, x.shape[a], cubic32):
+                src = list(i)
+                src[a] = idx
+                term = cur[tuple(src)] * w
+                acc = term if acc is None else acc + term
+            if extrap is not None:
+                acc = select(extrap, Const(float(attrs.extrapolation_value), f), acc)
+            return acc
+
+        cur = compute(tuple(shape), body, f"dyn_resize_ax{a}", {"exact": True, "materialize": True})
+    odt = out_type.dtype
+    if E.is_float(odt):
+        return compute(cur.shape, lambda *i: cast(odt, cur[i]), "dyn_resize")
+    from ..ir import dtype as _dt
+
+    info = _dt.iinfo(odt)
+
+    def fin(*i):
+        v = call("round", cur[i])
+        v = E.min_(E.max_(v, Const(float(info.min), f)), Const(float(info.max), f))
+        return cast(odt, v)
+
+    return compute(cur.shape, fin, "dyn_resize")
+
+
+@register_lower("dyn.image.affine_grid")
+def _dyn_affine_grid(inputs, attrs, out_type):
+    from .tensor import value_of
+
+    theta, size_t = inputs
+    nsz = size_t.shape[0]
+    nd = nsz - 2
+    vals = [value_of(size_t, (k,)) for k in range(nsz)]
+    sp = vals[2:]
+    f = "float64"
+
+    def base(a, i):
+        d = cast(f, sp[a])
+        v = Const(-1.0, f) + cast(f, i) * (Const(2.0, f) / (d - Const(1.0, f)))
+        if not attrs.align_corners:
+            v = v * (d - Const(1.0, f)) / d
+        return select(sp[a] > 1, v, Const(0.0, f))
+
+    def body(n, *rest):
+        pos, j = rest[:nd], rest[nd]
+        vec = [base(nd - 1 - k, pos[nd - 1 - k]) for k in range(nd)] + [Const(1.0, f)]
+        acc = None
+        for k, v in enumerate(vec):
+            term = v * cast(f, theta[n, j, k])
+            acc = term if acc is None else acc + term
+        return cast(theta.dtype, acc)
+
+    shape = (vals[0], *sp, nd)
+    return compute(shape, body, "dyn_affine_grid", {"exact": True})
