@@ -14,6 +14,7 @@ from llvmlite import ir
 from ..te.expr import Call
 from .llvm_math import POLY_F32
 from .llvm_types import (
+    _FLOAT8,
     _LIBM,
     _LLVM_INTR,
     _ROUNDED,
@@ -45,6 +46,10 @@ class ArithMixin:
             return b.and_(v, ir.Constant(I8, (1 << _SUB_BYTE[dtype]) - 1))
         if dtype == "float16":
             return b.fptrunc(v, F16)
+        if dtype in _FLOAT8:
+            from .float8 import encode
+
+            return encode(b, v, dtype)
         if dtype == "bfloat16":
             bits = b.bitcast(v, I32)
             # round to nearest even; NaN stays NaN
@@ -59,6 +64,10 @@ class ArithMixin:
         b = self.b
         if dtype == "bool":
             return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        if dtype in _FLOAT8:
+            from .float8 import decode
+
+            return decode(b, v, dtype)
         if dtype in _SUB_BYTE:
             return self.wrap_int(v, dtype)
         if dtype == "float16":
@@ -157,6 +166,8 @@ class ArithMixin:
                 return b.fcmp_unordered("!=", v, ir.Constant(st, 0.0))
             return b.icmp_unsigned("!=", v, ir.Constant(st, 0))
         if sf and df:
+            if dst in _FLOAT8 and st == F64:  # rounds once, from the double (as ml_dtypes)
+                return self.from_storage(self.to_storage(v, dst), dst)
             if st != dt_:
                 v = b.fpext(v, dt_) if dt_ == F64 else b.fptrunc(v, dt_)
             return self.round_to(v, dst)
@@ -208,8 +219,8 @@ class ArithMixin:
         return b.ashr(b.shl(v, sh), sh)
 
     def round_to(self, v, dtype: str):
-        """A float value rounded to the precision of `dtype` (half / bfloat16)."""
-        if dtype in ("float16", "bfloat16"):
+        """A float value rounded to the precision of `dtype` (half / bfloat16 / float8)."""
+        if dtype in _ROUNDED:
             return self.from_storage(self.to_storage(v, dtype), dtype)
         return v
 

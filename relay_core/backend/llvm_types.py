@@ -35,7 +35,7 @@ def storage_type(dtype: str) -> ir.Type:
         return I16
     if _dt.is_int(dtype) and dtype in _dt.NATIVE_DTYPES:
         return ir.IntType(_dt.bits(dtype))
-    if dtype in _SUB_BYTE:  # ml_dtypes keeps one element per byte
+    if dtype in _SUB_BYTE or dtype in _FLOAT8:  # ml_dtypes keeps one element per byte
         return I8
     raise CodegenError(f"the LLVM backend does not support dtype {dtype}")
 
@@ -43,13 +43,14 @@ def storage_type(dtype: str) -> ir.Type:
 def compute_type(dtype: str) -> ir.Type:
     if dtype == "bool":
         return I1
-    if dtype in ("float16", "bfloat16", "float32"):
+    if dtype in ("float16", "bfloat16", "float32") or dtype in _FLOAT8:
         return F32
     return storage_type(dtype)
 
 
 _SUB_BYTE = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2}
-_ROUNDED = ("float16", "bfloat16")
+_FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn")
+_ROUNDED = ("float16", "bfloat16") + _FLOAT8
 
 
 def _fp(t) -> bool:

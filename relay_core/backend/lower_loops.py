@@ -11,7 +11,7 @@ from .. import te
 from ..te import expr as E
 from ..te.expr import Load, select
 from ..te.lower_transform import ravel
-from ..te.lowering import register_lower
+from ..te.lowering import mark_view, register_lower
 from ..te.tensor import compute
 from . import tir as T
 from .codegen import I32, I64, VOID, storage_type
@@ -288,3 +288,24 @@ def _dyn_topk(inputs, attrs, out_type):
     values = _gather_along(x, pos, axis)
     idx = compute(pos.shape, lambda *i: E.cast(attrs.dtype, pos[i]), "topk_idx")
     return {"both": (values, idx), "values": values, "indices": idx}[attrs.ret_type]
+
+
+# -- bitcast / reinterpret: the same bytes -----------------------------------------------------------
+def _byte_copy(inputs, attrs, out_type):
+    from ..ir import dtype as _dt
+
+    x = inputs[0]
+    oshape = tuple(out_type.shape)
+    nbytes = te.size(x.shape) * _dt.itemsize(x.dtype)
+
+    def emit(llmod, name, epilogue=None):
+        if name not in llmod.globals:
+            p = ir.IntType(8).as_pointer()
+            ir.Function(llmod, ir.FunctionType(VOID, [p, p, I64, I32]), name)
+
+    return extern("relay_copy_bytes", [(oshape, out_type.dtype)], [x], emit, [E.index(nbytes)])[0]
+
+
+register_lower("bitcast")(_byte_copy)
+register_lower("reinterpret")(_byte_copy)
+mark_view("bitcast", "reinterpret")

@@ -25,10 +25,32 @@ def cast_value(v, dtype: str):
     return cast(dtype, v)
 
 
+def _saturate(v, dtype: str):
+    """Clamp to +-max of a float8 format (NaN stays NaN), as ONNX Cast's saturate."""
+    big = float(_dt.finfo(dtype).max)
+    f = "float64" if v.dtype == "float64" else "float32"
+    v = cast(f, v)
+    v = select(v > Const(big, f), Const(big, f), v)
+    return select(v < Const(-big, f), Const(-big, f), v)
+
+
+_SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+
+
 @register_lower("cast")
 def _cast(inputs, attrs, out_type):
     x = inputs[0]
-    return compute(x.shape, lambda *i: cast_value(x[i], attrs.dtype), "cast")
+    dst = attrs.dtype
+
+    def body(*i):
+        v = x[i]
+        if dst in _SATURATING and attrs.saturate and E.is_float(v.dtype):
+            v = _saturate(v, dst)
+        elif dst in _SATURATING and attrs.saturate and x.dtype != "bool":
+            v = _saturate(cast("float32", v), dst)
+        return cast_value(v, dst)
+
+    return compute(x.shape, body, "cast")
 
 
 @register_lower("cast_like")
@@ -156,7 +178,7 @@ def _quantize(inputs, attrs, out_type):
     zp = inputs[2] if len(inputs) > 2 else None
     out = out_type.dtype
     if not _dt.is_int(out):
-        raise NotImplementedError(f"quantize to {out}")
+        return _quantize_float(x, s, zp, attrs, out)
     # numpy promotion of data and scale sets the division's precision
     q_dt = np.result_type(_dt.to_numpy(x.dtype), _dt.to_numpy(s.dtype)).name
     info = _dt.iinfo(out)
@@ -180,13 +202,30 @@ def _quantize(inputs, attrs, out_type):
     return compute(x.shape, body, "quantize")
 
 
+def _quantize_float(x, s, zp, attrs, out):
+    """Quantization to a float8 / float4 format: x / scale + zero point, saturated."""
+    q_dt = np.result_type(_dt.to_numpy(x.dtype), _dt.to_numpy(s.dtype)).name
+
+    def body(*i):
+        xv = cast(q_dt, x[i])
+        sv = cast(q_dt, _param_read(s, i, attrs.axis, attrs.block_size))
+        q = cast("float32", xv / sv)
+        if zp is not None:
+            q = q + cast("float32", _param_read(zp, i, attrs.axis, attrs.block_size))
+        if attrs.saturate and out in _SATURATING:
+            q = _saturate(q, out)
+        return cast(out, q)
+
+    return compute(x.shape, body, "quantize")
+
+
 @register_lower("qnn.dequantize")
 def _dequantize(inputs, attrs, out_type):
     x, s = inputs[0], inputs[1]
     zp = inputs[2] if len(inputs) > 2 else None
     out = out_type.dtype
     if not _dt.is_int(x.dtype):
-        raise NotImplementedError(f"dequantize from {x.dtype}")
+        return _dequantize_float(x, s, zp, attrs, out)
     s_c = "float32" if s.dtype in ("float16", "bfloat16") else s.dtype
     out_c = "float32" if out in ("float16", "bfloat16") else out
     mul = "float64" if "float64" in (s_c, out_c) else "float32"
@@ -201,6 +240,21 @@ def _dequantize(inputs, attrs, out_type):
         d = cast(mul, xi - z)
         sv = cast(mul, _param_read(s, i, attrs.axis, attrs.block_size))
         return cast(out, d * sv)
+
+    return compute(x.shape, body, "dequantize")
+
+
+def _dequantize_float(x, s, zp, attrs, out):
+    s_c = "float32" if s.dtype in ("float16", "bfloat16") else s.dtype
+    out_c = "float32" if out in ("float16", "bfloat16") else out
+    mul = "float64" if "float64" in (s_c, out_c) else "float32"
+
+    def body(*i):
+        d = cast("float32", x[i])
+        if zp is not None:
+            d = d - cast("float32", _param_read(zp, i, attrs.axis, attrs.block_size))
+        sv = cast(mul, _param_read(s, i, attrs.axis, attrs.block_size))
+        return cast(out, cast(mul, d) * sv)
 
     return compute(x.shape, body, "dequantize")
 

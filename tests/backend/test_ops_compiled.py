@@ -29,15 +29,7 @@ EXPECTED_FAIL: dict[str, str] = {
 
 # Dtypes the backend cannot store yet; samples using them are left out of the op tests, and
 # test_unsupported_dtypes_still_unsupported fails once one becomes supported.
-UNSUPPORTED_DTYPES = {
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-    "float4_e2m1fn",
-    "string",
-}
+UNSUPPORTED_DTYPES = {"float8_e8m0fnu", "string"}
 
 
 def _sample_dtypes(op, s) -> set:

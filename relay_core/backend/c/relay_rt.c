@@ -102,3 +102,9 @@ void relay_prof_read(double *out, int32_t n) {
     relay_prof_calls[i] = 0;
   }
 }
+
+/* Byte copy (bitcast / reinterpret: the same bytes viewed as another dtype). */
+void relay_copy_bytes(const void *src, void *dst, int64_t nbytes, int32_t nthreads) {
+  (void)nthreads;
+  if (nbytes > 0) memcpy(dst, src, (size_t)nbytes);
+}
