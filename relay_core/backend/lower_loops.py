@@ -290,7 +290,7 @@ def _dyn_topk(inputs, attrs, out_type):
     return {"both": (values, idx), "values": values, "indices": idx}[attrs.ret_type]
 
 
-# -- bitcast / reinterpret: the same bytes -----------------------------------------------------------
+# -- bitcast / reinterpret: the same bytes -------------------------------------------------------
 def _byte_copy(inputs, attrs, out_type):
     from ..ir import dtype as _dt
 

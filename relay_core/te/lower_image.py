@@ -247,7 +247,7 @@ def _grid_sample(inputs, attrs, out_type):
     return compute(tuple(out_type.shape), body, "grid_sample")
 
 
-# -- ONNX Resize with run-time roi / scales / sizes -------------------------------------------------
+# -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
 def _keys_f32(t, a: float):
     """Keys' cubic kernel evaluated in float32, as the reference does for non-float64 data."""
     f = "float32"
@@ -358,7 +358,6 @@ def _dyn_resize(inputs, attrs, out_type):
     axes = list(range(r)) if attrs.axes is None else [a % r for a in attrs.axes]
     f = "float64"
     n_sizes = sizes_t.shape[0] if sizes_t.ndim else 1
-    n_scales = scales_t.shape[0] if scales_t.ndim else 1
     n_roi = roi_t.shape[0] if roi_t.ndim else 1
     scale = {a: Const(1.0, f) for a in range(r)}
     out = {a: E.index(x.shape[a]) for a in range(r)}
