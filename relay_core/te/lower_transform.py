@@ -143,7 +143,15 @@ register_lower("reshape")(_reshape)
 register_lower("squeeze")(_squeeze)
 register_lower("expand_dims")(_expand_dims)
 register_lower("reshape_like")(_reshape_like)
-mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropout")
+mark_view(
+    "reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropout", "forget_shape"
+)
+
+
+@register_lower("forget_shape")
+def _forget_shape(inputs, attrs, out_type):
+    x = inputs[0]
+    return compute(x.shape, lambda *i: x[i], "forget_shape")
 
 
 @register_lower("transpose")
