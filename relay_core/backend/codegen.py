@@ -38,6 +38,7 @@ from .llvm_types import (  # noqa: F401  (re-exported: the other backend modules
     is_unsigned,
     storage_type,
 )
+from .runtime import _contig
 
 
 class ModuleContext:
@@ -52,7 +53,7 @@ class ModuleContext:
 
     def const_data(self, buf) -> ir.Value:
         """A module-level read-only array holding `buf.data` (deduplicated by content)."""
-        arr = np.ascontiguousarray(buf.data)
+        arr = _contig(buf.data)
         st = storage_type(buf.dtype)
         if buf.dtype == "bool":
             arr = arr.astype(np.uint8)

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import RelayError
 from ..ir.module import IRModule
 from ..ir.structural import structural_hash
-from .runtime import FORMAT_VERSION, CompiledModule
+from .runtime import FORMAT_VERSION, CompiledModule, _contig
 
 BUILD_OPTIONS = ("opt_level",)
 
@@ -180,7 +180,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
             pad = (-off) % 64
             f.write(b"\0" * pad)
             off += pad
-            data = np.ascontiguousarray(arr)
+            data = _contig(arr)
             f.write(data.tobytes())
             consts.append(
                 {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
@@ -199,12 +199,20 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
         "entry": plan.entry,
         "workspace_bytes": getattr(plan, "workspace", 0),
         "inputs": [
-            {"name": n, "shape": [_dim_json(d) for d in t.shape], "dtype": t.dtype}
-            for n, t in zip(plan.input_names, plan.input_types)
+            _io_json(n, t, d)
+            for n, t, d in zip(
+                plan.input_names,
+                plan.input_types,
+                plan.info.get("input_descs") or [None] * len(plan.input_types),
+            )
         ],
         "outputs": [
-            {"name": n, "shape": [_dim_json(d) for d in t.shape], "dtype": t.dtype}
-            for n, t in zip(out_names, plan.output_types)
+            _io_json(n, t, d)
+            for n, t, d in zip(
+                out_names,
+                plan.output_types,
+                plan.info.get("output_descs") or [None] * len(plan.output_types),
+            )
         ],
         "constants": consts,
         "target": {"triple": triple, "cpu": cpu, "features": features},
@@ -218,6 +226,17 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def _io_json(name, t, desc) -> dict:
+    from ..ir.types import TensorType
+
+    out = {"name": name}
+    if isinstance(t, TensorType):
+        out.update(shape=[_dim_json(d) for d in t.shape], dtype=t.dtype)
+    if desc is not None:
+        out["type"] = desc
+    return out
 
 
 def _dim_json(d):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from llvmlite import ir
 
 from ..errors import RelayError
@@ -27,6 +26,7 @@ from ..ir.visitor import post_order
 from . import memory
 from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
 from .lower import GroupLowering, flatten_type
+from .runtime import _contig
 
 ENTRY = "relay_run"
 
@@ -155,11 +155,11 @@ class GraphCompiler:
         key = (id(c), tag)
         s = self.const_slot.get(key)
         if s is None:
-            arr = c.data if prepack is None else np.ascontiguousarray(prepack(c.data))
+            arr = c.data if prepack is None else _contig(prepack(c.data))
             s = Storage(
                 "const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype))
             )
-            self.const_arrays.append(np.ascontiguousarray(arr))
+            self.const_arrays.append(_contig(arr))
             self.const_slot[key] = s
             self.const_nodes[s.index] = c
         return s

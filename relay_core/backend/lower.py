@@ -22,6 +22,9 @@ from ..te.lowering import load_all
 from . import tir as T
 from .schedule import Scheduler, extern
 
+# complex64 / complex128 tensors are lowered as their real parts with a trailing axis of 2
+COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
+
 
 class LoweringError(RelayError):
     """An operator has no lowering rule and no kernel."""
@@ -141,7 +144,10 @@ class GroupLowering:
             for t in flatten_type(pt):
                 k = len(placeholders)
                 shape = [self._dim(d, k, a) for a, d in enumerate(t.shape)]
-                ph = te.placeholder(shape, t.dtype, f"{p.name_hint}{k}")
+                dtype = t.dtype
+                if dtype in COMPLEX_PARTS:  # (real, imaginary) pairs: a trailing axis of 2
+                    shape, dtype = shape + [2], COMPLEX_PARTS[dtype]
+                ph = te.placeholder(shape, dtype, f"{p.name_hint}{k}")
                 placeholders.append(ph)
                 in_types.append(t)
                 leaves.append(ph)
@@ -210,7 +216,10 @@ class GroupLowering:
             self.dims,
             self.dim_sources,
             self.prepack,
-            [tuple(o.shape) for o in outs],
+            [
+                tuple(o.shape)[:-1] if t.dtype in COMPLEX_PARTS else tuple(o.shape)
+                for o, t in zip(outs, out_types)
+            ],
             pre,
         )
 
@@ -288,12 +297,21 @@ class GroupLowering:
             if r is not None:
                 return r
         lower = opdef.lower
+        if not opdef.name.startswith("complex.") and any(
+            t.dtype in COMPLEX_PARTS
+            for a in (*call.args, call)
+            for t in flatten_type(a.checked_type)
+        ):
+            raise LoweringError(f"{opdef.name}: complex tensors only pass through complex.* ops")
         if not callable(lower):
             raise LoweringError(
                 f"operator {opdef.name} has no tensor-expression rule and no kernel "
                 f"for {', '.join(str(a.checked_type) for a in call.args)}"
             )
-        return lower(args, call.attrs, out_type)
+        try:
+            return lower(args, call.attrs, out_type)
+        except NotImplementedError as e:
+            raise LoweringError(f"{opdef.name}: {e}") from None
 
     def _try_kernel(self, gen, call: Call, args: list, out_type):
         flat_in = _flatten_value(tuple(args))

@@ -41,9 +41,41 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _np_dtype(d):
+    return None if d is None else np.dtype(_dt.to_numpy(d))
+
+
+def _desc_str(entry: dict) -> str:
+    desc = entry.get("type")
+    if desc is None or desc.get("kind") == "tensor":
+        return _type_str(entry["shape"], entry["dtype"])
+    return _desc_type_str(desc)
+
+
+def _desc_type_str(desc: dict) -> str:
+    k = desc["kind"]
+    if k == "tensor":
+        return _type_str(desc["shape"], desc["dtype"])
+    if k == "tuple":
+        return "(" + ", ".join(_desc_type_str(f) for f in desc["fields"]) + ")"
+    args = [f for c in desc["ctors"] for f in c["fields"] if f.get("kind") != "self"]
+    return desc["name"] + (
+        "[" + ", ".join(_desc_type_str(a) for a in args[:1]) + "]" if args else ""
+    )
+
+
 def _type_str(shape, dtype) -> str:
     dims = ", ".join("?" if d is None else str(d) for d in shape)
     return f"Tensor[({dims}), {dtype}]"
+
+
+_MISSING = object()
+
+
+def _contig(a) -> np.ndarray:
+    """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else a.copy(order="C")
 
 
 class _ThreadState(threading.local):
@@ -84,14 +116,14 @@ class CompiledModule:
         self.input_names = [i["name"] for i in m["inputs"]]
         self.output_names = [o["name"] for o in m["outputs"]]
         self.kind = m.get("kind", "graph")
-        self._in_shapes = [tuple(i["shape"]) for i in m["inputs"]]
-        self._in_dtypes = [np.dtype(_dt.to_numpy(i["dtype"])) for i in m["inputs"]]
-        self._out_shapes = [tuple(o["shape"]) for o in m["outputs"]]
-        self._out_dtypes = [np.dtype(_dt.to_numpy(o["dtype"])) for o in m["outputs"]]
-        self.input_types = [_type_str(s, i["dtype"]) for s, i in zip(self._in_shapes, m["inputs"])]
-        self.output_types = [
-            _type_str(s, o["dtype"]) for s, o in zip(self._out_shapes, m["outputs"])
-        ]
+        self._in_descs = [i.get("type") for i in m["inputs"]]
+        self._out_descs = [o.get("type") for o in m["outputs"]]
+        self._in_shapes = [tuple(i["shape"]) if "shape" in i else None for i in m["inputs"]]
+        self._in_dtypes = [_np_dtype(i.get("dtype")) for i in m["inputs"]]
+        self._out_shapes = [tuple(o["shape"]) if "shape" in o else None for o in m["outputs"]]
+        self._out_dtypes = [_np_dtype(o.get("dtype")) for o in m["outputs"]]
+        self.input_types = [_desc_str(i) for i in m["inputs"]]
+        self.output_types = [_desc_str(o) for o in m["outputs"]]
         self._index = {n: k for k, n in enumerate(self.input_names)}
         self.num_threads = num_threads or _default_threads()
         self._load_constants()
@@ -129,23 +161,27 @@ class CompiledModule:
         if kwargs:
             if len(args) > n:
                 raise InputError(f"the model takes {n} inputs, got {len(args)}")
-            vals = list(args) + [None] * (n - len(args))
+            vals = list(args) + [_MISSING] * (n - len(args))
             for k, v in kwargs.items():
                 i = self._index.get(k)
                 if i is None:
                     raise InputError(f"unknown input {k!r}; inputs are {self.input_names}")
-                if vals[i] is not None:
+                if vals[i] is not _MISSING:
                     raise InputError(f"input {k!r} given twice")
                 vals[i] = v
         else:
             vals = list(args)
-        if len(vals) != n or any(v is None for v in vals):
-            missing = [self.input_names[i] for i in range(n) if i >= len(vals) or vals[i] is None]
+        if len(vals) != n or any(v is _MISSING for v in vals):
+            missing = [
+                self.input_names[i] for i in range(n) if i >= len(vals) or vals[i] is _MISSING
+            ]
             if len(vals) > n:
                 raise InputError(f"the model takes {n} inputs, got {len(vals)}")
             raise InputError(f"missing input(s) {missing}; inputs are {self.input_names}")
         for i, v in enumerate(vals):
             dt, shape = self._in_dtypes[i], self._in_shapes[i]
+            if shape is None:  # a tuple, list or option: converted when called
+                continue
             if (
                 type(v) is np.ndarray
                 and v.dtype == dt
@@ -162,6 +198,8 @@ class CompiledModule:
         """Shape variables shared by several inputs must agree."""
         seen: dict = {}
         for i, v in enumerate(vals):
+            if self._in_shapes[i] is None:
+                continue
             for d, s in zip(self._in_shapes[i], v.shape):
                 if isinstance(d, str):
                     if d in seen and seen[d][1] != s:
@@ -190,7 +228,7 @@ class CompiledModule:
             raise InputError(
                 f"input {name!r} has shape {arr.shape}, expected {shape} ({self.input_types[i]})"
             )
-        return np.ascontiguousarray(arr)
+        return _contig(arr)
 
     def __call__(self, *args, **kwargs) -> list[np.ndarray]:
         vals = self._bind(args, kwargs)
@@ -236,13 +274,32 @@ class CompiledModule:
         self._guarded.restype = c.c_int32
         self._last_error = lib.relay_last_error
         self._last_error.restype = c.c_char_p
+        for name, res, args in (
+            ("relay_adt_new", _c_ptr, [c.c_int32, c.c_int64]),
+            ("relay_tuple_new", _c_ptr, [c.c_int64]),
+            ("relay_set_field", None, [_c_ptr, c.c_int64, _c_ptr]),
+            ("relay_field", _c_ptr, [_c_ptr, c.c_int64]),
+            ("relay_tag", c.c_int32, [_c_ptr]),
+        ):
+            f = getattr(lib, name)
+            f.argtypes, f.restype = args, res
+        self._adt_new, self._tuple_new = lib.relay_adt_new, lib.relay_tuple_new
+        self._set_field, self._field, self._tag = (
+            lib.relay_set_field,
+            lib.relay_field,
+            lib.relay_tag,
+        )
         self._entry_addr = c.cast(getattr(lib, m.get("entry", "relay_run_dyn")), c.c_void_p).value
 
     def _call_vm(self, vals) -> list[np.ndarray]:
         c = ctypes
         n, nout = len(vals), len(self.output_names)
         ins = (c.c_void_p * max(n, 1))()
+        keep = []  # arrays that wrapped objects point into, alive during the call
         for i, v in enumerate(vals):
+            if self._in_shapes[i] is None:
+                ins[i] = self._to_obj(v, self._in_descs[i], self.input_names[i], keep)
+                continue
             shape = (c.c_int64 * max(v.ndim, 1))(*v.shape)
             ins[i] = self._wrap(v.ctypes.data, v.ndim, shape, v.itemsize)
         outs = (c.c_void_p * max(nout, 1))()
@@ -255,17 +312,89 @@ class CompiledModule:
         results = []
         for k in range(nout):
             o = outs[k]
-            nd = self._ndim(o)
-            sp = self._shape(o)
-            shape = tuple(sp[i] for i in range(nd))
-            dt = self._out_dtypes[k]
-            count = int(np.prod(shape, dtype=np.int64))
-            arr = np.empty(shape, dt)
-            if count:
-                c.memmove(arr.ctypes.data, self._data(o), count * dt.itemsize)
-            results.append(arr)
+            desc = self._out_descs[k] or {
+                "kind": "tensor",
+                "dtype": _dt.from_numpy(self._out_dtypes[k]),
+            }
+            results.append(self._from_obj(o, desc))
             self._release(o)
         return results
+
+    def _tensor_out(self, o, dtype) -> np.ndarray:
+        c = ctypes
+        nd = self._ndim(o)
+        sp = self._shape(o)
+        shape = tuple(sp[i] for i in range(nd))
+        dt = np.dtype(_dt.to_numpy(dtype))
+        count = int(np.prod(shape, dtype=np.int64))
+        arr = np.empty(shape, dt)
+        if count:
+            c.memmove(arr.ctypes.data, self._data(o), count * dt.itemsize)
+        return arr
+
+    def _from_obj(self, o, desc):
+        """A Python value (array, tuple, list, None) of a result object (borrowed)."""
+        k = desc["kind"]
+        if k == "tensor":
+            return self._tensor_out(o, desc["dtype"])
+        if k == "tuple":
+            return tuple(self._from_obj(self._field(o, i), f) for i, f in enumerate(desc["fields"]))
+        if desc["name"] == "List":
+            items = []
+            while True:
+                ctor = _ctor(desc, self._tag(o))
+                if ctor["name"] != "Cons":
+                    return items
+                items.append(self._from_obj(self._field(o, 0), ctor["fields"][0]))
+                o = self._field(o, 1)
+        ctor = _ctor(desc, self._tag(o))
+        if desc["name"] == "Option":
+            if ctor["name"] == "None":
+                return None
+            return self._from_obj(self._field(o, 0), ctor["fields"][0])
+        return (ctor["name"],) + tuple(
+            self._from_obj(self._field(o, i), f if f.get("kind") != "self" else desc)
+            for i, f in enumerate(ctor["fields"])
+        )
+
+    def _to_obj(self, v, desc, where: str, keep: list):
+        """A new object (owned: the call consumes it) for a Python value of type `desc`."""
+        c = ctypes
+        k = desc["kind"]
+        if k == "tensor":
+            arr = _contig(np.asarray(v, dtype=_dt.to_numpy(desc["dtype"])))
+            if len(arr.shape) != len(desc["shape"]):
+                raise InputError(f"{where}: a tensor of rank {len(desc['shape'])} was expected")
+            keep.append(arr)
+            shape = (c.c_int64 * max(arr.ndim, 1))(*arr.shape)
+            return self._wrap(arr.ctypes.data, arr.ndim, shape, arr.itemsize)
+        if k == "tuple":
+            vals = tuple(v)
+            if len(vals) != len(desc["fields"]):
+                raise InputError(f"{where}: a tuple of {len(desc['fields'])} was expected")
+            o = self._tuple_new(len(vals))
+            for i, (x, f) in enumerate(zip(vals, desc["fields"])):
+                self._set_field(o, i, self._to_obj(x, f, f"{where}[{i}]", keep))
+            return o
+        ctors = {ct["name"]: ct for ct in desc["ctors"]}
+        if desc["name"] == "List":
+            if not isinstance(v, (list, tuple)):
+                raise InputError(f"{where}: a list (sequence) was expected")
+            o = self._adt_new(ctors["Nil"]["tag"], 0)
+            elem = ctors["Cons"]["fields"][0]
+            for i in range(len(v) - 1, -1, -1):
+                cell = self._adt_new(ctors["Cons"]["tag"], 2)
+                self._set_field(cell, 0, self._to_obj(v[i], elem, f"{where}[{i}]", keep))
+                self._set_field(cell, 1, o)
+                o = cell
+            return o
+        if desc["name"] == "Option":
+            if v is None:
+                return self._adt_new(ctors["None"]["tag"], 0)
+            o = self._adt_new(ctors["Some"]["tag"], 1)
+            self._set_field(o, 0, self._to_obj(v, ctors["Some"]["fields"][0], where, keep))
+            return o
+        raise InputError(f"{where}: values of type {desc['name']} cannot be passed in")
 
     def profile(self) -> list[dict]:
         """Mean time per step since the last call (modules built with RELAY_PROFILE=1)."""
@@ -292,6 +421,13 @@ class CompiledModule:
         ins = ", ".join(f"{n}: {t}" for n, t in zip(self.input_names, self.input_types))
         outs = ", ".join(self.output_types)
         return f"CompiledModule(({ins}) -> ({outs}))"
+
+
+def _ctor(desc: dict, tag: int) -> dict:
+    for c in desc["ctors"]:
+        if c["tag"] == tag:
+            return c
+    raise RuntimeError_(f"unknown constructor tag {tag} of {desc['name']}")
 
 
 def load_module(path: str, num_threads: int | None = None) -> CompiledModule:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from llvmlite import ir
 
 from ..errors import RelayError
@@ -61,7 +60,8 @@ from .codegen import (
     storage_type,
 )
 from .graph import _wrap_op, lift_constants
-from .lower import GroupLowering, flatten_type
+from .lower import GroupLowering
+from .runtime import _contig
 
 ENTRY = "relay_run_dyn"
 OBJ = PTR  # RObj*
@@ -166,7 +166,7 @@ class VMCompiler:
         k = self.const_slot.get(id(c))
         if k is None:
             k = self.const_slot[id(c)] = len(self.consts)
-            self.consts.append(np.ascontiguousarray(c.data))
+            self.consts.append(_contig(c.data))
             self.const_nodes.append(c)
         return k
 
@@ -201,10 +201,9 @@ class VMCompiler:
         names, in_types = [], []
         for p in main.params:
             t = p.checked_type
-            if not isinstance(t, TensorType):
-                raise VMError(f"input {p.name_hint} has type {t}; compiled inputs must be tensors")
             names.append(p.name_hint)
             in_types.append(t)
+        out_types = _flatten_tuples(main.body.checked_type)
         info = self.global_fn("main")
         while self.todo:
             _FunctionEmitter(self, self.todo.pop()).emit()
@@ -212,10 +211,14 @@ class VMCompiler:
         return VMPlan(
             names,
             in_types,
-            flatten_type(main.body.checked_type),
+            out_types,
             self.consts,
             ENTRY,
             len(self.kernels),
+            {
+                "input_descs": [type_desc(t, self.mod) for t in in_types],
+                "output_descs": [type_desc(t, self.mod) for t in out_types],
+            },
         )
 
     def _entry(self, info: _FnInfo, main: Function) -> None:
@@ -789,6 +792,51 @@ class _FunctionEmitter:
             return next(it)
 
         return build(t)
+
+
+def _flatten_tuples(t) -> list:
+    """Leaves of nested tuple types (tensors, ADTs), in order."""
+    out, stack = [], [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(reversed(x.fields))
+        else:
+            out.append(x)
+    return out
+
+
+def type_desc(t, mod) -> dict:
+    """A JSON description of a value's type, for the runtime to convert inputs and outputs:
+    tensors, tuples and ADTs (lists, options) of them."""
+    from ..ir.types import TypeCall, substitute_types
+
+    if isinstance(t, TensorType):
+        shape = [d if isinstance(d, int) else getattr(d, "name", None) for d in t.shape]
+        return {"kind": "tensor", "shape": shape, "dtype": t.dtype}
+    if isinstance(t, TupleType):
+        return {"kind": "tuple", "fields": [type_desc(f, mod) for f in t.fields]}
+    if isinstance(t, TypeCall):
+        td = mod.type_definitions[t.func]
+        sub = dict(zip(td.type_vars, t.args))
+        ctors = []
+        for c in td.constructors:
+            fields = [substitute_types(i, sub) for i in c.inputs]
+            # a recursive field (the list's tail) refers back to this type
+            ctors.append(
+                {
+                    "name": c.name,
+                    "tag": c.tag,
+                    "fields": [
+                        {"kind": "self"}
+                        if (isinstance(f, TypeCall) and f == t)
+                        else type_desc(f, mod)
+                        for f in fields
+                    ],
+                }
+            )
+        return {"kind": "adt", "name": t.func.name, "ctors": ctors}
+    raise VMError(f"values of type {t} cannot cross the compiled module's boundary")
 
 
 def _src(lk, dv):

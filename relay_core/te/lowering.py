@@ -25,6 +25,8 @@ _FAMILIES = [
     "lower_nn_window",
     "lower_image",
     "lower_dyn",
+    "lower_signal",
+    "lower_ml",
 ]
 _loaded = False
 

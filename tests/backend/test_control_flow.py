@@ -189,3 +189,23 @@ def @main(%x: Tensor[(3), float32], %c: bool) {
         a, b = lib(x, np.bool_(False))
         np.testing.assert_array_equal(a, np.zeros(3, np.float32))
         np.testing.assert_array_equal(b, x)
+
+
+def test_lists_and_options_cross_the_boundary():
+    text = """
+#[version = "0.0.5"]
+def @main(%xs: List[Tensor[(2), float32]], %o: Option[Tensor[(2), float32]]) {
+  let %ys = @map(fn (%t: Tensor[(2), float32]) { multiply(%t, 2f) }, %xs);
+  let %extra = match (%o) { Some(%v) => { Some(add(%v, 1f)) }, None => { None } };
+  (%ys, %extra, @length(%xs), True)
+}
+"""
+    lib = relay_core.build(relay_core.parse(text))
+    xs = [np.array([1.0, 2.0], np.float32), np.array([3.0, -1.0], np.float32)]
+    ys, extra, n, flag = lib(xs, np.array([5.0, 6.0], np.float32))
+    assert isinstance(ys, list) and len(ys) == 2
+    np.testing.assert_array_equal(ys[1], xs[1] * 2)
+    np.testing.assert_array_equal(extra, [6.0, 7.0])
+    assert n == 2 and n.shape == () and flag.shape == ()
+    ys, extra, n, _ = lib([], None)
+    assert ys == [] and extra is None and n == 0

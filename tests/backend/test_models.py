@@ -92,15 +92,27 @@ def test_outputs_that_are_inputs_or_repeated():
     x = var("x", (3,))
     mod = relay_core.infer_type(
         IRModule.from_expr(
-            Function((x,), Tuple((x, call("exp", x), call("exp", x), const(np.ones(2, "float32")))))
+            Function(
+                (x,),
+                Tuple(
+                    (
+                        x,
+                        call("exp", x),
+                        call("exp", x),
+                        const(np.ones(2, "float32")),
+                        const(np.float32(2.5)),
+                    )
+                ),
+            )
         )
     )
     lib = relay_core.build(mod)
     a = np.arange(3, dtype=np.float32)
     got = lib(a)
     want = relay_core.evaluate(mod, a)
-    assert len(got) == 4
+    assert len(got) == 5
     for g, w in zip(got, want):
+        assert g.shape == w.shape  # a scalar constant stays 0-d
         np.testing.assert_allclose(g, w, rtol=1e-6)
     got[0][0] = 42.0  # outputs are fresh arrays, never the caller's input
     assert a[0] == 0

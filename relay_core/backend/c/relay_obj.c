@@ -110,10 +110,8 @@ RObj *relay_tensor_wrap(void *data, int64_t ndim, const int64_t *shape, int64_t 
 
 void relay_wrap_free(RObj *o) { free(o); }
 
-/* An owned reference for a caller that outlives the call: borrowed tensors (constants) are
-   copied, others retained. */
-RObj *relay_own(RObj *o) {
-  if (o->rc >= 0 || o->kind != K_TENSOR) {
+static RObj *own_tensor(RObj *o) {
+  if (o->rc >= 0) {
     relay_retain(o);
     return o;
   }
@@ -122,6 +120,32 @@ RObj *relay_own(RObj *o) {
   for (int64_t i = 0; i < o->n; i++) count *= o->shape[i];
   memcpy(c->data, o->data, (size_t)(count * o->tag));
   return c;
+}
+
+/* An owned reference for a caller that outlives the call: borrowed tensors (constants, which
+   die with the call) are copied, also inside tuples and ADT cells. The last field of a cell
+   (a list's tail) is followed in a loop, so long lists need no deep recursion. */
+RObj *relay_own(RObj *o) {
+  if (o->kind == K_TENSOR) return own_tensor(o);
+  if (o->kind != K_TUPLE && o->kind != K_ADT) {
+    relay_retain(o);
+    return o;
+  }
+  RObj *head = NULL, *prev = NULL;
+  int64_t prev_slot = 0;
+  while (o && (o->kind == K_TUPLE || o->kind == K_ADT)) {
+    RObj *c = robj_new(o->kind, o->n, 0);
+    c->tag = o->tag;
+    for (int64_t i = 0; i + 1 < o->n; i++) c->fields[i] = relay_own(o->fields[i]);
+    if (prev) prev->fields[prev_slot] = c;
+    else head = c;
+    if (o->n == 0) return head;
+    prev = c;
+    prev_slot = o->n - 1;
+    o = o->fields[o->n - 1];
+  }
+  prev->fields[prev_slot] = o ? relay_own(o) : NULL;
+  return head;
 }
 void relay_make_borrowed(RObj *o) { o->rc = -1; }
 
