@@ -35,6 +35,20 @@ def parse(text: str, source_name: str = "<string>", typecheck: bool = True) -> I
     return _parse(text, source_name=source_name, typecheck=typecheck)
 
 
+def build(mod, target: str = "llvm", opt_level: int = 3, **kwargs):
+    """Compile `@main` to native code: a callable `CompiledModule` (see relay_core.backend)."""
+    from .backend import build as _build
+
+    return _build(mod, target, opt_level, **kwargs)
+
+
+def load_module(path: str, num_threads: int | None = None):
+    """Load a module written by `CompiledModule.export` with numpy and ctypes only."""
+    from .backend.runtime import load_module as _load
+
+    return _load(path, num_threads)
+
+
 def gradient(mod: IRModule, mode: str = "higher_order") -> IRModule:
     """Reverse-mode AD: a module whose `@main` returns `(value, (d value/d param_i, ...))`.
 
@@ -64,6 +78,8 @@ __all__ = [
     "infer_type",
     "infer_expr",
     "evaluate",
+    "build",
+    "load_module",
     "gradient",
     "structural_equal",
     "structural_hash",

@@ -9,6 +9,7 @@ from .defaults import default_pipeline, optimize
 from .dynamic_to_static import DynamicToStatic
 from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
+from .fuse_ops import FuseOps
 from .gradient import Gradient, GradientError, gradient
 from .infer_type import InferType
 from .inline import Inline
@@ -33,6 +34,7 @@ __all__ = [
     "EliminateCommonSubexpr",
     "FoldConstant",
     "FoldScaleAxis",
+    "FuseOps",
     "Gradient",
     "GradientError",
     "FunctionPass",

@@ -1,0 +1,227 @@
+/* Boxed values for compiled programs with control flow or dynamic shapes.
+ *
+ * Every value is an RObj: a tensor (shape + data), a tuple, an ADT cell (constructor tag +
+ * fields), a closure (code pointer + captured values) or a reference cell. Objects are
+ * reference counted; rc < 0 marks borrowed wrappers (inputs, constants) that are never freed
+ * by a release. Releasing is iterative, so a list of a million cells does not overflow the
+ * stack. Errors raised by generated code (relay_fail) unwind to relay_guarded_call.
+ */
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_TENSOR = 0, K_TUPLE = 1, K_ADT = 2, K_CLOSURE = 3, K_REF = 4 };
+
+typedef struct RObj {
+  int64_t rc;
+  int32_t kind;
+  int32_t tag;     /* ADT constructor tag; tensor: item size in bytes */
+  int64_t n;       /* tensor: ndim; others: number of fields */
+  void *data;      /* tensor data; closure: code pointer */
+  int64_t *shape;  /* tensor shape (n values) */
+  int32_t owns;    /* tensor owns its data */
+  int32_t pad;
+  struct RObj *fields[];
+} RObj;
+
+static RObj *robj_new(int32_t kind, int64_t nfields, int64_t extra_bytes) {
+  size_t sz = sizeof(RObj) + (size_t)nfields * sizeof(RObj *) + (size_t)extra_bytes;
+  RObj *o = (RObj *)calloc(1, sz);
+  if (!o) {
+    fprintf(stderr, "relay: out of memory\n");
+    abort();
+  }
+  o->rc = 1;
+  o->kind = kind;
+  o->n = nfields;
+  return o;
+}
+
+void relay_retain(RObj *o) {
+  if (o && o->rc >= 0) o->rc++;
+}
+
+void relay_release(RObj *o) {
+  /* iterative: fields whose count drops to zero go on an explicit stack */
+  RObj *stack_small[64];
+  RObj **stack = stack_small;
+  int64_t cap = 64, top = 0;
+  if (!o || o->rc < 0) return;
+  if (--o->rc > 0) return;
+  stack[top++] = o;
+  while (top) {
+    RObj *x = stack[--top];
+    if (x->kind != K_TENSOR) {
+      for (int64_t i = 0; i < x->n; i++) {
+        RObj *f = x->fields[i];
+        if (!f || f->rc < 0) continue;
+        if (--f->rc > 0) continue;
+        if (top == cap) {
+          RObj **bigger = (RObj **)malloc((size_t)cap * 2 * sizeof(RObj *));
+          memcpy(bigger, stack, (size_t)top * sizeof(RObj *));
+          if (stack != stack_small) free(stack);
+          stack = bigger;
+          cap *= 2;
+        }
+        stack[top++] = f;
+      }
+    } else if (x->owns) {
+      free(x->data);
+    }
+    free(x);
+  }
+  if (stack != stack_small) free(stack);
+}
+
+/* -- tensors ---------------------------------------------------------------------------- */
+RObj *relay_tensor_new(int64_t ndim, const int64_t *shape, int64_t itemsize) {
+  RObj *o = robj_new(K_TENSOR, 0, ndim * (int64_t)sizeof(int64_t));
+  o->n = ndim;
+  o->tag = (int32_t)itemsize;
+  o->shape = (int64_t *)(o->fields);
+  int64_t count = 1;
+  for (int64_t i = 0; i < ndim; i++) {
+    if (shape[i] < 0) {
+      fprintf(stderr, "relay: negative dimension %lld\n", (long long)shape[i]);
+      abort();
+    }
+    o->shape[i] = shape[i];
+    count *= shape[i];
+  }
+  size_t bytes = (size_t)(count * itemsize + 63) / 64 * 64;
+  o->data = aligned_alloc(64, bytes ? bytes : 64);
+  o->owns = 1;
+  return o;
+}
+
+/* A tensor over memory someone else owns (inputs, constants); never freed by release. */
+RObj *relay_tensor_wrap(void *data, int64_t ndim, const int64_t *shape, int64_t itemsize) {
+  RObj *o = robj_new(K_TENSOR, 0, ndim * (int64_t)sizeof(int64_t));
+  o->n = ndim;
+  o->tag = (int32_t)itemsize;
+  o->shape = (int64_t *)(o->fields);
+  for (int64_t i = 0; i < ndim; i++) o->shape[i] = shape[i];
+  o->data = data;
+  o->owns = 0;
+  return o;
+}
+
+void relay_wrap_free(RObj *o) { free(o); }
+
+static RObj *own_tensor(RObj *o) {
+  if (o->rc >= 0) {
+    relay_retain(o);
+    return o;
+  }
+  RObj *c = relay_tensor_new(o->n, o->shape, o->tag);
+  int64_t count = 1;
+  for (int64_t i = 0; i < o->n; i++) count *= o->shape[i];
+  memcpy(c->data, o->data, (size_t)(count * o->tag));
+  return c;
+}
+
+/* An owned reference for a caller that outlives the call: borrowed tensors (constants, which
+   die with the call) are copied, also inside tuples and ADT cells. The last field of a cell
+   (a list's tail) is followed in a loop, so long lists need no deep recursion. */
+RObj *relay_own(RObj *o) {
+  if (o->kind == K_TENSOR) return own_tensor(o);
+  if (o->kind != K_TUPLE && o->kind != K_ADT) {
+    relay_retain(o);
+    return o;
+  }
+  RObj *head = NULL, *prev = NULL;
+  int64_t prev_slot = 0;
+  while (o && (o->kind == K_TUPLE || o->kind == K_ADT)) {
+    RObj *c = robj_new(o->kind, o->n, 0);
+    c->tag = o->tag;
+    for (int64_t i = 0; i + 1 < o->n; i++) c->fields[i] = relay_own(o->fields[i]);
+    if (prev) prev->fields[prev_slot] = c;
+    else head = c;
+    if (o->n == 0) return head;
+    prev = c;
+    prev_slot = o->n - 1;
+    o = o->fields[o->n - 1];
+  }
+  prev->fields[prev_slot] = o ? relay_own(o) : NULL;
+  return head;
+}
+void relay_make_borrowed(RObj *o) { o->rc = -1; }
+
+void *relay_data(RObj *o) { return o->data; }
+int64_t relay_dim(RObj *o, int64_t i) { return o->shape[i]; }
+int64_t relay_ndim(RObj *o) { return o->n; }
+int64_t *relay_shape(RObj *o) { return o->shape; }
+int64_t relay_kind(RObj *o) { return o->kind; }
+int64_t relay_itemsize(RObj *o) { return o->tag; }
+
+/* -- tuples, ADT cells, closures, references -------------------------------------------- */
+RObj *relay_tuple_new(int64_t n) { return robj_new(K_TUPLE, n, 0); }
+RObj *relay_adt_new(int32_t tag, int64_t n) {
+  RObj *o = robj_new(K_ADT, n, 0);
+  o->tag = tag;
+  return o;
+}
+RObj *relay_closure_new(void *fn, int64_t n) {
+  RObj *o = robj_new(K_CLOSURE, n, 0);
+  o->data = fn;
+  return o;
+}
+RObj *relay_ref_new(RObj *v) {
+  RObj *o = robj_new(K_REF, 1, 0);
+  o->fields[0] = v; /* steals */
+  return o;
+}
+void *relay_closure_fn(RObj *o) { return o->data; }
+int32_t relay_tag(RObj *o) { return o->tag; }
+/* borrowed */
+RObj *relay_field(RObj *o, int64_t i) { return o->fields[i]; }
+/* steals v */
+void relay_set_field(RObj *o, int64_t i, RObj *v) { o->fields[i] = v; }
+/* steals v, releases the old value */
+void relay_ref_write(RObj *o, RObj *v) {
+  RObj *old = o->fields[0];
+  o->fields[0] = v;
+  relay_release(old);
+}
+
+/* -- errors ------------------------------------------------------------------------------- */
+static __thread jmp_buf *relay_jmp;
+static __thread char relay_msg[512];
+
+void relay_fail(const char *msg) {
+  snprintf(relay_msg, sizeof relay_msg, "%s", msg);
+  if (relay_jmp) longjmp(*relay_jmp, 1);
+  fprintf(stderr, "relay: %s\n", msg);
+  abort();
+}
+
+/* A shape check: fail with `msg` unless a == b. */
+void relay_check_dim(int64_t a, int64_t b, const char *msg) {
+  if (a != b) {
+    char buf[400];
+    snprintf(buf, sizeof buf, "%s (%lld vs %lld)", msg, (long long)a, (long long)b);
+    relay_fail(buf);
+  }
+}
+
+const char *relay_last_error(void) { return relay_msg; }
+
+typedef int32_t (*relay_entry_fn)(RObj **, RObj **, void *const *, int32_t);
+
+/* Runs a generated entry; returns 0, or 1 with the message in relay_last_error(). */
+int32_t relay_guarded_call(relay_entry_fn fn, RObj **ins, RObj **outs, void *const *consts,
+                           int32_t nthreads) {
+  jmp_buf here;
+  jmp_buf *saved = relay_jmp;
+  relay_jmp = &here;
+  relay_msg[0] = 0;
+  if (setjmp(here)) {
+    relay_jmp = saved;
+    return 1;
+  }
+  int32_t rc = fn(ins, outs, consts, nthreads);
+  relay_jmp = saved;
+  return rc;
+}

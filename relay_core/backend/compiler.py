@@ -1,0 +1,254 @@
+"""`build(mod)`: optimise, fuse, lower, generate code, link, cache, load.
+
+The compiled artifact (library + weights + manifest) is cached on disk under
+`$RELAY_CACHE_DIR` (default `~/.cache/relay`), keyed by the module's structural hash, the
+target (CPU name and features, llvmlite version), the options and a fingerprint of the compiler's
+own sources; a second build of the same model only loads it. `RELAY_CACHE_DIR=` (empty)
+disables the cache; `make clean-cache` clears it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+from ..errors import RelayError
+from ..ir.module import IRModule
+from ..ir.structural import structural_hash
+from .runtime import FORMAT_VERSION, CompiledModule, _contig
+
+BUILD_OPTIONS = ("opt_level",)
+
+
+def cache_dir() -> str | None:
+    d = os.environ.get("RELAY_CACHE_DIR")
+    if d is not None:
+        return d or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "relay")
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """Hash of the compiler's sources: a changed compiler never reuses stale cached code."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.blake2b(digest_size=8)
+    for sub in ("backend", "te", "ops", "passes", "typing"):
+        for dirpath, dirs, files in sorted(os.walk(os.path.join(root, sub))):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".c")):
+                    p = os.path.join(dirpath, f)
+                    h.update(p[len(root) :].encode())
+                    with open(p, "rb") as fh:
+                        h.update(fh.read())
+    return h.hexdigest()
+
+
+def prepare(mod: IRModule, opt_level: int = 3) -> IRModule:
+    """The optimisation pipeline before code generation, then FuseOps."""
+    from .. import passes
+    from ..passes.fuse_ops import FuseOps
+    from ..typing import infer_type
+
+    mod = infer_type(mod)
+    ctx = passes.PassContext(opt_level=opt_level)
+    if opt_level >= 1:
+        mod = passes.optimize(mod, opt_level, ctx)
+    return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
+
+
+def build(
+    mod: IRModule,
+    target: str = "llvm",
+    opt_level: int = 3,
+    num_threads: int | None = None,
+    cache: bool = True,
+) -> CompiledModule:
+    """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
+
+    >>> lib = relay_core.build(mod)
+    >>> outs = lib(np.ones((1, 4), "float32"))
+    """
+    if target not in ("llvm", "llvm -mcpu=native", "cpu"):
+        raise RelayError(f"unknown target {target!r}; the backend compiles for 'llvm' (this CPU)")
+    if not isinstance(mod, IRModule):
+        from ..ir.expr import Function
+
+        if isinstance(mod, Function):
+            mod = IRModule.from_expr(mod)
+        else:
+            raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
+    from .llvm_target import target_key
+
+    t0 = time.perf_counter()
+    key_src = json.dumps(
+        [
+            structural_hash(mod),
+            target_key(),
+            opt_level,
+            compiler_fingerprint(),
+            FORMAT_VERSION,
+            os.environ.get("RELAY_PROFILE") == "1",
+        ]
+    )
+    key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
+    cdir = cache_dir() if cache else None
+    if cdir:
+        entry = os.path.join(cdir, key)
+        if os.path.exists(os.path.join(entry, "manifest.json")):
+            try:
+                lib = CompiledModule(entry, num_threads)
+                lib.build_seconds = time.perf_counter() - t0
+                lib.cache_hit = True
+                return lib
+            except RelayError:
+                shutil.rmtree(entry, ignore_errors=True)
+    tmp = tempfile.mkdtemp(prefix="relay-build-", dir=cdir if cdir and _mkdir(cdir) else None)
+    try:
+        _compile_to(mod, tmp, opt_level, key)
+        if cdir:
+            entry = os.path.join(cdir, key)
+            try:
+                os.rename(tmp, entry)
+            except OSError:  # built concurrently by another process: use theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+            path = entry
+        else:
+            path = tmp
+        lib = CompiledModule(path, num_threads)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    lib.build_seconds = time.perf_counter() - t0
+    lib.cache_hit = False
+    return lib
+
+
+def _mkdir(d: str) -> bool:
+    try:
+        os.makedirs(d, exist_ok=True)
+        return True
+    except OSError:
+        return False
+
+
+def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
+    from llvmlite import ir
+
+    from .codegen import ModuleContext
+    from .graph import GraphCompiler
+    from .llvm_target import compile_ir, host, link_shared, runtime_objects
+
+    timings = {}
+    t = time.perf_counter()
+    fused = prepare(mod, opt_level)
+    timings["passes"] = time.perf_counter() - t
+    t = time.perf_counter()
+    llmod = ir.Module(name="relay")
+    llmod.triple = host()[0]
+    ctx = ModuleContext(llmod)
+    main = fused["main"]
+    from .graph import is_static_graph
+
+    if is_static_graph(main):
+        kind = "graph"
+        plan = GraphCompiler(main, ctx).run()
+    else:
+        from .vm import VMCompiler
+
+        kind = "vm"
+        plan = VMCompiler(fused, ctx).run()
+    timings["lower"] = time.perf_counter() - t
+    t = time.perf_counter()
+    obj = compile_ir(str(llmod), opt_level)
+    timings["llvm"] = time.perf_counter() - t
+    t = time.perf_counter()
+    link_shared([obj, *runtime_objects(cache_dir())], os.path.join(out_dir, "lib.so"))
+    timings["link"] = time.perf_counter() - t
+    consts = []
+    with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
+        off = 0
+        for arr in plan.constants:
+            pad = (-off) % 64
+            f.write(b"\0" * pad)
+            off += pad
+            data = _contig(arr)
+            f.write(data.tobytes())
+            consts.append(
+                {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
+            )
+            off += data.nbytes
+    out_names = list(main.attr("output_names") or mod.attrs.get("output_names") or [])
+    if len(out_names) != len(plan.output_types):
+        out_names = [f"output{k}" for k in range(len(plan.output_types))]
+    triple, cpu, features = host()
+    import llvmlite
+
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "hash": key,
+        "entry": plan.entry,
+        "workspace_bytes": getattr(plan, "workspace", 0),
+        "inputs": [
+            _io_json(n, t, d)
+            for n, t, d in zip(
+                plan.input_names,
+                plan.input_types,
+                plan.info.get("input_descs") or [None] * len(plan.input_types),
+            )
+        ],
+        "outputs": [
+            _io_json(n, t, d)
+            for n, t, d in zip(
+                out_names,
+                plan.output_types,
+                plan.info.get("output_descs") or [None] * len(plan.output_types),
+            )
+        ],
+        "constants": consts,
+        "target": {"triple": triple, "cpu": cpu, "features": features},
+        "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
+        "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
+        "steps": [
+            {"kernel": k, "ops": o}
+            for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))
+        ],
+        "profile": plan.info.get("profile", False),
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+def _io_json(name, t, desc) -> dict:
+    from ..ir.types import TensorType
+
+    out = {"name": name}
+    if isinstance(t, TensorType):
+        out.update(shape=[_dim_json(d) for d in t.shape], dtype=t.dtype)
+    if desc is not None:
+        out["type"] = desc
+    return out
+
+
+def _dim_json(d):
+    """A dimension in the manifest: an int, a shape variable's name, or null (unknown)."""
+    from ..ir.types import ShapeVar
+
+    if isinstance(d, int):
+        return d
+    return d.name if isinstance(d, ShapeVar) else None
+
+
+def _dtype_name(dt) -> str:
+    from ..ir import dtype as _dt
+
+    return _dt.from_numpy(dt)

@@ -1,0 +1,221 @@
+"""Elementwise consumers of a hand-written kernel, fused into it as an epilogue.
+
+When a fused group is `anchor kernel -> elementwise stage` (conv2d + bias + relu + residual
+add, dense + bias + gelu, ...), the stage's expression is handed to the kernel, which applies it
+to each output tile while it is in cache, instead of a second pass over memory. The kernel calls
+`fn(builder, value, indices, extra_ptrs)` with `value` a float scalar or an `<N x float>`
+vector of consecutive elements along the last axis, `indices` the i64 multi-index of its first
+element; other tensors the stage reads arrive as extra pointers.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..te.expr import Call, Const, Load, Select, Var
+from ..te.simplify import Simplifier
+from ..te.visit import post_order
+from . import tir as T
+from .codegen import F32, I1, I64, ModuleContext, _const, _Env, _FuncEmitter, compute_type
+from .llvm_math import POLY_F32
+
+# Expression nodes an epilogue may use; everything else keeps the separate stage.
+_SUPPORTED_CALLS = set(POLY_F32) | {
+    "sqrt",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "abs",
+    "rsqrt",
+    "fmax",
+    "fmin",
+    "copysign",
+    "isnan",
+    "isinf",
+    "isfinite",
+}
+
+
+def can_fuse(expr, value_buf: T.Buffer, axes) -> bool:
+    """The stage expression uses only float32 / bool values, vectorisable operations, and reads
+    of buffers other than the anchor's at indices built from the axes."""
+    for n in post_order(expr):
+        if n.dtype not in ("float32", "bool", "int64"):
+            return False
+        t = type(n)
+        if t is Call and n.name not in _SUPPORTED_CALLS:
+            return False
+        if t is Load and n.buffer is value_buf:
+            continue
+        if t is Load and n.buffer.scope not in ("param", "const"):
+            return False
+        if (
+            t is Select
+            and any(type(m) is Load for m in post_order(n.t))
+            or (t is Select and any(type(m) is Load for m in post_order(n.f)))
+        ):
+            return False
+        if t is Var and not any(n is a for a in axes):
+            return False
+    return True
+
+
+class EpilogueBuilder:
+    """Builds the epilogue callable for one fused stage."""
+
+    def __init__(self, ctx: ModuleContext, expr, value_buf: T.Buffer, axes, extras: list):
+        self.ctx = ctx
+        self.expr = expr
+        self.value_buf = value_buf
+        self.axes = list(axes)
+        self.extras = extras  # Buffers passed after the kernel's outputs, in order
+        self.simp = Simplifier()
+
+    def __call__(self, b: ir.IRBuilder, value, indices, extra_ptrs):
+        em = _EpilogueEmitter(self, b, value, indices, extra_ptrs)
+        return em.expr(self.expr)
+
+
+class _EpilogueEmitter(_FuncEmitter):
+    """The loop-IR expression emitter, on the kernel's builder, scalar or vector."""
+
+    def __init__(self, spec: EpilogueBuilder, b: ir.IRBuilder, value, indices, extra_ptrs):
+        self.ctx = spec.ctx
+        self.spec = spec
+        self.fn = b.function
+        self.b = b
+        self.env = _Env()
+        self.scopes = [{}]
+        self.has_load = {}
+        self.local_bufs = {}
+        self.fm, self.fm_red = ("contract",), ("contract", "reassoc", "nsz")
+        self.value = value
+        self.lanes = value.type.count if isinstance(value.type, ir.VectorType) else 0
+        for a, v in zip(spec.axes, indices):
+            self.env.vars[id(a)] = v
+        for buf, p in zip(spec.extras, extra_ptrs):
+            self.env.bufs[buf.id] = p
+
+    def val(self, e):
+        v = super().val(e)
+        if self.lanes and e.dtype != "int64" and not isinstance(v.type, ir.VectorType):
+            v = self.splat(v)
+        return v
+
+    def splat(self, v):
+        if not self.lanes or isinstance(v.type, ir.VectorType):
+            return v
+        b = self.b
+        vt = ir.VectorType(v.type, self.lanes)
+        z = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(
+            z,
+            ir.Constant(vt, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), [0] * self.lanes),
+        )
+
+    def _node(self, e):
+        t = type(e)
+        if t is Const:
+            c = _const(compute_type(e.dtype), e.dtype, e.value)
+            if e.dtype == "int64":
+                return c
+            return self.splat(c)
+        if t is Var:
+            return self.env.vars[id(e)]
+        if t is Load:
+            if e.buffer is self.spec.value_buf:
+                return self.value
+            return self.load_lanes(e)
+        if e.dtype == "int64":  # index arithmetic stays scalar
+            return super()._node(e)
+        if (
+            t is Call
+            and self.lanes
+            and e.name not in POLY_F32
+            and e.name in ("isnan", "isinf", "isfinite")
+        ):
+            return super()._node(e)
+        args_vec = self.lanes
+        v = super()._node(e)
+        if args_vec and not isinstance(v.type, ir.VectorType):
+            v = self.splat(v)
+        return v
+
+    def load_lanes(self, e: Load):
+        """A scalar, or `lanes` consecutive / broadcast / gathered elements."""
+        b = self.b
+        ptr = self.bufptr(e.buffer)
+        idx = self.val(e.index)
+        if not self.lanes:
+            return self.from_storage(b.load(b.gep(ptr, [idx])), e.buffer.dtype)
+        last = self.spec.axes[-1]
+        terms, _ = self.spec.simp.linear(e.index)
+        coef = None
+        pure = True
+        for atom, co in terms.values():
+            if atom is last:
+                coef = co
+            elif any(n is last for n in post_order(atom)):
+                pure = False
+        if pure and coef is None:  # the same element for every lane
+            return self.splat(self.from_storage(b.load(b.gep(ptr, [idx])), e.buffer.dtype))
+        if pure and coef == 1 and e.buffer.dtype == "float32":
+            vt = ir.VectorType(F32, self.lanes)
+            p = b.bitcast(b.gep(ptr, [idx]), vt.as_pointer())
+            return b.load(p, align=4)
+        # a gather: one index per lane
+        lanes = []
+        for k in range(self.lanes):
+            self.env.vars[id(last)] = b.add(self._last0(), ir.Constant(I64, k))
+            self.scopes.append({})
+            i_k = self.expr(e.index)
+            self.scopes.pop()
+            lanes.append(self.from_storage(b.load(b.gep(ptr, [i_k])), e.buffer.dtype))
+        self.env.vars[id(last)] = self._last0()
+        vt = ir.VectorType(lanes[0].type, self.lanes)
+        v = ir.Constant(vt, ir.Undefined)
+        for k, x in enumerate(lanes):
+            v = b.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+        return v
+
+    def _last0(self):
+        if not hasattr(self, "_l0"):
+            self._l0 = self.env.vars[id(self.spec.axes[-1])]
+        return self._l0
+
+    def libm(self, name: str, t, args):
+        if not isinstance(t, ir.VectorType):
+            return super().libm(name, t, args)
+        b = self.b
+        out = ir.Constant(t, ir.Undefined)
+        for k in range(t.count):
+            ik = ir.Constant(ir.IntType(32), k)
+            r = super().libm(name, t.element, [b.extract_element(a, ik) for a in args])
+            out = b.insert_element(out, r, ik)
+        return out
+
+
+def epilogue_for(ctx: ModuleContext, expr, value_buf: T.Buffer, axes):
+    """(Epilogue object for the kernels package, extra Buffers) or None when not fusable."""
+    if not can_fuse(expr, value_buf, axes):
+        return None
+    extras = []
+    seen = set()
+    for n in post_order(expr):
+        if type(n) is Load and n.buffer is not value_buf and n.buffer.scope == "param":
+            if n.buffer.id not in seen:
+                seen.add(n.buffer.id)
+                extras.append(n.buffer)
+    from ..ir.types import TensorType
+    from .kernels import Epilogue
+
+    spec = EpilogueBuilder(ctx, expr, value_buf, axes, extras)
+    types = tuple(
+        TensorType((int(b.size),) if isinstance(b.size, int) else (0,), b.dtype) for b in extras
+    )
+    return Epilogue(spec, types), extras
+
+
+__all__ = ["epilogue_for", "can_fuse", "I1"]

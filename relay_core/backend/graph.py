@@ -1,0 +1,396 @@
+"""The static path: a dataflow `@main` (after FuseOps) as one native entry point.
+
+Every fused group becomes a kernel (identical groups share one), every intermediate tensor gets
+an offset in one workspace (relay_core.backend.memory), and the entry function calls the kernels
+in order:
+
+    int32_t relay_run(void *const *inputs, void *const *outputs, void *const *constants,
+                      void *workspace, int32_t nthreads);
+
+Outputs are written in place by the kernels that produce them; an output that is an input, a
+constant or a repeated value is copied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from ..errors import RelayError
+from ..ir import dtype as _dt
+from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ..ir.structural import structural_hash
+from ..ir.types import TensorType, TupleType
+from ..ir.visitor import post_order
+from . import memory
+from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
+from .lower import GroupLowering, flatten_type
+from .runtime import _contig
+
+ENTRY = "relay_run"
+
+
+class NotStaticGraph(RelayError):
+    """@main has control flow, closures or dynamic shapes: not for the static path."""
+
+
+@dataclass(eq=False)
+class Storage:
+    kind: str  # "in" | "out" | "const" | "ws"
+    index: int
+    type: TensorType
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for d in self.type.shape:
+            n *= d
+        return n * _dt.itemsize(self.type.dtype)
+
+
+@dataclass
+class Step:
+    kernel: str
+    inputs: list
+    outputs: list
+    values: list = field(default_factory=list)  # (flat input, flat index, dtype, var dtype)
+
+
+@dataclass
+class GraphPlan:
+    input_names: list
+    input_types: list
+    output_types: list
+    constants: list  # numpy arrays, in constant-slot order
+    workspace: int
+    entry: str = ENTRY
+    kernels: int = 0
+    steps: int = 0
+    info: dict = field(default_factory=dict)
+
+
+def _children(e):
+    # the static path never enters functions: primitive functions are kernels
+    if type(e) is Function:
+        return ()
+    if type(e) is Call:
+        return e.args if isinstance(e.op, Function) or isinstance(e.op, Op) else (e.op, *e.args)
+    if type(e) is Tuple:
+        return e.fields
+    if type(e) is TupleGetItem:
+        return (e.tuple_value,)
+    return ()
+
+
+def is_static_graph(func: Function) -> bool:
+    """Dataflow only (primitive calls, tuples, constants) with static tensor types."""
+    for p in func.params:
+        t = p.checked_type
+        if not isinstance(t, TensorType) or not t.is_static:
+            return False
+    for node in post_order(func.body, _children):
+        t = type(node)
+        if t is Call:
+            if not (
+                isinstance(node.op, Op)
+                or (isinstance(node.op, Function) and node.op.attr("Primitive"))
+            ):
+                return False
+            if isinstance(node.op, Op) and node.op.opdef.data_dependent_shape:
+                return False
+        elif t not in (Var, Constant, Tuple, TupleGetItem, Function, Op):
+            return False
+        if t is Function and not node.attr("Primitive"):
+            return False
+        if t is not Op and t is not Function:
+            for leaf in flatten_type(node.checked_type):
+                if not leaf.is_static:
+                    return False
+    return True
+
+
+def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
+    """Non-scalar constants of a primitive function become trailing parameters."""
+    consts = [n for n in post_order(fn.body) if type(n) is Constant and n.data.ndim > 0]
+    if not consts:
+        return fn, []
+    from ..ir.visitor import substitute
+
+    params = []
+    mapping = {}
+    for k, c in enumerate(consts):
+        p = Var(f"c{k}", c.type)
+        p._set_type(c.type)
+        params.append(p)
+        mapping[c] = p
+    body = substitute(fn.body, mapping)
+    new = Function(fn.params + tuple(params), body, fn.ret_type, fn.type_params, fn.attrs)
+    from ..typing import infer_expr
+
+    infer_expr(new)
+    return new, consts
+
+
+class GraphCompiler:
+    def __init__(self, func: Function, llctx: ModuleContext, nthreads: int = 2, name: str = "k"):
+        self.func = func
+        self.llctx = llctx
+        self.nthreads = nthreads
+        self.prefix = name
+        self.kernels: dict = {}  # key -> (LoweredKernel, llvm name)
+        self.const_arrays: list = []
+        self.const_slot: dict = {}
+        self.const_nodes: dict = {}
+        self.step_ops: list = []
+        self.steps: list[Step] = []
+        self.ws: list[Storage] = []
+        import os
+
+        # RELAY_PROFILE=1: the entry times every step (read with CompiledModule.profile())
+        self.profile = os.environ.get("RELAY_PROFILE") == "1"
+
+    # -- values --------------------------------------------------------------------------------
+    def _const(self, c: Constant, prepack=None, tag=None) -> Storage:
+        key = (id(c), tag)
+        s = self.const_slot.get(key)
+        if s is None:
+            arr = c.data if prepack is None else _contig(prepack(c.data))
+            s = Storage(
+                "const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype))
+            )
+            self.const_arrays.append(_contig(arr))
+            self.const_slot[key] = s
+            self.const_nodes[s.index] = c
+        return s
+
+    def _new_ws(self, t: TensorType) -> Storage:
+        s = Storage("ws", len(self.ws), t)
+        self.ws.append(s)
+        return s
+
+    def run(self) -> GraphPlan:
+        f = self.func
+        values: dict[int, object] = {}
+        names, in_types = [], []
+        for p in f.params:
+            t = p.checked_type
+            leaves = flatten_type(t)
+            if isinstance(t, TupleType):
+                raise NotStaticGraph("tuple-typed inputs")
+            for lt in leaves:
+                if not lt.is_static:
+                    raise NotStaticGraph(f"input {p.name_hint} has a dynamic shape {lt}")
+            values[id(p)] = Storage("in", len(names), t)
+            names.append(p.name_hint)
+            in_types.append(t)
+        for node in post_order(f.body, _children):
+            if id(node) in values:
+                continue
+            t = type(node)
+            if t is Constant:
+                values[id(node)] = self._const(node)
+            elif t is Call and isinstance(node.op, Function) and node.op.attr("Primitive"):
+                values[id(node)] = self._group(node, [values[id(a)] for a in node.args])
+            elif t is Call and isinstance(node.op, Op):
+                fn = _wrap_op(node)
+                args = [a for a in node.args if type(a) is not Constant]
+                values[id(node)] = self._group(Call(fn, tuple(args)), [values[id(a)] for a in args])
+            elif t is Tuple:
+                values[id(node)] = tuple(values[id(x)] for x in node.fields)
+            elif t is TupleGetItem:
+                values[id(node)] = values[id(node.tuple_value)][node.index]
+            elif t is Function:
+                continue
+            else:
+                raise NotStaticGraph(f"{t.__name__} in @main")
+        result = values[id(f.body)]
+        out_types = flatten_type(f.body.checked_type)
+        leaves = _flatten(result)
+        outs = []
+        copies = []
+        used = set()
+        for k, s in enumerate(leaves):
+            if s.kind == "ws" and id(s) not in used:
+                used.add(id(s))
+                s.kind, s.index = "out", k  # the producer writes the output directly
+                outs.append(s)
+            else:
+                copies.append((Storage("out", k, s.type), s))
+        self.copies = copies
+        offsets, total = self._plan()
+        self.offsets, self.total = offsets, total
+        self._entry()
+        return GraphPlan(
+            names,
+            in_types,
+            out_types,
+            self.const_arrays,
+            total,
+            ENTRY,
+            kernels=len(self.kernels),
+            steps=len(self.steps),
+            info={
+                "step_ops": self.step_ops,
+                "step_kernels": [s.kernel for s in self.steps],
+                "profile": self.profile,
+            },
+        )
+
+    def _group(self, call: Call, args: list):
+        if _is_view(call.op) and isinstance(args[0], Storage):
+            return args[0]  # a reshape of a value: the same bytes, no kernel
+        fn, consts = lift_constants(call.op)
+        for c in consts:
+            args = args + [self._const(c)]
+        flat_args = _flatten(tuple(args))
+        const_inputs = frozenset(i for i, s in enumerate(flat_args) if s.kind == "const")
+        key = (structural_hash(fn), const_inputs)
+        entry = self.kernels.get(key)
+        if entry is None:
+            name = f"{self.prefix}{len(self.kernels)}"
+            lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
+            if any(src[0] != "value" for src in lk.dim_sources) or any(
+                not isinstance(d, int) for shape in lk.out_shapes for d in shape
+            ):
+                raise NotStaticGraph("a kernel with run-time dimensions")
+            KernelCodegen(self.llctx, lk.kernel).emit()
+            entry = self.kernels[key] = (lk, name)
+        lk, name = entry
+        if lk.prepack:
+            flat_args = list(flat_args)
+            for i, pp in lk.prepack.items():
+                c = self.const_nodes[flat_args[i].index]
+                flat_args[i] = self._const(c, pp, (name, i))
+        outs = [self._new_ws(t) for t in lk.out_types]
+        values = [
+            (src[1], int(src[2].value), lk.in_types[src[1]].dtype, dv.dtype)
+            for dv, src in zip(lk.dims, lk.dim_sources)
+        ]
+        self.steps.append(Step(name, list(flat_args), outs, values))
+        self.step_ops.append(
+            sorted(
+                {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
+            )
+        )
+        rt = fn.body.checked_type
+        if isinstance(rt, TupleType):
+            from .lower import _unflatten
+
+            return _unflatten(rt, outs, 0)[0]
+        return outs[0]
+
+    # -- memory --------------------------------------------------------------------------------
+    def _plan(self):
+        sizes, defs, last = {}, {}, {}
+        for i, st in enumerate(self.steps):
+            for s in st.inputs:
+                if s.kind == "ws":
+                    last[id(s)] = i
+            for s in st.outputs:
+                if s.kind == "ws":
+                    sizes[id(s)] = s.nbytes
+                    defs[id(s)] = i
+        n = len(self.steps)
+        for _, src in self.copies:
+            if src.kind == "ws":
+                last[id(src)] = n
+        return memory.plan(sizes, defs, last, n + 1)
+
+    # -- entry function ------------------------------------------------------------------------
+    def _entry(self):
+        llmod = self.llctx.llmod
+        ptrptr = PTR.as_pointer()
+        fn = ir.Function(llmod, ir.FunctionType(I32, [ptrptr, ptrptr, ptrptr, PTR, I32]), ENTRY)
+        ins, outs, consts, ws, nth = fn.args
+        for a, nm in zip(fn.args, ["inputs", "outputs", "constants", "workspace", "nthreads"]):
+            a.name = nm
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def ptr(s: Storage):
+            if s.kind == "ws":
+                return b.gep(ws, [ir.Constant(I64, self.offsets[id(s)])])
+            arr = {"in": ins, "out": outs, "const": consts}[s.kind]
+            return b.load(b.gep(arr, [ir.Constant(I64, s.index)]))
+
+        prof = self.profile
+        if prof:
+            b.call(self.llctx.declare("relay_prof_start", ir.VoidType(), []), [])
+            tick = self.llctx.declare("relay_prof_step", ir.VoidType(), [I32])
+        for k, st in enumerate(self.steps):
+            kfn = llmod.globals[st.kernel]
+            args = []
+            for s, pt in zip(st.inputs + st.outputs, kfn.function_type.args):
+                args.append(b.bitcast(ptr(s), pt))
+            for k_in, flat, dtype, vdt in st.values:  # run-time values the kernel reads (dyn.*)
+                em = ExprEmitter(self.llctx, b, {}).em
+                p = b.bitcast(ptr(st.inputs[k_in]), storage_type(dtype).as_pointer())
+                v = em.from_storage(b.load(b.gep(p, [ir.Constant(I64, flat)])), dtype)
+                args.append(em.cast(v, dtype, vdt))
+            args.append(nth)
+            b.call(kfn, args)
+            if prof:
+                b.call(tick, [ir.Constant(I32, k)])
+        if self.copies:
+            memcpy = self.llctx.declare(
+                "llvm.memcpy.p0i8.p0i8.i64", ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)]
+            )
+            for dst, src in self.copies:
+                b.call(
+                    memcpy,
+                    [
+                        ptr(dst),
+                        ptr(src),
+                        ir.Constant(I64, src.nbytes),
+                        ir.Constant(ir.IntType(1), 0),
+                    ],
+                )
+        b.ret(ir.Constant(I32, 0))
+        # workspace size, for C users of an exported library
+        g = ir.GlobalVariable(llmod, I64, "relay_workspace_bytes")
+        g.initializer = ir.Constant(I64, self.total)
+        g.global_constant = True
+
+
+def _is_view(fn: Function) -> bool:
+    """The function only reshapes its first parameter (chains of view ops)."""
+    e = fn.body
+    if type(e) is not Call:
+        return False
+    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.extra.get("view"):
+        if len(e.args) > 1 and any(type(a) is not Var for a in e.args[1:]):
+            return False
+        e = e.args[0]
+    return e is fn.params[0] if fn.params else False
+
+
+def _flatten(v) -> list:
+    out, stack = [], [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple):
+            stack.extend(reversed(x))
+        else:
+            out.append(x)
+    return out
+
+
+def _wrap_op(call: Call) -> Function:
+    params = []
+    args = []
+    for k, a in enumerate(call.args):
+        if type(a) is Constant:
+            args.append(a)
+        else:
+            p = Var(f"p{k}", a.checked_type)
+            params.append(p)
+            args.append(p)
+    body = Call(call.op, tuple(args), call.attrs, call.type_args)
+    fn = Function(tuple(params), body, call.checked_type, (), {"Primitive": 1})
+    from ..typing import infer_expr
+
+    infer_expr(fn)
+    return fn
+
+
+__all__ = ["GraphCompiler", "GraphPlan", "NotStaticGraph", "I8"]

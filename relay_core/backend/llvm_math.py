@@ -1,0 +1,209 @@
+"""Polynomial exp / log / tanh / erf / sigmoid as straight-line LLVM IR.
+
+No vector math library is available here, and LLVM's loop vectoriser only vectorises calls it
+knows a vector version of, so the hot transcendental functions are emitted inline: range
+reduction, a minimax / Cephes polynomial and exponent bit tricks. Every function works on a
+float scalar or a `<N x float>` vector (constants are splatted) and keeps IEEE special values
+(NaN in -> NaN out, exp(+inf) = inf, log(0) = -inf, ...). Accuracy: a few ulp in float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+F32 = ir.FloatType()
+I32 = ir.IntType(32)
+
+
+def _vec(t: ir.Type, elem: ir.Type) -> ir.Type:
+    return ir.VectorType(elem, t.count) if isinstance(t, ir.VectorType) else elem
+
+
+def _c(t: ir.Type, v):
+    """Constant `v` of scalar-or-vector type `t`."""
+    if isinstance(t, ir.VectorType):
+        return ir.Constant(t, [ir.Constant(t.element, v)] * t.count)
+    return ir.Constant(t, v)
+
+
+def _intr(b: ir.IRBuilder, name: str, t: ir.Type, nargs: int = 1):
+    mod = b.module
+    suffix = f"v{t.count}f32" if isinstance(t, ir.VectorType) else "f32"
+    full = f"llvm.{name}.{suffix}"
+    fn = mod.globals.get(full)
+    if fn is None:
+        fn = ir.Function(mod, ir.FunctionType(t, [t] * nargs), full)
+    return fn
+
+
+_FM = ("contract",)
+
+
+def _fma_poly(b, x, coeffs):
+    """Horner evaluation of sum coeffs[i] * x**(n-1-i) (highest degree first)."""
+    t = x.type
+    acc = _c(t, coeffs[0])
+    for c in coeffs[1:]:
+        acc = b.fadd(b.fmul(acc, x, flags=_FM), _c(t, c), flags=_FM)
+    return acc
+
+
+def _select_nan_safe_clamp(b, x, lo, hi):
+    t = x.type
+    x = b.select(b.fcmp_ordered(">", x, _c(t, hi)), _c(t, hi), x)
+    return b.select(b.fcmp_ordered("<", x, _c(t, lo)), _c(t, lo), x)
+
+
+def _pow2i(b, n_int):
+    """2**n for int32 n in [-126, 127], as float bits."""
+    t = n_int.type
+    bits = b.shl(b.add(n_int, _c(t, 127)), _c(t, 23))
+    return b.bitcast(bits, _vec(t, F32))
+
+
+def exp_f32(b: ir.IRBuilder, x):
+    t = x.type
+    it = _vec(t, I32)
+    xc = _select_nan_safe_clamp(b, x, -104.0, 89.0)
+    fn = b.fmul(xc, _c(t, 1.4426950408889634), flags=_FM)
+    fn = b.call(_intr(b, "roundeven", t), [fn])
+    isnan = b.fcmp_unordered("uno", x, x)
+    fn_safe = b.select(isnan, _c(t, 0.0), fn)
+    # Cody-Waite: r = x - n*ln2 with ln2 split in two parts
+    r = b.fsub(xc, b.fmul(fn, _c(t, 0.693359375)))
+    r = b.fsub(r, b.fmul(fn, _c(t, -2.12194440e-4)))
+    p = _fma_poly(
+        b,
+        r,
+        [
+            1.9875691500e-4,
+            1.3981999507e-3,
+            8.3334519073e-3,
+            4.1665795894e-2,
+            1.6666665459e-1,
+            5.0000001201e-1,
+        ],
+    )
+    rr = b.fmul(r, r, flags=_FM)
+    y = b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(t, 1.0), flags=_FM)
+    n = b.fptosi(fn_safe, it)
+    n1 = b.ashr(n, _c(it, 1))
+    n2 = b.sub(n, n1)
+    y = b.fmul(b.fmul(y, _pow2i(b, n1)), _pow2i(b, n2))
+    return b.select(isnan, x, y)
+
+
+def log_f32(b: ir.IRBuilder, x):
+    t = x.type
+    it = _vec(t, I32)
+    # scale subnormals into the normal range
+    small = b.fcmp_ordered("<", x, _c(t, 1.17549435e-38))
+    xs = b.select(small, b.fmul(x, _c(t, 8388608.0)), x)
+    eadj = b.select(small, _c(it, -23), _c(it, 0))
+    bits = b.bitcast(xs, it)
+    e = b.sub(b.and_(b.lshr(bits, _c(it, 23)), _c(it, 0xFF)), _c(it, 126))
+    e = b.add(e, eadj)
+    m = b.bitcast(b.or_(b.and_(bits, _c(it, 0x807FFFFF)), _c(it, 0x3F000000)), t)
+    lt = b.fcmp_ordered("<", m, _c(t, 0.707106781186547524))
+    e = b.select(lt, b.sub(e, _c(it, 1)), e)
+    m = b.select(lt, b.fsub(b.fadd(m, m), _c(t, 1.0)), b.fsub(m, _c(t, 1.0)))
+    ef = b.sitofp(e, t)
+    z = b.fmul(m, m, flags=_FM)
+    p = _fma_poly(
+        b,
+        m,
+        [
+            7.0376836292e-2,
+            -1.1514610310e-1,
+            1.1676998740e-1,
+            -1.2420140846e-1,
+            1.4249322787e-1,
+            -1.6668057665e-1,
+            2.0000714765e-1,
+            -2.4999993993e-1,
+            3.3333331174e-1,
+        ],
+    )
+    y = b.fmul(b.fmul(p, m, flags=_FM), z, flags=_FM)
+    y = b.fadd(y, b.fmul(ef, _c(t, -2.12194440e-4)), flags=_FM)
+    y = b.fsub(y, b.fmul(z, _c(t, 0.5)), flags=_FM)
+    r = b.fadd(b.fadd(m, y), b.fmul(ef, _c(t, 0.693359375)))
+    # special values
+    r = b.select(b.fcmp_ordered("==", x, _c(t, math.inf)), x, r)
+    r = b.select(b.fcmp_ordered("==", x, _c(t, 0.0)), _c(t, -math.inf), r)
+    r = b.select(b.fcmp_ordered("<", x, _c(t, 0.0)), _c(t, math.nan), r)
+    return b.select(b.fcmp_unordered("uno", x, x), x, r)
+
+
+def tanh_f32(b: ir.IRBuilder, x):
+    t = x.type
+    ax = b.call(_intr(b, "fabs", t), [x])
+    z = b.fmul(x, x, flags=_FM)
+    p = _fma_poly(
+        b,
+        z,
+        [
+            -5.70498872745e-3,
+            2.06390887954e-2,
+            -5.37397155531e-2,
+            1.33314422036e-1,
+            -3.33332819422e-1,
+        ],
+    )
+    small = b.fadd(b.fmul(b.fmul(p, z, flags=_FM), x, flags=_FM), x, flags=_FM)
+    e = exp_f32(b, b.fadd(ax, ax))
+    big = b.fsub(_c(t, 1.0), b.fdiv(_c(t, 2.0), b.fadd(e, _c(t, 1.0))))
+    big = b.call(_intr(b, "copysign", t, 2), [big, x])
+    return b.select(b.fcmp_ordered("<", ax, _c(t, 0.625)), small, big)
+
+
+def sigmoid_f32(b: ir.IRBuilder, x):
+    t = x.type
+    e = exp_f32(b, b.fneg(x))
+    return b.fdiv(_c(t, 1.0), b.fadd(_c(t, 1.0), e))
+
+
+_ERF_TAYLOR = [
+    (-1) ** n / (math.factorial(n) * (2 * n + 1)) * 2 / math.sqrt(math.pi) for n in range(8)
+]
+
+
+def erf_f32(b: ir.IRBuilder, x):
+    t = x.type
+    ax = b.call(_intr(b, "fabs", t), [x])
+    z2 = b.fmul(x, x, flags=_FM)
+    small = b.fmul(_fma_poly(b, z2, list(reversed(_ERF_TAYLOR))), x, flags=_FM)
+    # erfc(|x|) (Numerical Recipes' Chebyshev fit, fractional error < 1.2e-7)
+    tt = b.fdiv(_c(t, 1.0), b.fadd(_c(t, 1.0), b.fmul(ax, _c(t, 0.5))))
+    poly = _fma_poly(
+        b,
+        tt,
+        [
+            0.17087277,
+            -0.82215223,
+            1.48851587,
+            -1.13520398,
+            0.27886807,
+            -0.18628806,
+            0.09678418,
+            0.37409196,
+            1.00002368,
+            -1.26551223,
+        ],
+    )
+    ex = exp_f32(b, b.fadd(b.fneg(z2), poly))
+    erfc = b.fmul(tt, ex)
+    big = b.call(_intr(b, "copysign", t, 2), [b.fsub(_c(t, 1.0), erfc), x])
+    r = b.select(b.fcmp_ordered("<", ax, _c(t, 0.5)), small, big)
+    return b.select(b.fcmp_unordered("uno", x, x), x, r)
+
+
+POLY_F32 = {
+    "exp": exp_f32,
+    "log": log_f32,
+    "tanh": tanh_f32,
+    "sigmoid": sigmoid_f32,
+    "erf": erf_f32,
+}

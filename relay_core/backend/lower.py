@@ -1,0 +1,350 @@
+"""Lowering of one fused group (a `Primitive` Relay function) to a loop-IR kernel.
+
+Each operator call becomes tensor expressions through its `OpDef.lower` rule, or a call of a
+hand-written kernel (relay_core.backend.kernels: GEMM, convolution, ...) when one exists for it;
+the scheduler turns the group into one loop nest per materialized stage.
+
+Kernel signature: `void name(in0*, ..., out0*, ..., i64 dim0, ..., i32 nthreads)` where inputs
+are the function's tensor parameters flattened (tuples expanded) and `dim*` are the run-time
+extents of non-static dimensions (see `LoweredKernel.dim_sources`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import te
+from ..errors import RelayError
+from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ..ir.types import ShapeVar, TensorType, TupleType
+from ..ir.visitor import post_order
+from ..te.lowering import load_all
+from . import tir as T
+from .schedule import Scheduler, extern
+
+# complex64 / complex128 tensors are lowered as their real parts with a trailing axis of 2
+COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
+
+
+class LoweringError(RelayError):
+    """An operator has no lowering rule and no kernel."""
+
+
+@dataclass
+class LoweredKernel:
+    kernel: T.Kernel
+    in_types: list  # flattened input TensorTypes
+    out_types: list  # flattened output TensorTypes
+    dims: list  # te.Vars: run-time extents (and run-time values) passed after the buffers
+    # per dim: ("shape", flat input, axis) | ("value", flat input, flat index) |
+    # ("pre", pre-kernel output, flat index): where the caller reads it
+    dim_sources: list
+    prepack: dict = field(default_factory=dict)  # flat input index -> fn(np.ndarray)
+    out_shapes: list = field(default_factory=list)  # per output: dims (ints / PrimExprs of dims)
+    # A kernel to run first when shapes depend on computed values (nonzero's count):
+    # (Kernel, [(shape, dtype)] of its outputs); it takes the same inputs and shape dims.
+    pre: tuple | None = None
+
+
+def flatten_type(t) -> list[TensorType]:
+    out, stack = [], [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(reversed(x.fields))
+        elif isinstance(x, TensorType):
+            out.append(x)
+        else:
+            raise LoweringError(f"a fused kernel cannot take or return a value of type {x}")
+    return out
+
+
+def _unflatten(t, items: list, pos: int):
+    if isinstance(t, TupleType):
+        vals = []
+        for f in t.fields:
+            v, pos = _unflatten(f, items, pos)
+            vals.append(v)
+        return tuple(vals), pos
+    return items[pos], pos + 1
+
+
+def _flatten_value(v) -> list:
+    out, stack = [], [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple):
+            stack.extend(reversed(x))
+        else:
+            out.append(x)
+    return out
+
+
+def kernel_for(op_name: str):
+    """The hand-written kernel generator of an op, if the kernels package provides one."""
+    try:
+        from .kernels import KERNELS
+    except ImportError:
+        return None
+    return KERNELS.get(op_name)
+
+
+class GroupLowering:
+    """Lowers one primitive function. `const_inputs`: flat input indices bound to constants
+    (kernels may prepack them)."""
+
+    def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
+        load_all()
+        from . import lower_loops  # noqa: F401  (loop-IR and runtime lowerings)
+
+        self.func = func
+        self.name = name
+        self.llctx = llctx
+        self.const_inputs = set(const_inputs)
+        self.nthreads = nthreads
+        self.dims: list = []
+        self.dim_sources: list = []
+        self._shape_vars: dict[str, te.Var] = {}
+        self.prepack: dict = {}
+        self._ext = 0
+        self.no_kernel: set = set()  # ids of calls whose kernel refused them
+        self.externs: list = []
+
+    def _dim(self, d, k: int, axis: int):
+        if isinstance(d, int):
+            return d
+        if isinstance(d, ShapeVar) and d.name in self._shape_vars:
+            return self._shape_vars[d.name]
+        v = te.Var(f"{self.name}_d{len(self.dims)}")
+        self.dims.append(v)
+        self.dim_sources.append(("shape", k, axis))
+        if isinstance(d, ShapeVar):
+            self._shape_vars[d.name] = v
+        return v
+
+    def run(self) -> LoweredKernel:
+        from .schedule import KernelUnsupported
+
+        while True:
+            try:
+                return self._run()
+            except KernelUnsupported as e:
+                self.no_kernel.add(id(e.op.call))
+                self.dims, self.dim_sources, self._shape_vars = [], [], {}
+                self.prepack, self.externs = {}, []
+
+    def _run(self) -> LoweredKernel:
+        f = self.func
+        placeholders: list[te.Tensor] = []
+        in_types: list[TensorType] = []
+        values: dict = {}
+        for p in f.params:
+            pt = p.checked_type if p.has_type else p.type_annotation
+            leaves = []
+            for t in flatten_type(pt):
+                k = len(placeholders)
+                shape = [self._dim(d, k, a) for a, d in enumerate(t.shape)]
+                dtype = t.dtype
+                if dtype in COMPLEX_PARTS:  # (real, imaginary) pairs: a trailing axis of 2
+                    shape, dtype = shape + [2], COMPLEX_PARTS[dtype]
+                ph = te.placeholder(shape, dtype, f"{p.name_hint}{k}")
+                placeholders.append(ph)
+                in_types.append(t)
+                leaves.append(ph)
+            values[p] = _unflatten(pt, leaves, 0)[0]
+        self.in_index = {ph.id: k for k, ph in enumerate(placeholders)}
+        self.value_sink: list = []
+        with te.tensor.shape_vars(self._shape_vars), te.tensor.value_vars(self.value_sink):
+            return self._lower_body(f, values, placeholders, in_types)
+
+    def _lower_body(self, f, values, placeholders, in_types):
+        for node in post_order(f.body):
+            if node in values:
+                continue
+            t = type(node)
+            if t is Var:
+                raise LoweringError(f"free variable %{node.name_hint} in a fused function")
+            if t is Constant:
+                values[node] = self._constant(node)
+            elif t is Call:
+                if not isinstance(node.op, Op):
+                    raise LoweringError("a fused function may only call operators")
+                values[node] = self._call(node, [values[a] for a in node.args])
+            elif t is Tuple:
+                values[node] = tuple(values[x] for x in node.fields)
+            elif t is TupleGetItem:
+                values[node] = values[node.tuple_value][node.index]
+            elif t is Op:
+                continue
+            else:
+                raise LoweringError(f"{t.__name__} cannot appear in a fused function")
+        outs = _flatten_value(values[f.body])
+        out_types = flatten_type(f.body.checked_type)
+        # each output needs its own compute stage
+        seen = set()
+        fixed = []
+        for o in outs:
+            if o.op is None and "extern" not in o.attrs or o.id in seen:
+                src = o
+                o = te.compute(src.shape, lambda *i, s=src: s[i], f"{self.name}_copy")
+            seen.add(o.id)
+            fixed.append(o)
+        outs = fixed
+        bufs = {}
+        params: list = []
+        for k, ph in enumerate(placeholders):
+            b = T.Buffer(f"in{k}", ph.dtype, te.size(ph.shape), "param", ph.shape)
+            bufs[ph.id] = b
+            params.append(b)
+        for k, o in enumerate(outs):
+            b = T.Buffer(f"out{k}", o.dtype, te.size(o.shape), "param", o.shape)
+            bufs[o.id] = b
+            params.append(b)
+        shape_dims = list(self.dims)
+        pre = self._pre_kernel(placeholders, bufs, shape_dims)
+        sched = Scheduler(outs, bufs, self.nthreads, self.llctx)
+        body = sched.run()
+        for op in self.externs:
+            for i, fn in ((op.info.prepack or {}) if op.info is not None else {}).items():
+                self.prepack[self.in_index[op.flat_in[i].id]] = fn
+        params += self.dims
+        kernel = T.Kernel(self.name, params, body, sched.contract)
+        return LoweredKernel(
+            kernel,
+            in_types,
+            out_types,
+            self.dims,
+            self.dim_sources,
+            self.prepack,
+            [
+                tuple(o.shape)[:-1] if t.dtype in COMPLEX_PARTS else tuple(o.shape)
+                for o, t in zip(outs, out_types)
+            ],
+            pre,
+        )
+
+    def _pre_kernel(self, placeholders, bufs, shape_dims):
+        """Register the run-time values that shapes use; values computed from the inputs
+        (not inputs themselves) get a first kernel that produces them."""
+        from ..te.simplify import Simplifier
+        from .schedule import flat_index
+
+        pre_tensors: list = []
+        for v, t, index in self.value_sink:
+            if t.id in self.in_index:
+                k = self.in_index[t.id]
+                flat = Simplifier()(flat_index(t.shape, index)) if index else te.index(0)
+                self.dims.append(v)
+                self.dim_sources.append(("value", k, flat))
+                continue
+            if t.op is None:
+                raise LoweringError("a run-time value must come from an input or a compute")
+            if t not in pre_tensors:
+                pre_tensors.append(t)
+            j = pre_tensors.index(t)
+            if not all(isinstance(d, int) for d in t.shape):
+                raise LoweringError("values read for shapes must have a static shape")
+            flat = 0
+            for d, i in zip(t.shape, index):
+                flat = flat * d + i
+            self.dims.append(v)
+            self.dim_sources.append(("pre", j, te.index(flat)))
+        if not pre_tensors:
+            return None
+        pbufs = {ph.id: bufs[ph.id] for ph in placeholders}
+        params = [bufs[ph.id] for ph in placeholders]
+        for j, t in enumerate(pre_tensors):
+            b = T.Buffer(f"pre{j}", t.dtype, te.size(t.shape), "param", t.shape)
+            pbufs[t.id] = b
+            params.append(b)
+        sched = Scheduler(pre_tensors, pbufs, 1, self.llctx)
+        body = sched.run()
+        kernel = T.Kernel(self.name + "_pre", params + shape_dims, body, sched.contract)
+        return kernel, [(t.shape, t.dtype) for t in pre_tensors]
+
+    def _batch_split(self, call: Call, in_types, out_types):
+        """Static types for one batch element when only axis 0 of the data input and of the
+        single output is dynamic and the op treats batch elements independently
+        (`OpDef.extra["batch_axis0"]`: convolutions, pooling, dense)."""
+        pred = call.op.opdef.extra.get("batch_axis0")
+        if pred is None or len(out_types) != 1 or not pred(call.attrs):
+            return None
+        d, o = in_types[0], out_types[0]
+        if len(d.shape) < 2 or not o.shape:
+            return None
+        if any(not isinstance(x, int) for x in d.shape[1:] + o.shape[1:]):
+            return None
+        if any(not t.is_static for t in in_types[1:]):
+            return None
+        one = [TensorType((1,) + tuple(d.shape[1:]), d.dtype)] + list(in_types[1:])
+        return one, [TensorType((1,) + tuple(o.shape[1:]), o.dtype)]
+
+    def _constant(self, c: Constant):
+        data = c.data
+        if data.ndim == 0:
+            from ..ir import dtype as _dt
+
+            dtype = _dt.from_numpy(data.dtype)
+            return te.const_tensor(data.item(), dtype, "const")
+        raise LoweringError("non-scalar constants must be lifted to parameters before lowering")
+
+    def _call(self, call: Call, args: list):
+        opdef = call.op.opdef
+        out_type = call.checked_type
+        gen = kernel_for(opdef.name)
+        if gen is not None and self.llctx is not None:
+            r = self._try_kernel(gen, call, args, out_type)
+            if r is not None:
+                return r
+        lower = opdef.lower
+        if not opdef.name.startswith("complex.") and any(
+            t.dtype in COMPLEX_PARTS
+            for a in (*call.args, call)
+            for t in flatten_type(a.checked_type)
+        ):
+            raise LoweringError(f"{opdef.name}: complex tensors only pass through complex.* ops")
+        if not callable(lower):
+            raise LoweringError(
+                f"operator {opdef.name} has no tensor-expression rule and no kernel "
+                f"for {', '.join(str(a.checked_type) for a in call.args)}"
+            )
+        try:
+            return lower(args, call.attrs, out_type)
+        except NotImplementedError as e:
+            raise LoweringError(f"{opdef.name}: {e}") from None
+
+    def _try_kernel(self, gen, call: Call, args: list, out_type):
+        flat_in = _flatten_value(tuple(args))
+        in_types = flatten_type(TupleType(tuple(a.checked_type for a in call.args)))
+        out_types = flatten_type(out_type)
+        if id(call) in self.no_kernel:
+            return None
+        batched = None
+        if not all(t.is_static for t in in_types + out_types):
+            batched = self._batch_split(call, in_types, out_types)
+            if batched is None:
+                return None
+            in_types, out_types = batched
+        const_inputs = tuple(
+            i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
+        )
+        self._ext += 1
+        kname = f"{self.name}_k{self._ext}"
+        attrs = call.attrs
+
+        def emit(llmod, name, epilogue):
+            return gen(llmod, name, in_types, out_types, attrs, epilogue, const_inputs)
+
+        if batched is None:
+            specs = [(t.shape, t.dtype) for t in out_types]
+        else:  # a kernel for one batch element, called once per element of the dynamic batch
+            specs = [((flat_in[0].shape[0],) + tuple(t.shape[1:]), t.dtype) for t in out_types]
+        outs = extern(kname, specs, flat_in, emit)
+        op = outs[0].attrs["extern"]
+        op.call, op.flat_in = call, flat_in
+        if batched is not None:
+            op.batch = flat_in[0].shape[0]
+        self.externs.append(op)
+        if isinstance(out_type, TupleType):
+            return _unflatten(out_type, outs, 0)[0]
+        return outs[0]

@@ -1,0 +1,225 @@
+"""Lowering of the elementwise family (relay_core/ops/elemwise.py) to tensor expressions.
+
+Each rule reproduces its op's numpy reference exactly, including the integer corner cases
+(division by zero gives 0, shifts by >= the bit width give 0).
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as _dt
+from . import expr as E
+from .expr import Const, call, cast, select
+from .lowering import broadcast_read, broadcast_shape, out_shape, register_lower
+from .tensor import compute
+
+
+def _unary(name: str, fn):
+    @register_lower(name)
+    def lower(inputs, attrs, out_type):
+        x = inputs[0]
+        return compute(x.shape, lambda *i: fn(x[i]), name)
+
+    return lower
+
+
+def _binary(name: str, fn):
+    @register_lower(name)
+    def lower(inputs, attrs, out_type):
+        a, b = inputs
+        shape = out_shape(out_type, broadcast_shape(a.shape, b.shape))
+        return compute(shape, lambda *i: fn(broadcast_read(a, i), broadcast_read(b, i)), name)
+
+    return lower
+
+
+def _c(x, v):
+    return E.as_expr(v, x.dtype)
+
+
+# -- unary float ---------------------------------------------------------------------------------
+for _n in [
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "sigmoid",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+]:
+    _unary(_n, lambda x, _n=_n: call(_n, x))
+
+_unary("reciprocal", lambda x: _c(x, 1.0) / x)
+_unary("isnan", lambda x: call("isnan", x, dtype="bool"))
+_unary("isinf", lambda x: call("isinf", x, dtype="bool"))
+_unary("isfinite", lambda x: call("isfinite", x, dtype="bool"))
+_unary("isposinf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x > _c(x, 0)))
+_unary("isneginf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x < _c(x, 0)))
+
+
+# -- unary numeric -------------------------------------------------------------------------------
+def _abs(x):
+    if x.dtype in _dt.UNSIGNED_INT_DTYPES or x.dtype == "bool":
+        return x
+    return call("abs", x)
+
+
+def _sign(x):
+    if x.dtype in _dt.UNSIGNED_INT_DTYPES:
+        return select(x > _c(x, 0), _c(x, 1), _c(x, 0))
+    # numpy: sign(nan) is nan; sign(+-0) is 0
+    return select(
+        x > _c(x, 0),
+        _c(x, 1),
+        select(x < _c(x, 0), _c(x, -1), x * _c(x, 0) if E.is_float(x.dtype) else _c(x, 0)),
+    )
+
+
+_unary("abs", _abs)
+_unary("negative", lambda x: E.neg(x))
+_unary("sign", _sign)
+_unary("square", lambda x: x * x)
+_unary("copy", lambda x: x)
+_unary("logical_not", lambda x: E.not_(x))
+_unary("bitwise_not", lambda x: E.not_(x))
+
+
+# -- binary arithmetic ---------------------------------------------------------------------------
+def _int_guard(a, b, fn):
+    """`fn(a, b)` with b == 0 giving 0 (and the divisor made safe)."""
+    zero = _c(b, 0)
+    safe = select(E.eq(b, zero), _c(b, 1), b)
+    return select(E.eq(b, zero), _c(a, 0), fn(a, safe))
+
+
+def _divide(a, b):
+    if E.is_float(a.dtype):
+        return a / b
+    return _int_guard(a, b, E.truncdiv)
+
+
+def _floor_divide(a, b):
+    if E.is_float(a.dtype):
+        return call("floor", a / b)
+    return _int_guard(a, b, E.floordiv)
+
+
+def _mod(a, b):
+    if E.is_float(a.dtype):
+        return call("fmod", a, b)
+    return _int_guard(a, b, E.truncmod)
+
+
+def _floor_mod(a, b):
+    if E.is_float(a.dtype):
+        r = call("fmod", a, b)
+        zero = _c(a, 0)
+        fix = E.logical_and(E.ne(r, zero), E.ne(r < zero, b < zero))
+        # numpy's mod: a zero result takes the divisor's sign
+        return select(fix, r + b, select(E.eq(r, zero), call("copysign", zero, b), r))
+    return _int_guard(a, b, E.floormod)
+
+
+def _power(a, b):
+    if E.is_float(a.dtype):
+        return call("pow", a, b)
+    if a.dtype in _dt.UNSIGNED_INT_DTYPES:
+        return call("pow", a, b)
+    one, zero = _c(a, 1), _c(a, 0)
+    negexp = b < _c(b, 0)
+    pos = call("pow", a, select(negexp, _c(b, 0), b))
+    odd = E.ne(E.truncmod(b, _c(b, 2)), _c(b, 0))
+    neg_res = select(
+        E.eq(a, one), one, select(E.eq(a, _c(a, -1)), select(odd, _c(a, -1), one), zero)
+    )
+    return select(negexp, neg_res, pos)
+
+
+def _maximum(a, b):
+    return E.max_(a, b)
+
+
+def _minimum(a, b):
+    return E.min_(a, b)
+
+
+def _fmax(a, b):
+    return call("fmax", a, b) if E.is_float(a.dtype) else E.max_(a, b)
+
+
+def _fmin(a, b):
+    return call("fmin", a, b) if E.is_float(a.dtype) else E.min_(a, b)
+
+
+_binary("add", lambda a, b: a + b)
+_binary("subtract", lambda a, b: a - b)
+_binary("multiply", lambda a, b: a * b)
+_binary("divide", _divide)
+_binary("floor_divide", _floor_divide)
+_binary("mod", _mod)
+_binary("floor_mod", _floor_mod)
+_binary("power", _power)
+_binary("maximum", _maximum)
+_binary("minimum", _minimum)
+_binary("fmax", _fmax)
+_binary("fmin", _fmin)
+_binary("atan2", lambda a, b: call("atan2", a, b))
+
+for _n, _op in [
+    ("equal", "eq"),
+    ("not_equal", "ne"),
+    ("less", "lt"),
+    ("less_equal", "le"),
+    ("greater", "gt"),
+    ("greater_equal", "ge"),
+]:
+    _binary(_n, lambda a, b, _op=_op: E.compare(_op, a, b))
+
+_binary("logical_and", E.logical_and)
+_binary("logical_or", E.logical_or)
+_binary("logical_xor", lambda a, b: E.binary("xor", a, b))
+_binary("bitwise_and", lambda a, b: E.binary("and", a, b))
+_binary("bitwise_or", lambda a, b: E.binary("or", a, b))
+_binary("bitwise_xor", lambda a, b: E.binary("xor", a, b))
+
+
+def _shift(left: bool):
+    def fn(a, b):
+        bits = _dt.bits(a.dtype)
+        # numpy: a shift by a negative amount or >= the width gives 0 (or -1 for negative a
+        # shifted right); the op's reference then maps amounts >= width to 0.
+        ok = E.logical_and(b >= _c(b, 0), b < _c(b, bits))
+        safe = select(ok, b, _c(b, 0))
+        shifted = E.binary("shl" if left else "shr", a, safe)
+        if left or a.dtype in _dt.UNSIGNED_INT_DTYPES:
+            other = _c(a, 0)
+        else:
+            other = select(a < _c(a, 0), _c(a, -1), _c(a, 0))
+        return select(ok, shifted, select(b >= _c(b, bits), _c(a, 0), other))
+
+    return fn
+
+
+_binary("left_shift", _shift(True))
+_binary("right_shift", _shift(False))
+
+__all__ = ["Const", "cast"]

@@ -1,0 +1,170 @@
+"""How Relay operators become tensor expressions: registration and shared helpers.
+
+Each `lower_<family>.py` module fills `OpDef.lower` for its family with a function
+`lower(inputs: list[Tensor], attrs, out_type) -> Tensor | tuple[Tensor, ...]`. `load_all()`
+imports them; the backend and the registry-driven tests call it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from ..ir.types import TensorType, TupleType
+from ..ops.registry import all_ops, lookup
+from .expr import INDEX, PrimExpr, Var, const_value, eq, select
+from .tensor import Tensor
+
+_FAMILIES = [
+    "lower_elemwise",
+    "lower_reduce",
+    "lower_transform",
+    "lower_misc",
+    "lower_random",
+    "lower_nn",
+    "lower_nn_window",
+    "lower_image",
+    "lower_dyn",
+    "lower_signal",
+    "lower_ml",
+]
+_loaded = False
+
+
+def load_all() -> None:
+    """Fill `lower` of every op that has a tensor-expression rule (idempotent)."""
+    global _loaded
+    if _loaded:
+        return
+    all_ops()
+    for m in _FAMILIES:
+        try:
+            importlib.import_module(f"{__package__}.{m}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{m}":
+                raise
+    _loaded = True
+
+
+def register_lower(*names: str, missing_ok: bool = True):
+    """Decorator: `fn` is the lowering of the named ops (ops not in the registry are skipped
+    when `missing_ok`, so lowerings may land before their ops)."""
+
+    def wrap(fn: Callable) -> Callable:
+        ops = all_ops()
+        for n in names:
+            if n not in ops:
+                if missing_ok:
+                    continue
+                lookup(n)
+            ops[n].lower = fn
+        return fn
+
+    return wrap
+
+
+def mark_view(*names: str) -> None:
+    """These ops only reinterpret their first input's data (reshape, squeeze, ...): the
+    backend may alias the result to the input instead of copying."""
+    ops = all_ops()
+    for n in names:
+        if n in ops:
+            ops[n].extra["view"] = True
+
+
+def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
+    """Axis 0 of these ops' first input and of their output is an independent batch axis
+    (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
+    ops = all_ops()
+    for n in names:
+        if n in ops:
+            ops[n].extra["batch_axis0"] = pred
+
+
+def set_lower(name: str, fn: Callable) -> None:
+    ops = all_ops()
+    if name in ops:
+        ops[name].lower = fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes.
+
+
+def dim_equal(a, b) -> bool:
+    """Statically known to be equal."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return a is b
+
+
+def broadcast_dim(a, b):
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
+    if isinstance(a, int):
+        return a
+    if isinstance(b, int):
+        return b
+    if a is b:
+        return a
+    return select(eq(a, 1), b, a)
+
+
+def broadcast_shape(*shapes) -> tuple:
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        d = 1
+        for s in shapes:
+            k = i - nd + len(s)
+            if k >= 0:
+                d = broadcast_dim(d, s[k])
+        out.append(d)
+    return tuple(out)
+
+
+def out_shape(out_type, computed: tuple) -> tuple:
+    """Static dims of the Relay type where known, else the computed expressions."""
+    if isinstance(out_type, TensorType) and len(out_type.shape) == len(computed):
+        return tuple(d if isinstance(d, int) else c for d, c in zip(out_type.shape, computed))
+    return tuple(computed)
+
+
+def broadcast_read(t: Tensor, idx: tuple) -> PrimExpr:
+    """`t` read at output indices `idx` under numpy broadcasting (t aligned to the right)."""
+    off = len(idx) - t.ndim
+    sub = []
+    for k, d in enumerate(t.shape):
+        i = idx[off + k]
+        if isinstance(d, int):
+            sub.append(0 if d == 1 else i)
+        else:
+            sub.append(select(eq(d, 1), 0, i))
+    return t[tuple(sub)]
+
+
+def type_shape(t) -> tuple:
+    return t.shape if isinstance(t, TensorType) else ()
+
+
+def out_dtypes(out_type) -> list[str]:
+    if isinstance(out_type, TupleType):
+        return [f.dtype for f in out_type.fields]
+    return [out_type.dtype]
+
+
+def is_static_one(d) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def shape_var(name: str) -> Var:
+    return Var(name, INDEX)
+
+
+def as_int(d):
+    """The int value of a dim (int or immediate), else None."""
+    if isinstance(d, int):
+        return d
+    return const_value(d)
