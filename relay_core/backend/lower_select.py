@@ -16,8 +16,6 @@ from .codegen import I32, I64, VOID, storage_type
 from .lower_loops import _size, _static
 from .schedule import extern
 
-F64 = ir.DoubleType()
-
 
 def _declare(llmod, name, args):
     if name not in llmod.globals:
@@ -75,12 +73,13 @@ def _unique(inputs, attrs, out_type):
 
 
 # -- non-maximum suppression -----------------------------------------------------------------
-def _scalar_input(inputs, i, dtype):
-    """The run-time value of optional scalar input i, or None when absent or empty."""
-    if len(inputs) <= i or _size(_static(inputs[i].shape, "nms")) == 0:
-        return None
-    t = inputs[i]
-    return te.value_of(t, (0,) * t.ndim, dtype)
+def _scalar_input(inputs, i, dtype: str, default):
+    """Optional scalar input i as a 0-d `dtype` tensor (`default` when absent or empty); the C
+    helper reads it, so it may be computed in the same kernel."""
+    t = inputs[i] if len(inputs) > i else None
+    if t is None or _size(_static(t.shape, "nms")) == 0:
+        return compute((), lambda: E.const(default, dtype), f"nms_arg{i}")
+    return compute((), lambda: E.cast(dtype, t[(0,) * t.ndim]), f"nms_arg{i}")
 
 
 @register_lower("vision.non_max_suppression")
@@ -93,22 +92,18 @@ def _nms(inputs, attrs, out_type):
         boxes = compute(bs, lambda *i: E.cast(f, b0[i]), "nms_boxes")
         scores = compute(ss, lambda *i: E.cast(f, s0[i]), "nms_scores")
     nb, nc, n = ss
-    max_out = _scalar_input(inputs, 2, inputs[2].dtype if len(inputs) > 2 else "int64")
-    max_out = E.index(attrs.max_output_boxes_per_class) if max_out is None else E.index(max_out)
-    iou = _scalar_input(inputs, 3, inputs[3].dtype if len(inputs) > 3 else f)
-    iou = E.const(attrs.iou_threshold, "float64") if iou is None else E.cast("float64", iou)
-    st = _scalar_input(inputs, 4, inputs[4].dtype if len(inputs) > 4 else f)
-    has_score = st is not None or attrs.score_threshold is not None
-    if st is None:
-        st = E.const(attrs.score_threshold or 0.0, "float64")
+    max_out = _scalar_input(inputs, 2, "int64", attrs.max_output_boxes_per_class)
+    # thresholds compare in the boxes' precision, like the reference
+    iou = _scalar_input(inputs, 3, f, attrs.iou_threshold)
+    has_score = (len(inputs) > 4 and _size(inputs[4].shape) > 0) or (
+        attrs.score_threshold is not None
+    )
+    st = _scalar_input(inputs, 4, f, attrs.score_threshold or 0.0)
     scalars = [
         E.index(nb),
         E.index(nc),
         E.index(n),
-        max_out,
-        iou,
         E.as_expr(int(has_score), "int32"),
-        E.cast("float64", st),
         E.as_expr(int(attrs.center_point_box), "int32"),
     ]
     sfx = "f64" if f == "float64" else "f32"
@@ -116,8 +111,10 @@ def _nms(inputs, attrs, out_type):
 
     def emit(llmod, name, epilogue=None):
         p = storage_type(f).as_pointer()
-        _declare(llmod, name, [p, p, I64.as_pointer(), I64, I64, I64, I64, F64, I32, F64, I32, I32])
+        args = [p, p, I64.as_pointer(), p, p, I64.as_pointer(), I64, I64, I64, I32, I32, I32]
+        _declare(llmod, name, args)
 
-    info = extern(fn, [((1 + 3 * nb * nc * n,), "int64")], [boxes, scores], emit, scalars)[0]
+    ins = [boxes, scores, max_out, iou, st]
+    info = extern(fn, [((1 + 3 * nb * nc * n,), "int64")], ins, emit, scalars)[0]
     k = te.value_of(info, (0,))
     return compute((k, 3), lambda r, c: info[(1 + r * 3 + c,)], "nms")

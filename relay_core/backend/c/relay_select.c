@@ -92,8 +92,9 @@ RELAY_UNIQUE(relay_unique_f64, double)
 RELAY_UNIQUE(relay_unique_i64, int64_t)
 
 /* Greedy per-class non-maximum suppression (ONNX NonMaxSuppression). boxes (B, N, 4), scores
- * (B, C, N); info (1 + 3 B C N): [K, rows of (batch, class, box)]. Thresholds are compared in
- * T like the reference; a score threshold applies when has_score. */
+ * (B, C, N); max_out, iou and score thresholds are 0-d tensors; info (1 + 3 B C N): [K, rows
+ * of (batch, class, box)]. Thresholds compare in T like the reference; the score threshold
+ * applies when has_score. */
 #define RELAY_NMS(NAME, T)                                                                     \
   typedef struct { const T *s; } NAME##_ctx;                                                   \
   static int NAME##_le(int64_t a, int64_t b, const void *c) {                                  \
@@ -118,11 +119,12 @@ RELAY_UNIQUE(relay_unique_i64, int64_t)
     if (!(ix1 > ix0 && iy1 > iy0 && inter > 0 && a1 > 0 && a2 > 0 && uni > 0)) return 0;       \
     return inter / uni > iou;                                                                  \
   }                                                                                            \
-  void NAME(const T *boxes, const T *scores, int64_t *info, int64_t B, int64_t C, int64_t N,   \
-            int64_t max_out, double iou_d, int32_t has_score, double score_d, int32_t center,  \
-            int32_t nthreads) {                                                                \
+  void NAME(const T *boxes, const T *scores, const int64_t *max_out_p, const T *iou_p,         \
+            const T *score_p, int64_t *info, int64_t B, int64_t C, int64_t N, int32_t has_score, \
+            int32_t center, int32_t nthreads) {                                                \
     (void)nthreads;                                                                            \
-    T iou = (T)iou_d, score_t = (T)score_d;                                                    \
+    T iou = *iou_p, score_t = *score_p;                                                        \
+    int64_t max_out = *max_out_p;                                                              \
     int64_t k = 0;                                                                             \
     info[0] = 0;                                                                               \
     if (N == 0 || max_out <= 0) return;                                                        \
