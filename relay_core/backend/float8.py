@@ -17,7 +17,14 @@ from llvmlite import ir
 
 from ..ir import dtype as _dt
 
-FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn")
+FLOAT8 = (
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+    "float8_e8m0fnu",
+)
 
 
 @functools.cache
@@ -66,6 +73,7 @@ def tables(dtype: str) -> dict:
         "ovf_pos": enc(math.inf),
         "ovf_neg": enc(-math.inf),
         "nan": enc(math.nan),
+        "zero": (enc(0.0), enc(-0.0)),  # float8_e8m0fnu has no zero: NaN
         "max": float(top),
     }
 
@@ -120,5 +128,9 @@ def encode(b: ir.IRBuilder, v, dtype: str):
     code = b.select(
         ovf, b.select(neg, ir.Constant(i8, tab["ovf_neg"]), ir.Constant(i8, tab["ovf_pos"])), code
     )
+    zp, zn = tab["zero"]
+    if (zp, zn) != (tab["pos"][0], tab["neg"][0]):
+        zero = b.fcmp_ordered("==", a, ir.Constant(t, 0.0))
+        code = b.select(zero, b.select(neg, ir.Constant(i8, zn), ir.Constant(i8, zp)), code)
     isnan = b.fcmp_unordered("uno", v, v)
     return b.select(isnan, ir.Constant(i8, tab["nan"]), code)

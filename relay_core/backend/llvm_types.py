@@ -49,7 +49,14 @@ def compute_type(dtype: str) -> ir.Type:
 
 
 _SUB_BYTE = {"int4": 4, "uint4": 4, "int2": 2, "uint2": 2}
-_FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn")
+_FLOAT8 = (
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+    "float8_e8m0fnu",
+)
 _ROUNDED = ("float16", "bfloat16") + _FLOAT8
 
 

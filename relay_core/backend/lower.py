@@ -42,7 +42,8 @@ class LoweredKernel:
     prepack: dict = field(default_factory=dict)  # flat input index -> fn(np.ndarray)
     out_shapes: list = field(default_factory=list)  # per output: dims (ints / PrimExprs of dims)
     # A kernel to run first when shapes depend on computed values (nonzero's count):
-    # (Kernel, [(shape, dtype)] of its outputs); it takes the same inputs and shape dims.
+    # (Kernel, [(shape, dtype)] of its outputs); it takes the same inputs, then its outputs,
+    # the "shape" dims and the "value" dims (in `dims` order).
     pre: tuple | None = None
 
 
@@ -95,7 +96,7 @@ class GroupLowering:
 
     def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
         load_all()
-        from . import lower_loops  # noqa: F401  (loop-IR and runtime lowerings)
+        from . import lower_loops, lower_select  # noqa: F401  (loop-IR and runtime lowerings)
 
         self.func = func
         self.name = name
@@ -237,7 +238,7 @@ class GroupLowering:
                 self.dims.append(v)
                 self.dim_sources.append(("value", k, flat))
                 continue
-            if t.op is None:
+            if t.op is None and "extern" not in t.attrs:
                 raise LoweringError("a run-time value must come from an input or a compute")
             if t not in pre_tensors:
                 pre_tensors.append(t)
@@ -259,7 +260,9 @@ class GroupLowering:
             params.append(b)
         sched = Scheduler(pre_tensors, pbufs, 1, self.llctx)
         body = sched.run()
-        kernel = T.Kernel(self.name + "_pre", params + shape_dims, body, sched.contract)
+        # the pre-kernel also takes the values read straight from inputs (thresholds, k)
+        in_values = [v for v, src in zip(self.dims, self.dim_sources) if src[0] == "value"]
+        kernel = T.Kernel(self.name + "_pre", params + shape_dims + in_values, body, sched.contract)
         return kernel, [(t.shape, t.dtype) for t in pre_tensors]
 
     def _batch_split(self, call: Call, in_types, out_types):

@@ -720,7 +720,21 @@ class _FunctionEmitter:
         for dv, src in zip(lk.dims, lk.dim_sources):
             if src[0] == "shape":
                 dims[id(dv)] = self.rt("relay_dim", [flat[src[1]], ir.Constant(I64, src[2])])
+
+        def read_values(kind):
+            for dv, src in zip(lk.dims, lk.dim_sources):
+                if src[0] != kind:
+                    continue
+                obj = flat[src[1]] if kind == "value" else pre_outs[src[1]]
+                t = lk.in_types[src[1]].dtype if kind == "value" else lk.pre[1][src[1]][1]
+                idx = ExprEmitter(self.vm.llctx, b, dims)(src[2])
+                p = b.bitcast(self.rt("relay_data", [obj]), storage_type(t).as_pointer())
+                v = b.load(b.gep(p, [idx]))
+                em = ExprEmitter(self.vm.llctx, b, {}).em
+                dims[id(dv)] = em.cast(em.from_storage(v, t), t, dv.dtype)
+
         pre_outs = []
+        read_values("value")
         if lk.pre is not None:  # values the shapes need, computed first
             pk, specs = lk.pre
             for shape, dtype in specs:
@@ -734,20 +748,12 @@ class _FunctionEmitter:
             pfn = self.vm.llmod.globals[pk.name]
             ptrs = [self.rt("relay_data", [v]) for v in flat + pre_outs]
             pargs = [b.bitcast(p, pt) for p, pt in zip(ptrs, pfn.function_type.args)]
-            pargs += [
-                dims[id(dv)] for dv in lk.dims if id(dv) in dims and _src(lk, dv)[0] == "shape"
-            ]
+            for kind in ("shape", "value"):
+                pargs += [
+                    dims[id(dv)] for dv, src in zip(lk.dims, lk.dim_sources) if src[0] == kind
+                ]
             b.call(pfn, pargs + [nth])
-        for dv, src in zip(lk.dims, lk.dim_sources):
-            if src[0] == "shape":
-                continue
-            obj = flat[src[1]] if src[0] == "value" else pre_outs[src[1]]
-            t = lk.in_types[src[1]].dtype if src[0] == "value" else lk.pre[1][src[1]][1]
-            idx = ExprEmitter(self.vm.llctx, b, dims)(src[2])
-            p = b.bitcast(self.rt("relay_data", [obj]), storage_type(t).as_pointer())
-            v = b.load(b.gep(p, [idx]))
-            em = ExprEmitter(self.vm.llctx, b, {}).em
-            dims[id(dv)] = em.cast(em.from_storage(v, t), t, dv.dtype)
+            read_values("pre")
         outs = []
         shape_em = ExprEmitter(self.vm.llctx, b, dims)
         for shape, t in zip(lk.out_shapes, lk.out_types):

@@ -17,6 +17,7 @@ import numpy as np
 from ..ops import image as I
 from ..ops import nn_util as U
 from . import expr as E
+from . import tensor as T
 from .expr import Const, call, cast, select
 from .lowering import register_lower
 from .tensor import compute, const_array
@@ -351,8 +352,6 @@ def _dyn_resize(inputs, attrs, out_type):
 
     x, roi_t, scales_t, sizes_t = inputs
     r = x.ndim
-    if attrs.antialias:
-        raise NotImplementedError("dyn.image.resize with antialias")
     if not all(isinstance(d, int) for d in x.shape):
         raise NotImplementedError("dyn.image.resize of a tensor with run-time dims")
     axes = list(range(r)) if attrs.axes is None else [a % r for a in attrs.axes]
@@ -392,6 +391,9 @@ def _dyn_resize(inputs, attrs, out_type):
     for a in range(2, r):
         shape = list(cur.shape)
         shape[a] = out[a]
+        if attrs.antialias and I._METHODS[attrs.method] != "nearest":
+            cur = _antialias_axis(attrs, cur, a, x.shape[a], shape, out[a], scale[a], roi.get(a))
+            continue
 
         def body(*i, cur=cur, a=a):
             xc, extrap = _coord(
@@ -421,6 +423,60 @@ def _dyn_resize(inputs, attrs, out_type):
         return cast(odt, v)
 
     return compute(cur.shape, fin, "dyn_resize")
+
+
+def _antialias_axis(attrs, cur, a, d: int, shape, out_len, scale, roi):
+    """One antialiased pass (downscaling widens the filter by 1 / scale, so the number of taps
+    is a run-time value): weights normalised by their sum, like the reference's _weights."""
+    f = "float64"
+    cubic = I._METHODS[attrs.method] == "cubic"
+    support = 2.0 if cubic else 1.0
+    s = E.min_(scale, Const(1.0, f))
+    start = cast("int64", call("floor", Const(-support, f) / s)) + 1
+    ntaps = E.index(2) - start * 2
+
+    def tap(y, k):
+        xc, extrap = _coord(attrs.coordinate_transformation_mode, y, d, out_len, scale, roi)
+        p = call("floor", xc)
+        r = xc - p
+        whole = E.eq(r, Const(0.0, f))
+        p = cast("int64", select(whole, p - Const(1.0, f), p))
+        r = select(whole, Const(1.0, f), r)
+        o = start + k
+        t = (cast(f, o) - r) * s
+        if cubic:
+            w = _keys_a(t, attrs.cubic_alpha)
+        else:
+            w = E.max_(Const(0.0, f), Const(1.0, f) - call("abs", t))
+        idx = p + o
+        if attrs.cubic_exclude:
+            w = select(E.logical_and(idx >= 0, idx < d), w, Const(0.0, f))
+        return E.max_(E.min_(idx, E.index(d - 1)), E.index(0)), w, extrap
+
+    def total_body(y):
+        k = T.reduce_axis(ntaps, "k")
+        return T.sum(tap(y, k)[1], k)
+
+    total = compute((out_len,), total_body, f"aa_total{a}")
+
+    def body(*i):
+        k = T.reduce_axis(ntaps, "k")
+        idx, w, _ = tap(i[a], k)
+        src = list(i)
+        src[a] = idx
+        return T.sum(cur[tuple(src)] * w, k)
+
+    acc = compute(tuple(shape), body, f"aa_sum{a}", {"exact": True})
+
+    def norm(*i):
+        tot = total[(i[a],)]
+        v = acc[i] / select(E.eq(tot, Const(0.0, f)), Const(1.0, f), tot)
+        extrap = tap(i[a], E.index(0))[2]
+        if extrap is not None:
+            v = select(extrap, Const(float(attrs.extrapolation_value), f), v)
+        return v
+
+    return compute(tuple(shape), norm, f"aa_ax{a}", {"materialize": True})
 
 
 @register_lower("dyn.image.affine_grid")

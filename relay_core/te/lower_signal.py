@@ -71,19 +71,26 @@ def _scalar_value(t):
 
 
 def _part_reader(x, ax):
-    """(real, imag) readers of the signal x (trailing axis 1 or 2) at index tuple `idx`
-    with position `t` on axis `ax`."""
+    """read(idx, t, c): part c (0 real, 1 imaginary) of the signal x (trailing axis 1 or 2)
+    at index tuple `idx` with position `t` on axis `ax` (an int, or an index expression when
+    the axis is only known at run time)."""
     two = x.shape[-1] == 2
 
     def read(idx, t, c):
         if c == 1 and not two:
             return Const(0.0, F64)
-        j = list(idx)
-        j[ax] = t
-        j[-1] = c
+        j = [select(E.eq(ax, d), t, i) for d, i in enumerate(idx[:-1])] + [c]
         return cast(F64, x[tuple(j)])
 
     return read
+
+
+def _on_axis(ax, values):
+    """values[ax] with `ax` an int or a run-time index expression."""
+    out = values[-1]
+    for d in range(len(values) - 2, -1, -1):
+        out = select(E.eq(ax, d), values[d], out)
+    return out
 
 
 def _combine(re, im, shape, dtype, name):
@@ -97,53 +104,53 @@ def _combine(re, im, shape, dtype, name):
 @register_lower("dft")
 def _dft(inputs, attrs, out_type):
     x = inputs[0]
-    if len(inputs) > 2:
-        raise NotImplementedError("dft: an axis given as a run-time tensor is not supported")
-    ax = attrs.axis + x.ndim if attrs.axis < 0 else attrs.axis
-    size = x.shape[ax]
+    if len(inputs) > 2:  # the axis at run time (ONNX DFT-20)
+        v = _scalar_value(inputs[2])
+        ax = select(v < 0, v + x.ndim, v)
+    else:
+        ax = E.index(attrs.axis + x.ndim if attrs.axis < 0 else attrs.axis)
+    base = list(x.shape[:-1])
+    size = _on_axis(ax, [E.index(d) for d in base])
     if len(inputs) > 1 and not (inputs[1].ndim == 1 and inputs[1].shape[0] == 0):
         n = _scalar_value(inputs[1])
     elif attrs.inverse and attrs.onesided:
-        n = 2 * (size - 1) if isinstance(size, int) else E.index(2) * (size - 1)
+        n = E.index(2) * (size - 1)
     else:
         n = size
     read = _part_reader(x, ax)
-    base = list(x.shape[:-1])
     dtype = x.dtype
+
+    def with_axis(dim):
+        return [select(E.eq(ax, d), dim, E.index(b)) for d, b in enumerate(base)]
+
     if attrs.inverse and attrs.onesided:  # irfft: Hermitian half spectrum -> real signal
-        shape = base[:]
-        shape[ax] = n
-        half = E.floordiv(E.index(n), 2) + 1
-        ext = E.min_(E.index(size), half) if not isinstance(size, int) else E.min_(size, half)
+        shape = with_axis(n)
+        half = E.floordiv(n, 2) + 1
+        ext = E.min_(size, half)
 
         def irfft(*i):
             k = reduce_axis(ext, "k")
-            th = _angle(k, i[ax], n)
+            th = _angle(k, _on_axis(ax, list(i)), n)
             xr, xi = read(i + (0,), k, 0), read(i + (0,), k, 1)
-            even_top = E.logical_and(E.eq(E.floormod(E.index(n), 2), 0), E.eq(k * 2, n))
+            even_top = E.logical_and(E.eq(E.floormod(n, 2), 0), E.eq(k * 2, n))
             w = select(E.logical_or(E.eq(k, 0), even_top), Const(1.0, F64), Const(2.0, F64))
-            v = w * (
-                xr * call("cos", th) - select(E.eq(k, 0), Const(0.0, F64), xi) * call("sin", th)
-            )
-            return T.sum(v, k)
+            xi = select(E.eq(k, 0), Const(0.0, F64), xi)
+            return T.sum(w * (xr * call("cos", th) - xi * call("sin", th)), k)
 
+        shape = out_shape(out_type, tuple(shape) + (1,))[:-1]
         s = compute(tuple(shape), irfft, "irfft_sum")
-        nf = cast(F64, E.index(n))
-        return compute(
-            out_shape(out_type, tuple(shape) + (1,)),
-            lambda *i: cast(dtype, s[i[:-1]] / nf),
-            "irfft",
-        )
-    bins = E.floordiv(E.index(n), 2) + 1 if attrs.onesided else n
-    shape = base[:]
-    shape[ax] = bins
-    ext = E.min_(E.index(size), E.index(n))
+        nf = cast(F64, n)
+        return compute(tuple(shape) + (1,), lambda *i: cast(dtype, s[i[:-1]] / nf), "irfft")
+    bins = E.floordiv(n, 2) + 1 if attrs.onesided else n
+    shape = out_shape(out_type, tuple(with_axis(bins)) + (2,))[:-1]
+    ext = E.min_(size, n)
     sign = 1.0 if attrs.inverse else -1.0
+    scale = cast(F64, n) if attrs.inverse else None
 
     def part(c):
         def body(*i):
             t = reduce_axis(ext, "t")
-            th = _angle(i[ax], t, n)
+            th = _angle(_on_axis(ax, list(i)), t, n)
             cs, sn = call("cos", th), call("sin", th) * Const(sign, F64)
             xr, xi = read(i + (0,), t, 0), read(i + (0,), t, 1)
             v = xr * cs - xi * sn if c == 0 else xr * sn + xi * cs
@@ -153,12 +160,11 @@ def _dft(inputs, attrs, out_type):
 
     re = compute(tuple(shape), part(0), "dft_re")
     im = compute(tuple(shape), part(1), "dft_im")
-    if attrs.inverse:
-        nf = cast(F64, E.index(n))
+    if scale is not None:
         re0, im0 = re, im
-        re = compute(tuple(shape), lambda *i: re0[i] / nf, "idft_re")
-        im = compute(tuple(shape), lambda *i: im0[i] / nf, "idft_im")
-    return _combine(re, im, out_shape(out_type, tuple(shape) + (2,)), dtype, "dft")
+        re = compute(tuple(shape), lambda *i: re0[i] / scale, "idft_re")
+        im = compute(tuple(shape), lambda *i: im0[i] / scale, "idft_im")
+    return _combine(re, im, tuple(shape) + (2,), dtype, "dft")
 
 
 @register_lower("stft")

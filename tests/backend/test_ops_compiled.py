@@ -18,10 +18,7 @@ OPS = sorted(all_ops())
 
 # Ops that do not compile yet, with the reason. The test checks that they still fail: an op
 # that starts passing must be removed from here, so the list only shrinks.
-_DYN = "output shape depends on input values: needs the dynamic-shape path"
 EXPECTED_FAIL: dict[str, str] = {
-    "unique": _DYN,
-    "vision.non_max_suppression": _DYN,
     "image.crop_and_resize": "no lowering yet",
     "vision.roi_align": "no lowering yet",
     "vision.roi_pool": "no lowering yet",
@@ -32,13 +29,11 @@ EXPECTED_FAIL: dict[str, str] = {
 
 # Single samples that do not compile yet (op -> {sample index: reason}); the others of the op
 # are tested, and each listed sample is checked to still fail on its own.
-EXPECTED_FAIL_SAMPLES: dict[str, dict[int, str]] = {
-    "dft": {6: "the axis as a run-time tensor"},
-}
+EXPECTED_FAIL_SAMPLES: dict[str, dict[int, str]] = {}
 
 # Dtypes the backend cannot store yet; samples using them are left out of the op tests, and
 # test_unsupported_dtypes_still_unsupported fails once one becomes supported.
-UNSUPPORTED_DTYPES = {"float8_e8m0fnu", "string"}
+UNSUPPORTED_DTYPES = {"string"}
 
 
 def _sample_dtypes(op, s) -> set:

@@ -1,0 +1,111 @@
+"""ONNX's conformance node cases compiled by the backend (relay_core.build) instead of
+interpreted: convert -> build -> run -> compare with the stored outputs.
+
+All ~1900 node cases take minutes (one native build each), so they are marked slow; a fixed
+sample of cases covering the op families (including control flow and dynamic shapes) always
+runs. tests/backend/onnx_compiled_expected_failures.txt lists the cases that do not compile
+or differ, with the reason: an unlisted failure fails the run, and so does a listed case that
+passes (remove its line), so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("onnx")
+
+import relay_core  # noqa: E402
+from converters.onnx.conformance import (  # noqa: E402
+    _normalize,
+    _open_shapes,
+    assert_close,
+    load_expected_failures,
+    node_cases,
+)
+
+HERE = os.path.dirname(__file__)
+EXPECTED = load_expected_failures(os.path.join(HERE, "onnx_compiled_expected_failures.txt"))
+# The interpreter's own expected failures fail here for the same reasons.
+EXPECTED_INTERP = load_expected_failures(os.path.join(HERE, "..", "onnx", "expected_failures.txt"))
+
+# Always run: a spread over the families, control flow, sequences and dynamic shapes.
+QUICK = [
+    "test_add_bcast",
+    "test_relu",
+    "test_gemm_default_single_elem_vector_bias",
+    "test_conv_with_strides_and_asymmetric_padding",
+    "test_convtranspose_pads",
+    "test_maxpool_2d_ceil",
+    "test_averagepool_2d_pads_count_include_pad",
+    "test_batchnorm_epsilon",
+    "test_layer_normalization_4d_axis1",
+    "test_softmax_axis_0",
+    "test_reduce_log_sum_exp_keepdims_random",
+    "test_argmax_negative_axis_keepdims_example_select_last_index",
+    "test_gather_elements_negative_indices",
+    "test_scatter_elements_with_reduction_max",
+    "test_slice_neg_steps",
+    "test_resize_upsample_scales_cubic",
+    "test_lstm_with_peepholes",
+    "test_gru_seq_length",
+    "test_loop11",
+    "test_if_seq",
+    "test_scan9_sum",
+    "test_range_float_type_positive_delta_expanded",
+    "test_nonzero_example",
+    "test_top_k_negative_axis",
+    "test_sequence_map_add_2_sequences",
+    "test_optional_get_element_sequence",
+    "test_einsum_batch_matmul",
+    "test_cumsum_2d_axis_1",
+    "test_dft",
+    "test_cast_FLOAT_to_FLOAT8E4M3FN",
+    "test_qlinearmatmul_2D_uint8_float32",
+    "test_where_long_example",
+]
+
+
+def _run_compiled(case) -> None:
+    from converters.onnx import from_onnx
+
+    mod = from_onnx(case.model, shapes=_open_shapes(case))
+    lib = relay_core.build(mod)
+    for k, (inputs, expected) in enumerate(case.data_sets):
+        inputs = [_normalize(x) for x in inputs]
+        expected = [_normalize(x) for x in expected]
+        outputs = lib(*inputs)
+        if len(outputs) != len(expected):
+            raise AssertionError(f"{len(outputs)} outputs, expected {len(expected)}")
+        for i, (e, a) in enumerate(zip(expected, outputs)):
+            assert_close(e, a, case.rtol, case.atol, f"data set {k} output {i}")
+
+
+def _check(name: str) -> None:
+    reason = EXPECTED.get(name) or EXPECTED_INTERP.get(name)
+    try:
+        _run_compiled(node_cases()[name])
+    except Exception as e:
+        if reason is None:
+            raise
+        pytest.xfail(f"{reason} ({type(e).__name__})")
+    if reason is not None and name in EXPECTED:
+        pytest.fail(f"{name} passes compiled but {os.path.basename(__file__)}'s list has it")
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_quick_case(name):
+    _check(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n in node_cases() if n not in QUICK))
+def test_node_case_compiled(name):
+    _check(name)
+
+
+def test_expected_failures_name_real_cases():
+    stale = sorted(set(EXPECTED) - set(node_cases()))
+    assert not stale, f"onnx_compiled_expected_failures.txt names unknown cases: {stale}"
+    assert set(QUICK) <= set(node_cases())
