@@ -19,6 +19,7 @@ import json
 import tempfile
 import threading
 import traceback
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -139,8 +140,14 @@ def make_handler(models: _Models, max_body: int = MAX_BODY, quiet: bool = False)
                 data = json.loads(body or b"{}").get("inputs", {})
                 feed = {k: np.asarray(v) for k, v in data.items()}
             else:
-                with np.load(io.BytesIO(body), allow_pickle=False) as z:
-                    feed = {k: z[k] for k in z.files}
+                try:
+                    with np.load(io.BytesIO(body), allow_pickle=False) as z:
+                        feed = {k: z[k] for k in z.files}
+                except (OSError, ValueError, zipfile.BadZipFile) as e:
+                    raise ValueError(
+                        f"the body is not an .npz archive of inputs ({e}); send np.savez output, "
+                        "or JSON {\"inputs\": {...}} with Content-Type: application/json"
+                    ) from None
             outs = lib(**feed)
             if as_json:
                 return self._json(
@@ -185,6 +192,7 @@ def make_handler(models: _Models, max_body: int = MAX_BODY, quiet: bool = False)
                 },
             })
 
+    Handler.models = models
     return Handler
 
 
@@ -210,10 +218,18 @@ def make_server(host="127.0.0.1", port=8000, models=None, max_body=MAX_BODY, qui
     return srv
 
 
-def serve(host="127.0.0.1", port=8000, models=None, quiet=False) -> None:
+def serve(host="127.0.0.1", port=8000, models=None, quiet=False, preload=True) -> None:
+    """Serve until interrupted. Models are compiled before listening (`preload`), so a model
+    that cannot be served is an error at start, not at its first request."""
     srv = make_server(host, port, models, quiet=quiet)
+    if preload:
+        handler_models = srv.RequestHandlerClass.models
+        for name in handler_models.paths:
+            if not quiet:
+                print(f"relay serve: compiling {name}", flush=True)
+            handler_models.get(name)
     if not quiet:
-        print(f"relay serve: listening on http://{host}:{srv.server_address[1]}")
+        print(f"relay serve: listening on http://{host}:{srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()
     except KeyboardInterrupt:

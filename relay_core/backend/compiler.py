@@ -52,14 +52,15 @@ def compiler_fingerprint() -> str:
     return h.hexdigest()
 
 
-def prepare(mod: IRModule, opt_level: int = 3) -> IRModule:
+def prepare(mod: IRModule, opt_level: int = 3, ctx=None) -> IRModule:
     """The optimisation pipeline before code generation, then FuseOps."""
     from .. import passes
     from ..passes.fuse_ops import FuseOps
     from ..typing import infer_type
 
     mod = infer_type(mod)
-    ctx = passes.PassContext(opt_level=opt_level)
+    if ctx is None:
+        ctx = passes.PassContext(opt_level=opt_level)
     if opt_level >= 1:
         mod = passes.optimize(mod, opt_level, ctx)
     return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
@@ -71,12 +72,19 @@ def build(
     opt_level: int = 3,
     num_threads: int | None = None,
     cache: bool = True,
+    pass_context=None,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
+
+    `pass_context` (a relay_core.passes.PassContext) runs the pipeline with its options:
+    disabled passes, config, and a `dump_ir` hook called after each pass (a build with a
+    hook always compiles, so the hook sees every pass).
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
     """
+    if pass_context is not None:
+        opt_level = pass_context.opt_level
     if target not in ("llvm", "llvm -mcpu=native", "cpu"):
         raise RelayError(f"unknown target {target!r}; the backend compiles for 'llvm' (this CPU)")
     if not isinstance(mod, IRModule):
@@ -97,13 +105,16 @@ def build(
             compiler_fingerprint(),
             FORMAT_VERSION,
             os.environ.get("RELAY_PROFILE") == "1",
+            sorted(pass_context.disabled) if pass_context is not None else [],
+            repr(sorted(pass_context.config.items())) if pass_context is not None else "",
         ]
     )
     key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
     cdir = cache_dir() if cache else None
     if cdir:
         entry = os.path.join(cdir, key)
-        if os.path.exists(os.path.join(entry, "manifest.json")):
+        hooked = pass_context is not None and pass_context.dump_ir is not None
+        if not hooked and os.path.exists(os.path.join(entry, "manifest.json")):
             try:
                 lib = CompiledModule(entry, num_threads)
                 lib.build_seconds = time.perf_counter() - t0
@@ -113,10 +124,12 @@ def build(
                 shutil.rmtree(entry, ignore_errors=True)
     tmp = tempfile.mkdtemp(prefix="relay-build-", dir=cdir if cdir and _mkdir(cdir) else None)
     try:
-        _compile_to(mod, tmp, opt_level, key)
+        _compile_to(mod, tmp, opt_level, key, pass_context)
         if cdir:
             entry = os.path.join(cdir, key)
             try:
+                if hooked and os.path.exists(entry):
+                    shutil.rmtree(entry, ignore_errors=True)
                 os.rename(tmp, entry)
             except OSError:  # built concurrently by another process: use theirs
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -140,7 +153,7 @@ def _mkdir(d: str) -> bool:
         return False
 
 
-def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
+def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None) -> None:
     from llvmlite import ir
 
     from .codegen import ModuleContext
@@ -149,7 +162,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str) -> None:
 
     timings = {}
     t = time.perf_counter()
-    fused = prepare(mod, opt_level)
+    fused = prepare(mod, opt_level, ctx)
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
     llmod = ir.Module(name="relay")

@@ -409,12 +409,17 @@ class CompiledModule:
 
     # -- export --------------------------------------------------------------------------------
     def export(self, path: str) -> str:
-        """Write the library, weights and manifest to directory `path` (created)."""
+        """Write the library, weights, manifest and C header `model.h` to directory `path`
+        (created)."""
+        from .c_header import render
+
         os.makedirs(path, exist_ok=True)
         for f in ("lib.so", "weights.bin", "manifest.json"):
             src = os.path.join(self.path, f)
             if os.path.exists(src):
                 shutil.copyfile(src, os.path.join(path, f))
+        with open(os.path.join(path, "model.h"), "w") as f:
+            f.write(render(self.manifest))
         return path
 
     def __repr__(self) -> str:

@@ -295,7 +295,9 @@ def _bias_for(root, layer, b, axis_of):
     if axis is None:
         return None
     vec = _channel_scale(b.data, _ndim(layer), axis)
-    if vec is None or vec.size != (_static(layer) or TensorType((), "float32")).shape[axis]:
+    t = type_of(layer)
+    dim = t.shape[axis] if isinstance(t, TensorType) and axis < t.ndim else None
+    if vec is None or not isinstance(dim, int) or vec.size != dim:
         return None
     nd = _ndim(layer)
     return call("nn.bias_add", layer, Constant(vec.astype(b.data.dtype)), axis=axis - nd)
