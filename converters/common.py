@@ -58,7 +58,9 @@ class ConverterTable:
                 versions = self._table.setdefault(n, [])
                 keys = [v for v, _ in versions]
                 if since in keys:
-                    raise ValueError(f"{self.framework} converter {n} since {since} registered twice")
+                    raise ValueError(
+                        f"{self.framework} converter {n} since {since} registered twice"
+                    )
                 versions.insert(bisect.bisect(keys, since), (since, fn))
             return fn
 

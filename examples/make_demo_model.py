@@ -37,7 +37,9 @@ class Block(nn.Module):
 class DemoCNN(nn.Module):
     def __init__(self, classes: int = 10):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()
+        )
         self.layer1 = Block(16, 16, 1)
         self.layer2 = Block(16, 32, 2)
         self.layer3 = Block(32, 64, 2)
@@ -66,7 +68,12 @@ def main(out: Path = Path(__file__).resolve().parent / "demo_cnn.onnx") -> Path:
     m = build()
     x = torch.randn(1, 3, 32, 32)
     torch.onnx.export(
-        m, (x,), str(out), input_names=["image"], output_names=["probs"], opset_version=17,
+        m,
+        (x,),
+        str(out),
+        input_names=["image"],
+        output_names=["probs"],
+        opset_version=17,
         dynamo=False,
     )
     print(f"wrote {out} ({out.stat().st_size:,} bytes)")

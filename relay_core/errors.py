@@ -55,7 +55,6 @@ class UnsupportedOpsError(RelayError, NotImplementedError):
         for entry in self.ops:
             lines.append("  - " + " ".join(str(x) for x in entry if x not in (None, "")))
         lines.append(
-            hint
-            or "Pass custom_convert_map={'OpName': fn} to supply converters for them."
+            hint or "Pass custom_convert_map={'OpName': fn} to supply converters for them."
         )
         super().__init__("\n".join(lines))

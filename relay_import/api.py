@@ -1,12 +1,12 @@
 """The front door: load, convert, compile, load compiled artifacts.
 
-    >>> import relay_import as ri
-    >>> mod = ri.load("model.onnx")            # or a ModelProto, SavedModel dir, .keras file,
-    ...                                        # Keras model, tf.function, ExportedProgram, .pt2,
-    ...                                        # nn.Module with example_inputs=(x,)
-    >>> lib = ri.compile(mod)                  # CompiledModule, opt_level=3
-    >>> outs = lib(x)                          # list of numpy arrays in output order
-    >>> lib.export("model.relaylib"); lib2 = ri.load_compiled("model.relaylib")
+>>> import relay_import as ri
+>>> mod = ri.load("model.onnx")            # or a ModelProto, SavedModel dir, .keras file,
+...                                        # Keras model, tf.function, ExportedProgram, .pt2,
+...                                        # nn.Module with example_inputs=(x,)
+>>> lib = ri.compile(mod)                  # CompiledModule, opt_level=3
+>>> outs = lib(x)                          # list of numpy arrays in output order
+>>> lib.export("model.relaylib"); lib2 = ri.load_compiled("model.relaylib")
 """
 
 from __future__ import annotations
@@ -87,7 +87,9 @@ def detect_framework(source) -> str:
         import sys
 
         torch = sys.modules.get("torch")
-        if torch is not None and isinstance(source, (torch.nn.Module, torch.export.ExportedProgram)):
+        if torch is not None and isinstance(
+            source, (torch.nn.Module, torch.export.ExportedProgram)
+        ):
             return "pytorch"
         keras = sys.modules.get("keras")
         if keras is not None and isinstance(source, keras.Model):

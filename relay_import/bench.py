@@ -94,17 +94,26 @@ def bench(
     ta, tb = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs=runs)
     name = str(source) if isinstance(source, str) else type(source).__name__
     return BenchReport(
-        name, framework, float(np.median(ta) * 1e3), float(np.median(tb) * 1e3),
-        median_ratio(ta, tb), len(ta), threads, compile_s,
+        name,
+        framework,
+        float(np.median(ta) * 1e3),
+        float(np.median(tb) * 1e3),
+        median_ratio(ta, tb),
+        len(ta),
+        threads,
+        compile_s,
     )
 
 
 def machine() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+            model = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), ""
+            )
     except OSError:
         model = ""
     import os
 
-    return f"{model or platform.processor()} ({os.cpu_count()} cores), {platform.system()} {platform.machine()}"
+    cpu = model or platform.processor()
+    return f"{cpu} ({os.cpu_count()} cores), {platform.system()} {platform.machine()}"

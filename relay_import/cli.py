@@ -1,13 +1,13 @@
 """The `relay` command. Subcommands call the relay_import API and hold no logic of their own.
 
-    relay inspect MODEL                       inputs/outputs, op histogram, unsupported ops
-    relay convert MODEL -o out.relay          the typed Relay program as text
-    relay compile MODEL -o ARTIFACT           a deployable artifact (shared library + weights)
-    relay run MODEL|ARTIFACT --inputs in.npz -o out.npz
-    relay verify MODEL [--rtol --atol --html report.html]   exit 0 only on parity
-    relay bench MODEL                         ours vs the source runtime, interleaved
-    relay serve [--port 8000]                 an HTTP service over the same functions
-    relay demo                                the main job end to end on a bundled example
+relay inspect MODEL                       inputs/outputs, op histogram, unsupported ops
+relay convert MODEL -o out.relay          the typed Relay program as text
+relay compile MODEL -o ARTIFACT           a deployable artifact (shared library + weights)
+relay run MODEL|ARTIFACT --inputs in.npz -o out.npz
+relay verify MODEL [--rtol --atol --html report.html]   exit 0 only on parity
+relay bench MODEL                         ours vs the source runtime, interleaved
+relay serve [--port 8000]                 an HTTP service over the same functions
+relay demo                                the main job end to end on a bundled example
 """
 
 from __future__ import annotations
@@ -139,8 +139,14 @@ def cmd_verify(args) -> int:
     inputs = read_inputs(args.input, args.inputs, None) if (args.input or args.inputs) else None
     with _progress(args, "verifying"):
         report = verify(
-            args.model, inputs=inputs, rtol=args.rtol, atol=args.atol, seed=args.seed,
-            shapes=_shapes(args.input_shape), html=args.html, opt_level=args.opt_level,
+            args.model,
+            inputs=inputs,
+            rtol=args.rtol,
+            atol=args.atol,
+            seed=args.seed,
+            shapes=_shapes(args.input_shape),
+            html=args.html,
+            opt_level=args.opt_level,
         )
     if not args.quiet or not report.ok:
         print(report.summary())
@@ -151,8 +157,13 @@ def cmd_bench(args) -> int:
     from .bench import bench
 
     with _progress(args, "benchmarking"):
-        r = bench(args.model, runs=args.runs, threads=args.threads, shapes=_shapes(args.input_shape),
-                  opt_level=args.opt_level)
+        r = bench(
+            args.model,
+            runs=args.runs,
+            threads=args.threads,
+            shapes=_shapes(args.input_shape),
+            opt_level=args.opt_level,
+        )
     print(r.summary())
     return 0
 
@@ -182,14 +193,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert ONNX / PyTorch / TensorFlow models to Relay, verify and deploy them.",
     )
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
-                        help="fix an input's shape (repeatable)")
+    common.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="NAME=D0,D1,...",
+        help="fix an input's shape (repeatable)",
+    )
     common.add_argument("--opt-level", type=int, default=3, help="optimisation level (0-3)")
     common.add_argument("--dump-ir", action="store_true", help="print the IR after each pass")
     common.add_argument("--quiet", "-q", action="store_true", help="print only results")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("inspect", parents=[common], help="inputs, outputs, op histogram, unsupported ops")
+    s = sub.add_parser(
+        "inspect", parents=[common], help="inputs, outputs, op histogram, unsupported ops"
+    )
     s.add_argument("model")
     s.set_defaults(func=cmd_inspect)
 
@@ -206,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", parents=[common], help="run a model or an artifact on inputs")
     s.add_argument("model", help="a model file or a compiled artifact")
-    s.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="one input (repeatable)")
+    s.add_argument(
+        "--input", action="append", metavar="NAME=FILE.npy", help="one input (repeatable)"
+    )
     s.add_argument("--inputs", metavar="IN.npz", help="all inputs by name")
     s.add_argument("-o", "--output", metavar="OUT.npz", help="write outputs here")
     s.set_defaults(func=cmd_run)

@@ -48,7 +48,14 @@ def compare(name: str, expected, actual, rtol: float, atol: float) -> TensorDiff
     a = np.asarray(actual)
     if e.shape != a.shape:
         return TensorDiff(
-            name, tuple(a.shape), str(a.dtype), np.inf, np.inf, 1.0, "", False,
+            name,
+            tuple(a.shape),
+            str(a.dtype),
+            np.inf,
+            np.inf,
+            1.0,
+            "",
+            False,
             note=f"shape {a.shape} but expected {e.shape}",
         )
     if e.dtype.kind in "OUS" or a.dtype.kind in "OUS":
@@ -75,7 +82,13 @@ def compare(name: str, expected, actual, rtol: float, atol: float) -> TensorDiff
     max_rel = float(rel[diff > atol].max()) if (diff > atol).any() else 0.0
     mismatch = float(bad.mean())
     return TensorDiff(
-        name, tuple(e.shape), str(a.dtype), max_abs, max_rel, mismatch, "; ".join(problems),
+        name,
+        tuple(e.shape),
+        str(a.dtype),
+        max_abs,
+        max_rel,
+        mismatch,
+        "; ".join(problems),
         not bad.any(),
     )
 

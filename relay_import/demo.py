@@ -42,8 +42,9 @@ def _language(say) -> bool:
     for _ in range(int(steps)):
         expect = np.tanh(np.maximum(expect @ w1.T, 0) @ w2.T)
     ok = bool(np.allclose(y, expect, rtol=1e-5, atol=1e-6))
-    say(f"evaluated {int(steps)} loop steps: {np.array2string(y, precision=4)}; "
-        f"matches numpy: {ok}")
+    say(
+        f"evaluated {int(steps)} loop steps: {np.array2string(y, precision=4)}; matches numpy: {ok}"
+    )
     return ok
 
 
@@ -64,8 +65,10 @@ def _model(say, out: Path) -> bool:
     mod = ri.load(str(model))
     t0 = time.perf_counter()
     lib = ri.compile(mod)
-    say(f"compiled in {time.perf_counter() - t0:.2f} s: inputs {lib.input_names}, "
-        f"outputs {lib.output_names}")
+    say(
+        f"compiled in {time.perf_counter() - t0:.2f} s: inputs {lib.input_names}, "
+        f"outputs {lib.output_names}"
+    )
 
     say("\n== 4. verify against onnxruntime")
     html = out / "verify_report.html"

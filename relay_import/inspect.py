@@ -39,7 +39,9 @@ class InspectReport:
             lines += [f"  {op:<28} {n}" for op, n in self.relay_ops.most_common()]
         if self.unsupported:
             lines.append(f"unsupported ops ({len(self.unsupported)}):")
-            lines += ["  " + " ".join(str(x) for x in e if x not in (None, "")) for e in self.unsupported]
+            lines += [
+                "  " + " ".join(str(x) for x in e if x not in (None, "")) for e in self.unsupported
+            ]
         return "\n".join(lines)
 
 

@@ -110,13 +110,15 @@ class VerifyReport:
             "<!doctype html><html><head><meta charset='utf-8'>",
             f"<title>verify {e(self.source)}</title><style>{_CSS}</style></head><body>",
             f"<h1>Parity report: <span style='color:{color}'>{status}</span></h1>",
-            f"<p>{e(self.source)} ({e(self.framework)}), rtol={self.rtol:g}, atol={self.atol:g}</p>",
+            f"<p>{e(self.source)} ({e(self.framework)}), "
+            f"rtol={self.rtol:g}, atol={self.atol:g}</p>",
             "<h2>Outputs</h2><table><tr><th>output</th><th>shape</th><th>max abs</th>"
             f"<th>max rel</th><th>mismatch</th><th>NaN/Inf</th></tr>{rows}</table>",
         ]
         if self.inputs:
             items = "".join(
-                f"<li><code>{e(k)}</code>: {e(format_stats(s))}</li>" for k, s in self.inputs.items()
+                f"<li><code>{e(k)}</code>: {e(format_stats(s))}</li>"
+                for k, s in self.inputs.items()
             )
             parts.append(f"<h2>Inputs</h2><ul>{items}</ul>")
         fd = self.first_divergence

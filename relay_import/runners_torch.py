@@ -45,7 +45,9 @@ class TorchRunner(SourceRunner):
 
     def output_names(self):
         sig = self.program().graph_signature
-        return [getattr(s.arg, "name", "") for s in sig.output_specs if s.kind.name == "USER_OUTPUT"]
+        return [
+            getattr(s.arg, "name", "") for s in sig.output_specs if s.kind.name == "USER_OUTPUT"
+        ]
 
     def intermediates(self, feed, names):
         import torch

@@ -55,7 +55,9 @@ class _Models:
 def _types(lib) -> dict:
     return {
         "inputs": [{"name": n, "type": str(t)} for n, t in zip(lib.input_names, lib.input_types)],
-        "outputs": [{"name": n, "type": str(t)} for n, t in zip(lib.output_names, lib.output_types)],
+        "outputs": [
+            {"name": n, "type": str(t)} for n, t in zip(lib.output_names, lib.output_types)
+        ],
     }
 
 
@@ -146,12 +148,17 @@ def make_handler(models: _Models, max_body: int = MAX_BODY, quiet: bool = False)
                 except (OSError, ValueError, zipfile.BadZipFile) as e:
                     raise ValueError(
                         f"the body is not an .npz archive of inputs ({e}); send np.savez output, "
-                        "or JSON {\"inputs\": {...}} with Content-Type: application/json"
+                        'or JSON {"inputs": {...}} with Content-Type: application/json'
                     ) from None
             outs = lib(**feed)
             if as_json:
                 return self._json(
-                    200, {"outputs": {n: np.asarray(v).tolist() for n, v in zip(lib.output_names, outs)}}
+                    200,
+                    {
+                        "outputs": {
+                            n: np.asarray(v).tolist() for n, v in zip(lib.output_names, outs)
+                        }
+                    },
                 )
             buf = io.BytesIO()
             np.savez(buf, **{n: np.asarray(v) for n, v in zip(lib.output_names, outs)})
@@ -176,21 +183,31 @@ def make_handler(models: _Models, max_body: int = MAX_BODY, quiet: bool = False)
         def _verify(self, q):
             from .verifier import verify
 
-            r = self._with_model_file(lambda p: verify(
-                p,
-                rtol=float(q.get("rtol", 1e-4)),
-                atol=float(q.get("atol", 1e-5)),
-                shapes=_shape_query(q.get("shape")),
-            ))
+            r = self._with_model_file(
+                lambda p: verify(
+                    p,
+                    rtol=float(q.get("rtol", 1e-4)),
+                    atol=float(q.get("atol", 1e-5)),
+                    shapes=_shape_query(q.get("shape")),
+                )
+            )
             fd = r.first_divergence
-            self._json(200, {
-                "ok": r.ok,
-                "summary": r.summary(),
-                "outputs": [d.__dict__ for d in r.outputs],
-                "first_divergence": None if fd is None else {
-                    "node": fd.node, "op": fd.op, "output": fd.output, "max_abs": fd.diff.max_abs,
+            self._json(
+                200,
+                {
+                    "ok": r.ok,
+                    "summary": r.summary(),
+                    "outputs": [d.__dict__ for d in r.outputs],
+                    "first_divergence": None
+                    if fd is None
+                    else {
+                        "node": fd.node,
+                        "op": fd.op,
+                        "output": fd.output,
+                        "max_abs": fd.diff.max_abs,
+                    },
                 },
-            })
+            )
 
     Handler.models = models
     return Handler

@@ -182,8 +182,10 @@ def verify(
         raise InputError("verify needs a source model (ONNX, PyTorch, TensorFlow) to compare with")
     runner = make_runner(source, framework, convert_kw)
     if mod is None:
-        mod = load(source, shapes=shapes, **convert_kw) if framework == "onnx" else load(
-            source, **convert_kw
+        mod = (
+            load(source, shapes=shapes, **convert_kw)
+            if framework == "onnx"
+            else load(source, **convert_kw)
         )
     timings["convert"] = time.perf_counter() - t0
     specs = input_specs(mod, shapes)
@@ -195,7 +197,9 @@ def verify(
         feed = {s.name: np.asarray(v) for s, v in zip(specs, inputs)}
     missing = [s.name for s in specs if s.name not in feed]
     if missing:
-        raise InputError(f"inputs missing: {missing}; the model's inputs are {[s.name for s in specs]}")
+        raise InputError(
+            f"inputs missing: {missing}; the model's inputs are {[s.name for s in specs]}"
+        )
 
     t0 = time.perf_counter()
     expected = runner.run(feed)
@@ -221,13 +225,21 @@ def verify(
         nm = names[i] if i < len(names) else f"output{i}"
         outputs.append(compare(nm, e, a, rtol, atol))
     report = VerifyReport(
-        str(source) if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else type(source).__name__,
-        framework, rtol, atol, outputs,
+        str(source)
+        if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__")
+        else type(source).__name__,
+        framework,
+        rtol,
+        atol,
+        outputs,
         inputs={k: stats(v) for k, v in feed.items()},
-        timings=timings, notes=notes,
+        timings=timings,
+        notes=notes,
     )
     if len(expected) != len(actual):
-        report.outputs.append(compare("(output count)", np.zeros(len(expected)), np.zeros(len(actual)), 0, 0))
+        report.outputs.append(
+            compare("(output count)", np.zeros(len(expected)), np.zeros(len(actual)), 0, 0)
+        )
     if not report.ok and localize:
         t0 = time.perf_counter()
         _localise(report, mod, runner, feed, rtol, atol, compiled)
@@ -251,7 +263,9 @@ def _localise(report, mod, runner, feed, rtol, atol, compiled) -> None:
     except Exception as e:  # fall back to the interpreter if the probe cannot compile
         if not compiled:
             raise
-        report.notes.append(f"compiled probe failed ({type(e).__name__}); localised with the interpreter")
+        report.notes.append(
+            f"compiled probe failed ({type(e).__name__}); localised with the interpreter"
+        )
         rel_vals = _relay_intermediates(mod, tensor_names, feed, False)
     good: dict[str, bool] = {n: True for n in feed}
     producers: dict[str, tuple[str, str]] = {}
@@ -269,8 +283,16 @@ def _localise(report, mod, runner, feed, rtol, atol, compiled) -> None:
                 continue
             d = compare(o, src_vals[o], rel_vals[o], rtol, atol)
             ld = LayerDiff(
-                len(layers), node, op, o, d,
-                [(i, stats(src_vals[i] if i in src_vals else feed.get(i, np.zeros(0)))) for i in ins if i],
+                len(layers),
+                node,
+                op,
+                o,
+                d,
+                [
+                    (i, stats(src_vals[i] if i in src_vals else feed.get(i, np.zeros(0))))
+                    for i in ins
+                    if i
+                ],
             )
             layers.append(ld)
             good[o] = d.ok

@@ -49,7 +49,7 @@ def _tensor_block(prefix: str, items: list[dict], lines: list[str]) -> None:
         lines.append(f"/* {prefix.lower()} {k}: {t.get('name')!s} {t['dtype']}{list(shape)} */")
         lines.append(f"#define RELAY_{prefix}_{ident} {k}")
         lines.append(f"#define RELAY_{prefix}{k}_NDIM {len(shape)}")
-        lines.append(f"#define RELAY_{prefix}{k}_DTYPE \"{t['dtype']}\"")
+        lines.append(f'#define RELAY_{prefix}{k}_DTYPE "{t["dtype"]}"')
         if t["dtype"] in _C_TYPES:
             lines.append(f"typedef {_C_TYPES[t['dtype']]} relay_{prefix.lower()}{k}_t;")
         if _static(shape):
@@ -70,10 +70,10 @@ def render(manifest: dict) -> str:
         "#include <stdint.h>",
         "",
         f"#define RELAY_KIND_{kind.upper()} 1",
-        f"#define RELAY_MODEL_HASH \"{manifest.get('hash', '')}\"",
-        f"#define RELAY_ENTRY \"{manifest.get('entry', 'relay_run')}\"",
+        f'#define RELAY_MODEL_HASH "{manifest.get("hash", "")}"',
+        f'#define RELAY_ENTRY "{manifest.get("entry", "relay_run")}"',
         f"#define RELAY_WORKSPACE_BYTES {int(manifest.get('workspace_bytes', 0))}LL",
-        f"#define RELAY_TARGET_CPU \"{manifest.get('target', {}).get('cpu', '')}\"",
+        f'#define RELAY_TARGET_CPU "{manifest.get("target", {}).get("cpu", "")}"',
         "",
     ]
     _tensor_block("INPUT", manifest.get("inputs", []), lines)

@@ -24,6 +24,11 @@ def _static(shape, op):
     return tuple(shape)
 
 
+def _dims(shape) -> tuple:
+    """A shape whose run-time dims stay index expressions (loop extents may be expressions)."""
+    return tuple(d if isinstance(d, int) else E.index(d) for d in shape)
+
+
 def _size(shape) -> int:
     n = 1
     for d in shape:
@@ -53,7 +58,7 @@ def _combine(mode: str, old, new):
 
 def _copy(src: T.Buffer, dst: T.Buffer, n: int) -> T.Stmt:
     f = T.index_var("cp")
-    kind = "parallel" if n >= (1 << 16) else "serial"
+    kind = "parallel" if isinstance(n, int) and n >= (1 << 16) else "serial"
     return T.For(f, n, T.Store(dst, f, Load(src, f, src.dtype)), kind)
 
 
@@ -65,8 +70,8 @@ def _nest(shape, name):
 @register_lower("scatter_elements")
 def _scatter_elements(inputs, attrs, out_type):
     data, idx, upd = inputs
-    dshape = _static(data.shape, "scatter_elements")
-    ishape = _static(idx.shape, "scatter_elements")
+    dshape = _dims(data.shape)
+    ishape = _dims(idx.shape)
     ax = attrs.axis % len(dshape)
 
     def build(ins, outs):
@@ -88,10 +93,12 @@ def _scatter_elements(inputs, attrs, out_type):
 @register_lower("scatter_nd")
 def _scatter_nd(inputs, attrs, out_type):
     data, idx, upd = inputs
-    dshape = _static(data.shape, "scatter_nd")
-    ishape = _static(idx.shape, "scatter_nd")
-    ushape = _static(upd.shape, "scatter_nd")
+    dshape = _dims(data.shape)
+    ishape = _dims(idx.shape)
+    ushape = _dims(upd.shape)
     m = ishape[0]
+    if not isinstance(m, int):
+        raise NotImplementedError("scatter_nd with a run-time index depth")
     ny = len(ishape) - 1
 
     def build(ins, outs):

@@ -49,9 +49,7 @@ if _mld is not None:
             _NUMPY[_n] = getattr(_mld, _n)
 
 DTYPES: tuple[str, ...] = tuple(_NUMPY)
-FLOAT_DTYPES = frozenset(
-    d for d in DTYPES if d.startswith(("float", "bfloat"))
-)
+FLOAT_DTYPES = frozenset(d for d in DTYPES if d.startswith(("float", "bfloat")))
 INT_DTYPES = frozenset(d for d in DTYPES if d.startswith(("int", "uint")))
 SIGNED_INT_DTYPES = frozenset(d for d in INT_DTYPES if d.startswith("int"))
 UNSIGNED_INT_DTYPES = INT_DTYPES - SIGNED_INT_DTYPES

@@ -92,9 +92,7 @@ class _Eq:
                     return False
                 stack.extend(zip(x.fields, y.fields))
             elif isinstance(x, FuncType):
-                if len(x.arg_types) != len(y.arg_types) or len(x.type_params) != len(
-                    y.type_params
-                ):
+                if len(x.arg_types) != len(y.arg_types) or len(x.type_params) != len(y.type_params):
                     return False
                 if not self.bind_tvars(x.type_params, y.type_params):
                     return False
@@ -152,9 +150,7 @@ class _Eq:
                 if not self.bind(x.var, y.var, site=True):
                     return False
             elif isinstance(x, PatternConstructor):
-                if not ctor_eq(x.constructor, y.constructor) or len(x.patterns) != len(
-                    y.patterns
-                ):
+                if not ctor_eq(x.constructor, y.constructor) or len(x.patterns) != len(y.patterns):
                     return False
                 stack.extend(zip(x.patterns, y.patterns))
             elif isinstance(x, PatternTuple):
@@ -274,9 +270,7 @@ def attrs_eq(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if dataclasses.is_dataclass(a):
-        return all(
-            _val_eq(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-        )
+        return all(_val_eq(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
     return a == b
 
 
@@ -304,7 +298,9 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
         for k, td in lhs.type_definitions.items():
             if not _type_def_eq(e, td, rhs.type_definitions[k]):
                 return False
-        return all(_Eq(map_free_vars).expr_eq(f, rhs.functions[g]) for g, f in lhs.functions.items())
+        return all(
+            _Eq(map_free_vars).expr_eq(f, rhs.functions[g]) for g, f in lhs.functions.items()
+        )
     if isinstance(lhs, Type) and isinstance(rhs, Type):
         e.map_free = True if map_free_vars else e.map_free
         return e.type_eq(lhs, rhs)
@@ -430,9 +426,7 @@ class _Hasher:
         if t is Constructor:
             return self.h("ctor", e.belong_to.name if e.belong_to else "", e.name, e.tag)
         if t is Call:
-            return self.h(
-                "call", m[id(e.op)], *(m[id(a)] for a in e.args), _attrs_repr(e.attrs)
-            )
+            return self.h("call", m[id(e.op)], *(m[id(a)] for a in e.args), _attrs_repr(e.attrs))
         if t is Function:
             return self.h(
                 "fn",

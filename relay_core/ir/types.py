@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Union
 
 from .dtype import check_dtype
 
@@ -68,7 +67,7 @@ class ShapeVar:
         return hash(("ShapeVar", self.name))
 
 
-Dim = Union[int, AnyDim, ShapeVar]
+Dim = int | AnyDim | ShapeVar
 
 
 def is_static_dim(d: Dim) -> bool:

@@ -136,9 +136,7 @@ def with_children(e: Expr, new: tuple | list) -> Expr:
     return e
 
 
-def post_order(
-    root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = children
-) -> list[Expr]:
+def post_order(root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = children) -> list[Expr]:
     """All nodes reachable from `root`, each once, every node after its children."""
     order: list[Expr] = []
     visited: set[int] = set()

@@ -1,10 +1,16 @@
 """Imports every op family module so that each registers its OpDefs."""
 
-from . import (  # noqa: F401
+# The ONNX frontend's extra ops: some are dynamic twins of the ops above.
+# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
+from . import (  # noqa: F401  # noqa: E402, F401, I001  # noqa: E402, F401, I001
     creation,
+    decompose,
     dyn,
     elemwise,
     grad_support,
+    grads,
+    grads_nn,
+    grads_tensor,
     image,
     misc,
     nn_activation,
@@ -13,6 +19,12 @@ from . import (  # noqa: F401
     nn_misc,
     nn_norm,
     nn_pool,
+    onnx_extra,
+    onnx_grads,  # noqa: E402, F401, I001
+    onnx_misc,
+    onnx_ml,
+    onnx_signal,
+    onnx_text,
     quantize,
     random,
     reduce,
@@ -24,13 +36,6 @@ from . import (  # noqa: F401
     transform_slice,
     vision,
 )
-
-# The ONNX frontend's extra ops: some are dynamic twins of the ops above.
-from . import onnx_extra, onnx_misc, onnx_ml, onnx_signal, onnx_text  # noqa: E402, F401, I001
-from . import onnx_grads  # noqa: E402, F401, I001
-
-# Gradient rules and decompositions last: they are installed on the OpDefs registered above.
-from . import decompose, grads, grads_nn, grads_tensor  # noqa: E402, F401, I001
 
 grads.install()
 decompose.install()

@@ -79,9 +79,15 @@ def _arange(xs, attrs):
 
 def _arange_samples(rng):
     for s, e, d, dtype in [
-        (0, 5, 1, "int64"), (10, 2, -3, "int32"), (2, 2, 1, "int64"), (5, 0, 1, "int32"),
-        (0.0, 1.0, 0.1, "float32"), (-1.5, 3.0, 0.7, "float64"), (3.0, -1.0, -0.5, "float32"),
-        (1, 2, 5, "int64"), (0.0, 1.0, 0.25, "float16"),
+        (0, 5, 1, "int64"),
+        (10, 2, -3, "int32"),
+        (2, 2, 1, "int64"),
+        (5, 0, 1, "int32"),
+        (0.0, 1.0, 0.1, "float32"),
+        (-1.5, 3.0, 0.7, "float64"),
+        (3.0, -1.0, -0.5, "float32"),
+        (1, 2, 5, "int64"),
+        (0.0, 1.0, 0.25, "float16"),
     ]:
         arr = [np.array(v, dtype=dt.to_numpy(dtype)) for v in (s, e, d)]
         yield Sample(arr, {})
@@ -90,10 +96,16 @@ def _arange_samples(rng):
 
 register(
     OpDef(
-        "arange", _arange_rel, _arange, OpPattern.OPAQUE, ArangeAttrs, (3, 3),
+        "arange",
+        _arange_rel,
+        _arange,
+        OpPattern.OPAQUE,
+        ArangeAttrs,
+        (3, 3),
         "arange(start, stop, step): 1-D values start + i * step below stop (ONNX Range); the "
         "length depends on the values",
-        data_dependent_shape=True, samples=_arange_samples,
+        data_dependent_shape=True,
+        samples=_arange_samples,
     )
 )
 
@@ -118,8 +130,10 @@ def full_array(fill, shape, dtype: str) -> np.ndarray:
 
 def _full_samples(rng):
     for fill, shape, kw in [
-        (np.array(1.5, np.float32), (2, 3), {}), (np.array([7], np.int64), (4,), {}),
-        (np.array(2.7, np.float32), (3,), {"dtype": "int32"}), (np.array(True), (), {}),
+        (np.array(1.5, np.float32), (2, 3), {}),
+        (np.array([7], np.int64), (4,), {}),
+        (np.array(2.7, np.float32), (3,), {"dtype": "int32"}),
+        (np.array(True), (), {}),
         (np.array(0.5, np.float64), (0, 2), {"dtype": "float16"}),
     ]:
         yield Sample([fill], {"shape": shape, **kw})
@@ -127,9 +141,12 @@ def _full_samples(rng):
 
 register(
     OpDef(
-        "full", _full_rel,
+        "full",
+        _full_rel,
         lambda xs, a: full_array(xs[0], a.shape, a.dtype or dt.from_numpy(xs[0].dtype)),
-        OpPattern.ELEMWISE, FullAttrs, (1, 1),
+        OpPattern.ELEMWISE,
+        FullAttrs,
+        (1, 1),
         "full(fill_value): a tensor of `shape` filled with the scalar (cast to `dtype`)",
         samples=_full_samples,
     )
@@ -157,9 +174,13 @@ def _const_op(name, value):
 
     register(
         OpDef(
-            name, rel,
+            name,
+            rel,
             lambda xs, a: np.full(a.shape, value, dtype=dt.to_numpy(a.dtype)),
-            OpPattern.ELEMWISE, InitAttrs, (0, 0), f"a tensor of `shape` filled with {value}",
+            OpPattern.ELEMWISE,
+            InitAttrs,
+            (0, 0),
+            f"a tensor of `shape` filled with {value}",
             samples=samples,
         )
     )
@@ -182,8 +203,14 @@ def _filled_like(value):
 for _name, _value in [("zeros_like", 0), ("ones_like", 1)]:
     register(
         OpDef(
-            _name, R.rel_identity, _filled_like(_value), OpPattern.ELEMWISE, None, (1, 1),
-            f"a tensor like the input filled with {_value}", samples=_like_samples,
+            _name,
+            R.rel_identity,
+            _filled_like(_value),
+            OpPattern.ELEMWISE,
+            None,
+            (1, 1),
+            f"a tensor like the input filled with {_value}",
+            samples=_like_samples,
         )
     )
 
@@ -206,9 +233,12 @@ def _full_like_samples(rng):
 
 register(
     OpDef(
-        "full_like", _full_like_rel,
+        "full_like",
+        _full_like_rel,
         lambda xs, a: full_array(xs[1], xs[0].shape, dt.from_numpy(xs[0].dtype)),
-        OpPattern.ELEMWISE, None, (2, 2),
+        OpPattern.ELEMWISE,
+        None,
+        (2, 2),
         "full_like(data, fill_value): data's shape and dtype, filled with the scalar",
         samples=_full_like_samples,
     )
@@ -244,8 +274,9 @@ def _one_hot_rel(args, attrs):
     i = _one_hot_check(args, "one_hot")
     if attrs.depth < 0:
         raise OpTypeError(f"one_hot: depth must be >= 0, got {attrs.depth}")
-    return TensorType(one_hot_shape(i.shape, attrs.depth, attrs.axis),
-                      R.dtype_attr(attrs.dtype, "one_hot"))
+    return TensorType(
+        one_hot_shape(i.shape, attrs.depth, attrs.axis), R.dtype_attr(attrs.dtype, "one_hot")
+    )
 
 
 def one_hot_array(idx, on, off, depth: int, axis: int, dtype: str) -> np.ndarray:
@@ -273,9 +304,12 @@ def _one_hot_samples(rng):
 
 register(
     OpDef(
-        "one_hot", _one_hot_rel,
+        "one_hot",
+        _one_hot_rel,
         lambda xs, a: one_hot_array(xs[0], xs[1], xs[2], a.depth, a.axis, a.dtype),
-        OpPattern.OUT_EWISE_FUSABLE, OneHotAttrs, (3, 3),
+        OpPattern.OUT_EWISE_FUSABLE,
+        OneHotAttrs,
+        (3, 3),
         "one_hot(indices, on_value, off_value): a new axis of size `depth` at `axis` holding "
         "on_value at the index and off_value elsewhere; indices outside [0, depth) are all off",
         samples=_one_hot_samples,

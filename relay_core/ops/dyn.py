@@ -75,11 +75,29 @@ def _runtime(fn):
     return run
 
 
-def _dyn(name, rel, ref, attrs, n_inputs, doc, samples, to_static, shape_inputs=(1,),
-         pattern=OpPattern.OPAQUE):
+def _dyn(
+    name,
+    rel,
+    ref,
+    attrs,
+    n_inputs,
+    doc,
+    samples,
+    to_static,
+    shape_inputs=(1,),
+    pattern=OpPattern.OPAQUE,
+):
     register(
         OpDef(
-            name, rel, ref, pattern, attrs, n_inputs, doc, to_static=to_static, samples=samples,
+            name,
+            rel,
+            ref,
+            pattern,
+            attrs,
+            n_inputs,
+            doc,
+            to_static=to_static,
+            samples=samples,
             extra={"shape_inputs": shape_inputs},
         )
     )
@@ -117,9 +135,16 @@ def _reshape_samples(rng):
     )
 
 
-_dyn("dyn.reshape", _reshape_rel, _reshape_ref, DynReshapeAttrs, (2, 2),
-     "dyn.reshape(data, newshape): reshape with the ONNX Reshape rules, newshape a 1-D tensor",
-     _reshape_samples, _reshape_static)
+_dyn(
+    "dyn.reshape",
+    _reshape_rel,
+    _reshape_ref,
+    DynReshapeAttrs,
+    (2, 2),
+    "dyn.reshape(data, newshape): reshape with the ONNX Reshape rules, newshape a 1-D tensor",
+    _reshape_samples,
+    _reshape_static,
+)
 
 
 # -- dyn.broadcast_to -----------------------------------------------------------------------------
@@ -145,14 +170,27 @@ def _bcast_static(call):
 
 
 def _bcast_samples(rng):
-    for shape, target in [((3, 1), (2, 1, 6)), ((), (4,)), ((2, 3), (1,)), ((1, 4), (3, 1)),
-                          ((5,), (0, 1)), ((2, 1), ())]:
+    for shape, target in [
+        ((3, 1), (2, 1, 6)),
+        ((), (4,)),
+        ((2, 3), (1,)),
+        ((1, 4), (3, 1)),
+        ((5,), (0, 1)),
+        ((2, 1), ()),
+    ]:
         yield Sample([random_array(rng, shape, "float32"), np.array(target, np.int64).reshape(-1)])
 
 
-_dyn("dyn.broadcast_to", _bcast_rel, lambda xs, a: broadcast_array(xs[0], _ints(xs[1])), None,
-     (2, 2), "dyn.broadcast_to(data, shape): bidirectional broadcast as ONNX Expand",
-     _bcast_samples, _bcast_static)
+_dyn(
+    "dyn.broadcast_to",
+    _bcast_rel,
+    lambda xs, a: broadcast_array(xs[0], _ints(xs[1])),
+    None,
+    (2, 2),
+    "dyn.broadcast_to(data, shape): bidirectional broadcast as ONNX Expand",
+    _bcast_samples,
+    _bcast_static,
+)
 
 
 # -- dyn.tile -------------------------------------------------------------------------------------
@@ -179,8 +217,16 @@ def _tile_samples(rng):
         yield Sample([random_array(rng, shape, "int32"), np.array(reps, np.int64)])
 
 
-_dyn("dyn.tile", _tile_rel, _tile_ref, None, (2, 2), "dyn.tile(data, reps): numpy.tile",
-     _tile_samples, _tile_static)
+_dyn(
+    "dyn.tile",
+    _tile_rel,
+    _tile_ref,
+    None,
+    (2, 2),
+    "dyn.tile(data, reps): numpy.tile",
+    _tile_samples,
+    _tile_static,
+)
 
 
 # -- dyn.strided_slice ----------------------------------------------------------------------------
@@ -246,9 +292,17 @@ def _slice_samples(rng):
     yield Sample([x, np.array([1, 2]), np.array([2, -1])], {"slice_mode": "size"})
 
 
-_dyn("dyn.strided_slice", _slice_rel, _slice_ref, DynSliceAttrs, (3, 5),
-     "dyn.strided_slice(data, begin, end[, strides[, axes]]): ONNX Slice with tensor parameters",
-     _slice_samples, _slice_static, shape_inputs=(1, 2, 3, 4))
+_dyn(
+    "dyn.strided_slice",
+    _slice_rel,
+    _slice_ref,
+    DynSliceAttrs,
+    (3, 5),
+    "dyn.strided_slice(data, begin, end[, strides[, axes]]): ONNX Slice with tensor parameters",
+    _slice_samples,
+    _slice_static,
+    shape_inputs=(1, 2, 3, 4),
+)
 
 
 # -- dyn.full / dyn.zeros / dyn.ones --------------------------------------------------------------
@@ -294,9 +348,16 @@ def _full_samples(rng):
     yield Sample([np.array(True), np.zeros(0, np.int64)])
 
 
-_dyn("dyn.full", _full_rel, _full_ref, DynFullAttrs, (2, 2),
-     "dyn.full(fill_value, shape): ONNX ConstantOfShape / torch.full with a shape tensor",
-     _full_samples, _full_static)
+_dyn(
+    "dyn.full",
+    _full_rel,
+    _full_ref,
+    DynFullAttrs,
+    (2, 2),
+    "dyn.full(fill_value, shape): ONNX ConstantOfShape / torch.full with a shape tensor",
+    _full_samples,
+    _full_static,
+)
 
 
 def _init_op(name, value):
@@ -322,8 +383,17 @@ def _init_op(name, value):
         for shape, dtype in [((2, 3), "float32"), ((0,), "int64"), ((), "bool")]:
             yield Sample([np.array(shape, np.int64).reshape(-1)], {"dtype": dtype})
 
-    _dyn(name, rel, ref, DynInitAttrs, (1, 1), f"{name}(shape): {value}s of a run-time shape",
-         samples, to_static, shape_inputs=(0,))
+    _dyn(
+        name,
+        rel,
+        ref,
+        DynInitAttrs,
+        (1, 1),
+        f"{name}(shape): {value}s of a run-time shape",
+        samples,
+        to_static,
+        shape_inputs=(0,),
+    )
 
 
 _init_op("dyn.zeros", 0)
@@ -365,8 +435,16 @@ def _topk_static(call):
     if k is None or k[0] < 1:
         return None
     a = call.attrs
-    return _static_call(call, "topk", call.args[:1], k=k[0], axis=a.axis, ret_type=a.ret_type,
-                        is_ascend=a.is_ascend, dtype=a.dtype)
+    return _static_call(
+        call,
+        "topk",
+        call.args[:1],
+        k=k[0],
+        axis=a.axis,
+        ret_type=a.ret_type,
+        is_ascend=a.is_ascend,
+        dtype=a.dtype,
+    )
 
 
 def _topk_samples(rng):
@@ -376,8 +454,17 @@ def _topk_samples(rng):
     yield Sample([x, np.array([0], np.int64)], {"ret_type": "indices"})
 
 
-_dyn("dyn.topk", _topk_rel, _topk_ref, DynTopKAttrs, (2, 2),
-     "dyn.topk(data, k): topk with k a scalar tensor", _topk_samples, _topk_static, shape_inputs=())
+_dyn(
+    "dyn.topk",
+    _topk_rel,
+    _topk_ref,
+    DynTopKAttrs,
+    (2, 2),
+    "dyn.topk(data, k): topk with k a scalar tensor",
+    _topk_samples,
+    _topk_static,
+    shape_inputs=(),
+)
 
 
 # -- dyn.one_hot ----------------------------------------------------------------------------------
@@ -392,8 +479,10 @@ def _one_hot_rel(args, attrs):
     if not dt.is_int(i.dtype):
         raise OpTypeError(f"dyn.one_hot: indices must be integers, got {i.dtype}")
     _param(args[3], "dyn.one_hot", "depth", scalar=True)
-    return TensorType(one_hot_shape(i.shape, Any, attrs.axis, "dyn.one_hot"),
-                      R.dtype_attr(attrs.dtype, "dyn.one_hot"))
+    return TensorType(
+        one_hot_shape(i.shape, Any, attrs.axis, "dyn.one_hot"),
+        R.dtype_attr(attrs.dtype, "dyn.one_hot"),
+    )
 
 
 def _one_hot_ref(xs, attrs):
@@ -419,9 +508,17 @@ def _one_hot_samples(rng):
     )
 
 
-_dyn("dyn.one_hot", _one_hot_rel, _one_hot_ref, DynOneHotAttrs, (4, 4),
-     "dyn.one_hot(indices, on_value, off_value, depth): one_hot with depth a scalar tensor",
-     _one_hot_samples, _one_hot_static, shape_inputs=())
+_dyn(
+    "dyn.one_hot",
+    _one_hot_rel,
+    _one_hot_ref,
+    DynOneHotAttrs,
+    (4, 4),
+    "dyn.one_hot(indices, on_value, off_value, depth): one_hot with depth a scalar tensor",
+    _one_hot_samples,
+    _one_hot_static,
+    shape_inputs=(),
+)
 
 
 # -- dyn.trilu ------------------------------------------------------------------------------------
@@ -440,8 +537,11 @@ def _trilu_rel(args, attrs):
 
 def _trilu_static(call):
     k = _const_ints(call.args[1])
-    return None if k is None else _static_call(call, "trilu", call.args[:1], k=k[0],
-                                               upper=call.attrs.upper)
+    return (
+        None
+        if k is None
+        else _static_call(call, "trilu", call.args[:1], k=k[0], upper=call.attrs.upper)
+    )
 
 
 def _trilu_samples(rng):
@@ -450,7 +550,15 @@ def _trilu_samples(rng):
         yield Sample([x, np.array(k, np.int64)], {"upper": k >= 0})
 
 
-_dyn("dyn.trilu", _trilu_rel,
-     lambda xs, a: trilu_array(xs[0], int(np.asarray(xs[1]).reshape(-1)[0]), a.upper),
-     DynTriluAttrs, (2, 2), "dyn.trilu(data, k): trilu with k a scalar tensor",
-     _trilu_samples, _trilu_static, shape_inputs=(), pattern=OpPattern.INJECTIVE)
+_dyn(
+    "dyn.trilu",
+    _trilu_rel,
+    lambda xs, a: trilu_array(xs[0], int(np.asarray(xs[1]).reshape(-1)[0]), a.upper),
+    DynTriluAttrs,
+    (2, 2),
+    "dyn.trilu(data, k): trilu with k a scalar tensor",
+    _trilu_samples,
+    _trilu_static,
+    shape_inputs=(),
+    pattern=OpPattern.INJECTIVE,
+)

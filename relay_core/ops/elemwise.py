@@ -121,7 +121,12 @@ binary("multiply", np.multiply)
 binary("divide", _divide, nonzero_rhs=True, doc="true division; integers truncate toward zero")
 binary("floor_divide", _floor_divide, nonzero_rhs=True)
 binary("mod", _mod, nonzero_rhs=True, doc="remainder with the sign of the dividend (C fmod)")
-binary("floor_mod", _floor_mod, nonzero_rhs=True, doc="remainder with the sign of the divisor (Python %)")
+binary(
+    "floor_mod",
+    _floor_mod,
+    nonzero_rhs=True,
+    doc="remainder with the sign of the divisor (Python %)",
+)
 binary("power", _power, domain=(0.5, 2.0))
 binary("maximum", np.maximum, kind="any", doc="NaN-propagating")
 binary("minimum", np.minimum, kind="any", doc="NaN-propagating")

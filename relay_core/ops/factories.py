@@ -123,7 +123,13 @@ def unary(
 
     return register(
         OpDef(
-            name, rel, lambda xs, attrs: run(xs[0]), pattern, None, (1, 1), doc or name,
+            name,
+            rel,
+            lambda xs, attrs: run(xs[0]),
+            pattern,
+            None,
+            (1, 1),
+            doc or name,
             samples=elementwise_samples(kind, 1, domain),
         )
     )
@@ -151,7 +157,13 @@ def binary(
 
     return register(
         OpDef(
-            name, rel, lambda xs, attrs: run(xs[0], xs[1]), pattern, None, (2, 2), doc or name,
+            name,
+            rel,
+            lambda xs, attrs: run(xs[0], xs[1]),
+            pattern,
+            None,
+            (2, 2),
+            doc or name,
             samples=elementwise_samples(kind, 2, domain, nonzero_rhs),
         )
     )
@@ -215,7 +227,13 @@ def reduce(
 
     return register(
         OpDef(
-            name, relation, ref, OpPattern.COMM_REDUCE, attrs_cls, (1, 1), doc or name,
+            name,
+            relation,
+            ref,
+            OpPattern.COMM_REDUCE,
+            attrs_cls,
+            (1, 1),
+            doc or name,
             samples=samples or default_samples,
         )
     )

@@ -88,10 +88,21 @@ def _cast_rel(args, attrs):
 def _cast_samples(rng):
     special = np.array([0.0, -0.0, 1.5, -2.5, 1e5, -1e5, np.inf, -np.inf, np.nan], np.float32)
     for src, dst in [
-        ("float32", "int32"), ("float32", "uint8"), ("float64", "float16"), ("int64", "int8"),
-        ("int32", "float32"), ("bool", "float32"), ("float32", "bool"), ("int8", "bool"),
-        ("float32", "bfloat16"), ("bfloat16", "float32"), ("int32", "int4"), ("float16", "int64"),
-        ("float32", "float32"), ("uint8", "int8"), ("int32", "float8_e4m3fn"),
+        ("float32", "int32"),
+        ("float32", "uint8"),
+        ("float64", "float16"),
+        ("int64", "int8"),
+        ("int32", "float32"),
+        ("bool", "float32"),
+        ("float32", "bool"),
+        ("int8", "bool"),
+        ("float32", "bfloat16"),
+        ("bfloat16", "float32"),
+        ("int32", "int4"),
+        ("float16", "int64"),
+        ("float32", "float32"),
+        ("uint8", "int8"),
+        ("int32", "float8_e4m3fn"),
     ]:
         for shape in [(), (7,), (2, 3), (0, 4)]:
             yield Sample([random_array(rng, shape, src, (-100, 100))], {"dtype": dst})
@@ -105,8 +116,12 @@ def _cast_samples(rng):
 
 register(
     OpDef(
-        "cast", _cast_rel, lambda xs, a: cast_array(xs[0], a.dtype, a.saturate),
-        OpPattern.ELEMWISE, CastAttrs, (1, 1),
+        "cast",
+        _cast_rel,
+        lambda xs, a: cast_array(xs[0], a.dtype, a.saturate),
+        OpPattern.ELEMWISE,
+        CastAttrs,
+        (1, 1),
         "convert to `dtype` with ONNX Cast rules (float->int truncates toward zero, int->int "
         "wraps, float8 saturates unless saturate=False, strings parse / print numbers)",
         samples=_cast_samples,
@@ -127,8 +142,13 @@ def _cast_like_samples(rng):
 
 register(
     OpDef(
-        "cast_like", _cast_like_rel, lambda xs, a: cast_array(xs[0], dt.from_numpy(xs[1].dtype)),
-        OpPattern.ELEMWISE, None, (2, 2), "cast to the dtype of the second argument",
+        "cast_like",
+        _cast_like_rel,
+        lambda xs, a: cast_array(xs[0], dt.from_numpy(xs[1].dtype)),
+        OpPattern.ELEMWISE,
+        None,
+        (2, 2),
+        "cast to the dtype of the second argument",
         samples=_cast_like_samples,
     )
 )
@@ -152,7 +172,10 @@ def _where(xs, attrs):
 def _where_samples(rng):
     for dtype in ["float32", "int64", "bool", "float16"]:
         for cs, xs, ys in [
-            ((), (), ()), ((5,), (5,), ()), ((3, 1), (1, 4), (4,)), ((2, 1, 3), (3,), (2, 4, 1)),
+            ((), (), ()),
+            ((5,), (5,), ()),
+            ((3, 1), (1, 4), (4,)),
+            ((2, 1, 3), (3,), (2, 4, 1)),
             ((0, 3), (3,), (1, 3)),
         ]:
             c = random_array(rng, cs, "bool")
@@ -164,7 +187,12 @@ def _where_samples(rng):
 
 register(
     OpDef(
-        "where", _where_rel, _where, OpPattern.BROADCAST, None, (3, 3),
+        "where",
+        _where_rel,
+        _where,
+        OpPattern.BROADCAST,
+        None,
+        (3, 3),
         "where(condition, x, y): x where the condition is true (non-zero), else y; all three "
         "broadcast",
         samples=_where_samples,
@@ -223,7 +251,12 @@ def _clip_samples(rng):
 
 register(
     OpDef(
-        "clip", _clip_rel, _clip, OpPattern.ELEMWISE, ClipAttrs, (1, 1),
+        "clip",
+        _clip_rel,
+        _clip,
+        OpPattern.ELEMWISE,
+        ClipAttrs,
+        (1, 1),
         "clamp to [a_min, a_max] (None: unbounded); NaN stays NaN; integer inputs clamp to the "
         "integers inside the bounds",
         samples=_clip_samples,
@@ -294,7 +327,12 @@ def _scan_samples(rng):
 for _name, _fn, _id in [("cumsum", np.cumsum, 0), ("cumprod", np.cumprod, 1)]:
     register(
         OpDef(
-            _name, _scan_rel(_name), _scan_ref(_fn, _id), OpPattern.OPAQUE, ScanAttrs, (1, 1),
+            _name,
+            _scan_rel(_name),
+            _scan_ref(_fn, _id),
+            OpPattern.OPAQUE,
+            ScanAttrs,
+            (1, 1),
             f"{_name} along `axis` (None: flattened), optionally exclusive and / or reversed",
             samples=_scan_samples,
         )
@@ -386,11 +424,19 @@ def _einsum(xs, attrs):
 
 def _einsum_samples(rng):
     cases = [
-        ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(2, 1), (1, 3)]), ("ii->i", [(4, 4)]),
-        ("ii", [(3, 3)]), ("ij->ji", [(2, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 1)]),
-        ("...ij,...jk->...ik", [(2, 3, 4), (1, 4, 2)]), ("i,i->", [(7,), (7,)]),
-        ("i,j->ij", [(3,), (4,)]), ("...j->...", [(2, 3, 4)]), ("ij->", [(0, 3)]),
-        ("bhqd, bhkd -> bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("...,...->...", [(), (3,)]),
+        ("ij,jk->ik", [(3, 4), (4, 5)]),
+        ("ij,jk", [(2, 1), (1, 3)]),
+        ("ii->i", [(4, 4)]),
+        ("ii", [(3, 3)]),
+        ("ij->ji", [(2, 5)]),
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 1)]),
+        ("...ij,...jk->...ik", [(2, 3, 4), (1, 4, 2)]),
+        ("i,i->", [(7,), (7,)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("...j->...", [(2, 3, 4)]),
+        ("ij->", [(0, 3)]),
+        ("bhqd, bhkd -> bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+        ("...,...->...", [(), (3,)]),
     ]
     for dtype in ["float32", "int32", "float64"]:
         for eq, shapes in cases:
@@ -399,7 +445,12 @@ def _einsum_samples(rng):
 
 register(
     OpDef(
-        "einsum", _einsum_rel, _einsum, OpPattern.OPAQUE, EinsumAttrs, (1, None),
+        "einsum",
+        _einsum_rel,
+        _einsum,
+        OpPattern.OPAQUE,
+        EinsumAttrs,
+        (1, None),
         "Einstein summation over the inputs (numpy / ONNX equation syntax, '...' broadcasts)",
         samples=_einsum_samples,
     )
@@ -439,8 +490,13 @@ def _trilu_samples(rng):
 
 register(
     OpDef(
-        "trilu", _trilu_rel, lambda xs, a: trilu_array(xs[0], a.k, a.upper), OpPattern.INJECTIVE,
-        TriluAttrs, (1, 1), "upper / lower triangle of the last two axes (ONNX Trilu)",
+        "trilu",
+        _trilu_rel,
+        lambda xs, a: trilu_array(xs[0], a.k, a.upper),
+        OpPattern.INJECTIVE,
+        TriluAttrs,
+        (1, 1),
+        "upper / lower triangle of the last two axes (ONNX Trilu)",
         samples=_trilu_samples,
     )
 )
@@ -472,10 +528,16 @@ register(
         "shape_of",
         lambda args, a: TensorType((R.tensor(args[0]).ndim,), _int_dtype(a, "shape_of")),
         lambda xs, a: np.array(xs[0].shape, dtype=dt.to_numpy(a.dtype)).reshape(-1),
-        OpPattern.OPAQUE, ShapeAttrs, (1, 1), "the shape of a tensor as a 1-D tensor",
-        samples=_shape_samples, shape_only=True,
+        OpPattern.OPAQUE,
+        ShapeAttrs,
+        (1, 1),
+        "the shape of a tensor as a 1-D tensor",
+        samples=_shape_samples,
+        shape_only=True,
     )
 )
+
+
 def _size_rel(args, attrs):
     R.tensor(args[0])
     return TensorType((), _int_dtype(attrs, "ndarray_size"))
@@ -486,8 +548,12 @@ register(
         "ndarray_size",
         _size_rel,
         lambda xs, a: np.array(xs[0].size, dtype=dt.to_numpy(a.dtype)),
-        OpPattern.OPAQUE, ShapeAttrs, (1, 1), "the number of elements, as a scalar",
-        samples=_shape_samples, shape_only=True,
+        OpPattern.OPAQUE,
+        ShapeAttrs,
+        (1, 1),
+        "the number of elements, as a scalar",
+        samples=_shape_samples,
+        shape_only=True,
     )
 )
 

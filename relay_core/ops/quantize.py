@@ -178,7 +178,12 @@ def _quantize_samples(rng):
 
 register(
     OpDef(
-        "qnn.quantize", _quantize_rel, _quantize, OpPattern.BROADCAST, QuantizeAttrs, (2, 3),
+        "qnn.quantize",
+        _quantize_rel,
+        _quantize,
+        OpPattern.BROADCAST,
+        QuantizeAttrs,
+        (2, 3),
         "qnn.quantize(data, scale[, zero_point]): saturate(round_half_even(data / scale) + "
         "zero_point) as ONNX QuantizeLinear (per-tensor, per-axis or blocked; integer, int4 and "
         "float8 outputs)",
@@ -214,8 +219,13 @@ def dequantize_array(x, scale, zp, attrs) -> np.ndarray:
     s = expand_param(sf, x.shape, attrs.axis, attrs.block_size).astype(mul)
     if x.dtype.kind in "iu" or dt.is_int(dt.from_numpy(x.dtype)):
         xi = _float(x).astype(np.int64)
-        z = 0 if zp is None else expand_param(_float(np.asarray(zp)).astype(np.int64), x.shape,
-                                              attrs.axis, attrs.block_size)
+        z = (
+            0
+            if zp is None
+            else expand_param(
+                _float(np.asarray(zp)).astype(np.int64), x.shape, attrs.axis, attrs.block_size
+            )
+        )
         d = (xi - z).astype(mul)
     else:
         z = (
@@ -234,8 +244,10 @@ def _dequantize_samples(rng):
         zp = np.asarray(np.array(2)).astype(dt.to_numpy(src))
         yield Sample([x, np.array(0.3, np.float32), zp], {})
         yield Sample([x, np.array([0.5, 0.25, 2.0], np.float32), np.full(3, zp)], {"axis": 1})
-        yield Sample([x, rng.uniform(0.1, 1, (2, 3, 2)).astype(np.float32), np.full((2, 3, 2), zp)],
-                     {"axis": 2, "block_size": 2})
+        yield Sample(
+            [x, rng.uniform(0.1, 1, (2, 3, 2)).astype(np.float32), np.full((2, 3, 2), zp)],
+            {"axis": 2, "block_size": 2},
+        )
     x8 = np.array([0.5, -448, 3, np.nan], np.float32)
     for src in sorted(SATURATING_FLOAT8) + ["float4_e2m1fn"]:
         yield Sample([x8.astype(dt.to_numpy(src)), np.array(2.0, np.float32)], {})
@@ -246,9 +258,12 @@ def _dequantize_samples(rng):
 
 register(
     OpDef(
-        "qnn.dequantize", _dequantize_rel,
+        "qnn.dequantize",
+        _dequantize_rel,
         lambda xs, a: dequantize_array(xs[0], xs[1], xs[2] if len(xs) > 2 else None, a),
-        OpPattern.BROADCAST, DequantizeAttrs, (2, 3),
+        OpPattern.BROADCAST,
+        DequantizeAttrs,
+        (2, 3),
         "qnn.dequantize(data, scale[, zero_point]): (data - zero_point) * scale as ONNX "
         "DequantizeLinear; the result has the scale's dtype unless out_dtype is given",
         samples=_dequantize_samples,

@@ -87,9 +87,15 @@ def _fixed_op(name, kind, attrs_cls):
 
     register(
         OpDef(
-            name, rel, lambda xs, a: _cast(_draw(kind, a.shape, a), a.dtype), OpPattern.OPAQUE,
-            attrs_cls, (0, 0), f"a tensor of `shape` drawn from the {kind} distribution",
-            stateful=True, samples=samples,
+            name,
+            rel,
+            lambda xs, a: _cast(_draw(kind, a.shape, a), a.dtype),
+            OpPattern.OPAQUE,
+            attrs_cls,
+            (0, 0),
+            f"a tensor of `shape` drawn from the {kind} distribution",
+            stateful=True,
+            samples=samples,
         )
     )
 
@@ -110,9 +116,15 @@ def _like_op(name, kind, attrs_cls):
 
     register(
         OpDef(
-            name, rel, ref, OpPattern.OPAQUE, attrs_cls, (1, 1),
+            name,
+            rel,
+            ref,
+            OpPattern.OPAQUE,
+            attrs_cls,
+            (1, 1),
             f"a tensor shaped like the input drawn from the {kind} distribution",
-            stateful=True, samples=samples,
+            stateful=True,
+            samples=samples,
         )
     )
 
@@ -151,9 +163,15 @@ def _bernoulli_samples(rng):
 
 register(
     OpDef(
-        "random.bernoulli", _bernoulli_rel, _bernoulli, OpPattern.OPAQUE, BernoulliAttrs, (1, 1),
+        "random.bernoulli",
+        _bernoulli_rel,
+        _bernoulli,
+        OpPattern.OPAQUE,
+        BernoulliAttrs,
+        (1, 1),
         "1 with probability p, else 0, elementwise (ONNX Bernoulli)",
-        stateful=True, samples=_bernoulli_samples,
+        stateful=True,
+        samples=_bernoulli_samples,
     )
 )
 
@@ -195,9 +213,14 @@ def _multinomial_samples(rng):
 
 register(
     OpDef(
-        "random.multinomial", _multinomial_rel, _multinomial, OpPattern.OPAQUE, MultinomialAttrs,
+        "random.multinomial",
+        _multinomial_rel,
+        _multinomial,
+        OpPattern.OPAQUE,
+        MultinomialAttrs,
         (1, 1),
         "sample class indices from each row of unnormalised log-probabilities (ONNX Multinomial)",
-        stateful=True, samples=_multinomial_samples,
+        stateful=True,
+        samples=_multinomial_samples,
     )
 )

@@ -136,7 +136,9 @@ reduce("prod", _prod, samples=reduce_samples("numeric", dtypes=_NUMS))
 reduce("max", _max, kind="any", samples=reduce_samples("any", dtypes=_NUMS + ["bool"]))
 reduce("min", _min, kind="any", samples=reduce_samples("any", dtypes=_NUMS + ["bool"]))
 reduce(
-    "mean", _mean, samples=reduce_samples("numeric", dtypes=_NUMS),
+    "mean",
+    _mean,
+    samples=reduce_samples("numeric", dtypes=_NUMS),
     doc="integer means truncate toward zero; an empty float mean is NaN",
 )
 reduce("logsumexp", _logsumexp, samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]))
@@ -149,7 +151,9 @@ reduce(
 )
 reduce("sum_square", _sum_square, doc="sum x^2", samples=reduce_samples("numeric", dtypes=_NUMS))
 reduce(
-    "log_sum", _log_sum, doc="log(sum x)",
+    "log_sum",
+    _log_sum,
+    doc="log(sum x)",
     samples=reduce_samples("numeric", dtypes=_FLOATS),
 )
 reduce("all", np.all, kind="bool", samples=reduce_samples("bool", dtypes=["bool"]))
@@ -223,7 +227,12 @@ def _arg_samples(rng):
 for _name, _fn in [("argmax", np.argmax), ("argmin", np.argmin)]:
     register(
         OpDef(
-            _name, _arg_rel(_name), _arg_ref(_fn), OpPattern.COMM_REDUCE, ArgReduceAttrs, (1, 1),
+            _name,
+            _arg_rel(_name),
+            _arg_ref(_fn),
+            OpPattern.COMM_REDUCE,
+            ArgReduceAttrs,
+            (1, 1),
             f"{_name}: int64 index of the first extreme value (the last with select_last_index);"
             " over several axes, the flat index within them; NaN counts as the extreme",
             samples=_arg_samples,
@@ -295,7 +304,12 @@ def _var_samples(with_mean):
 
 register(
     OpDef(
-        "variance", _var_rel, _variance, OpPattern.COMM_REDUCE, VarianceAttrs, (1, 2),
+        "variance",
+        _var_rel,
+        _variance,
+        OpPattern.COMM_REDUCE,
+        VarianceAttrs,
+        (1, 2),
         "variance(data[, mean]): mean of squared deviations over `axis`, divided by "
         "max(N - correction, 0) (unbiased=True means correction=1); the mean is computed when "
         "not given",
@@ -304,8 +318,14 @@ register(
 )
 register(
     OpDef(
-        "std", lambda a, at: _var_rel(a[:1], at), _std, OpPattern.COMM_REDUCE, VarianceAttrs,
-        (1, 1), "sqrt(variance(data))", samples=_var_samples(False),
+        "std",
+        lambda a, at: _var_rel(a[:1], at),
+        _std,
+        OpPattern.COMM_REDUCE,
+        VarianceAttrs,
+        (1, 1),
+        "sqrt(variance(data))",
+        samples=_var_samples(False),
     )
 )
 

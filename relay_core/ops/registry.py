@@ -1,13 +1,13 @@
 """The operator registry: one `OpDef` per operator, holding everything about it.
 
-    name      "nn.conv2d", "add", ...
-    attrs     a frozen dataclass of its attributes with defaults (None: no attributes)
-    type_rel  (arg_types, attrs) -> result type; raises OpTypeError for incompatible inputs
-    ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
-    pattern   the fusion kind (OpPattern)
-    lower     filled by the backend: a tensor-expression rule or an opaque kernel's name
-    grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
-              (relay_core/ops/grads*.py fill it for every differentiable op)
+name      "nn.conv2d", "add", ...
+attrs     a frozen dataclass of its attributes with defaults (None: no attributes)
+type_rel  (arg_types, attrs) -> result type; raises OpTypeError for incompatible inputs
+ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
+pattern   the fusion kind (OpPattern)
+lower     filled by the backend: a tensor-expression rule or an opaque kernel's name
+grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
+          (relay_core/ops/grads*.py fill it for every differentiable op)
 """
 
 from __future__ import annotations

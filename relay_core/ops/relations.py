@@ -130,8 +130,7 @@ def broadcast_shapes(*shapes: Sequence) -> tuple:
             elif isinstance(res, int) and isinstance(d, int):
                 if res != d:
                     raise OpTypeError(
-                        f"shapes {' and '.join(str(tuple(s)) for s in shapes)} "
-                        "do not broadcast"
+                        f"shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast"
                     )
             elif isinstance(res, int) or isinstance(d, int):
                 res = res if isinstance(res, int) else d  # a symbol must equal the known size
@@ -182,9 +181,7 @@ def reduce_shape(shape: tuple, axis, keepdims: bool, exclude: bool = False) -> t
 def rel_reduce(args, attrs):
     """Reduction over `attrs.axis` (None: all) with `keepdims` / `exclude`."""
     t = tensor(args[0])
-    shape = reduce_shape(
-        t.shape, attrs.axis, attrs.keepdims, getattr(attrs, "exclude", False)
-    )
+    shape = reduce_shape(t.shape, attrs.axis, attrs.keepdims, getattr(attrs, "exclude", False))
     return TensorType(shape, t.dtype)
 
 

@@ -84,13 +84,24 @@ def _sort_samples(rng):
 
 register(
     OpDef(
-        "sort", _sort_rel, _sort, OpPattern.OPAQUE, SortAttrs, (1, 1),
-        "sort along `axis` (stable; NaN last ascending)", samples=_sort_samples,
+        "sort",
+        _sort_rel,
+        _sort,
+        OpPattern.OPAQUE,
+        SortAttrs,
+        (1, 1),
+        "sort along `axis` (stable; NaN last ascending)",
+        samples=_sort_samples,
     )
 )
 register(
     OpDef(
-        "argsort", _argsort_rel, _argsort, OpPattern.OPAQUE, SortAttrs, (1, 1),
+        "argsort",
+        _argsort_rel,
+        _argsort,
+        OpPattern.OPAQUE,
+        SortAttrs,
+        (1, 1),
         "indices that sort along `axis` (stable: ties in index order either way)",
         samples=_sort_samples,
     )
@@ -145,13 +156,25 @@ def _topk_samples(rng):
         n = x.shape[-1]
         yield Sample([x], {"k": min(2, n)} if n else {"k": 0})
         yield Sample([x], {"k": 0, "ret_type": "values"})
-        yield Sample([x], {"k": min(3, x.shape[0]) or 0, "axis": 0, "is_ascend": True,
-                           "ret_type": "indices", "dtype": "int32"})
+        yield Sample(
+            [x],
+            {
+                "k": min(3, x.shape[0]) or 0,
+                "axis": 0,
+                "is_ascend": True,
+                "ret_type": "indices",
+                "dtype": "int32",
+            },
+        )
 
 
 register(
     OpDef(
-        "topk", _topk_rel, lambda xs, a: topk_arrays(xs[0], a.k, a), OpPattern.OPAQUE, TopKAttrs,
+        "topk",
+        _topk_rel,
+        lambda xs, a: topk_arrays(xs[0], a.k, a),
+        OpPattern.OPAQUE,
+        TopKAttrs,
         (1, 1),
         "the k largest (or smallest) values along `axis`, sorted, with their indices; ties: "
         "the lower index first (ONNX TopK)",
@@ -224,11 +247,16 @@ def _unique_samples(rng):
 
 register(
     OpDef(
-        "unique", _unique_rel, lambda xs, a: unique_arrays(xs[0], a.axis, a.sorted),
-        OpPattern.OPAQUE, UniqueAttrs, (1, 1),
+        "unique",
+        _unique_rel,
+        lambda xs, a: unique_arrays(xs[0], a.axis, a.sorted),
+        OpPattern.OPAQUE,
+        UniqueAttrs,
+        (1, 1),
         "unique(data) -> (values, first-occurrence indices, inverse indices, counts), int64 "
         "indices, as ONNX Unique",
-        data_dependent_shape=True, samples=_unique_samples,
+        data_dependent_shape=True,
+        samples=_unique_samples,
     )
 )
 

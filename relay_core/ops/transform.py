@@ -106,8 +106,10 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
             out[infer_at] = Any
     elif isinstance(R.prod(shape), int) and R.static_ints(out) is not None:
         if R.prod(shape) != R.prod(out):
-            raise OpTypeError(f"{op}: cannot reshape {tuple(shape)} ({R.prod(shape)} elements) "
-                              f"to {tuple(out)} ({R.prod(out)} elements)")
+            raise OpTypeError(
+                f"{op}: cannot reshape {tuple(shape)} ({R.prod(shape)} elements) "
+                f"to {tuple(out)} ({R.prod(out)} elements)"
+            )
     return tuple(out)
 
 
@@ -129,10 +131,22 @@ def _reshape_ref(xs, attrs):
 
 def _reshape_samples(rng):
     cases = [
-        ((), (1,)), ((1,), ()), ((7,), (7, 1)), ((3, 4), (-1,)), ((3, 4), (0, -1)),
-        ((2, 3, 4), (0, 0, -1)), ((2, 3, 4), (4, -1, 2)), ((2, 3, 4), (-1, 12)),
-        ((0, 3), (3, -1)), ((0, 3), (0, 5)), ((2, 3, 4), (-2,)), ((2, 3, 4), (0, -2)),
-        ((2, 3, 4), (-3, 4)), ((2, 6), (2, -4, 2, -1)), ((2, 6), (2, -4, -1, 3)), ((4, 1), (1, 4)),
+        ((), (1,)),
+        ((1,), ()),
+        ((7,), (7, 1)),
+        ((3, 4), (-1,)),
+        ((3, 4), (0, -1)),
+        ((2, 3, 4), (0, 0, -1)),
+        ((2, 3, 4), (4, -1, 2)),
+        ((2, 3, 4), (-1, 12)),
+        ((0, 3), (3, -1)),
+        ((0, 3), (0, 5)),
+        ((2, 3, 4), (-2,)),
+        ((2, 3, 4), (0, -2)),
+        ((2, 3, 4), (-3, 4)),
+        ((2, 6), (2, -4, 2, -1)),
+        ((2, 6), (2, -4, -1, 3)),
+        ((4, 1), (1, 4)),
     ]
     for dtype in ["float32", "int8"]:
         for shape, ns in cases:
@@ -143,7 +157,12 @@ def _reshape_samples(rng):
 
 register(
     OpDef(
-        "reshape", _reshape_rel, _reshape_ref, OpPattern.INJECTIVE, ReshapeAttrs, (1, 1),
+        "reshape",
+        _reshape_rel,
+        _reshape_ref,
+        OpPattern.INJECTIVE,
+        ReshapeAttrs,
+        (1, 1),
         "reshape to `newshape` (0 copies a dim unless allowzero, -1 is inferred; -2 / -3 / -4 "
         "as in TVM)",
         samples=_reshape_samples,
@@ -230,17 +249,26 @@ def _transpose_rel(args, attrs):
 
 def _transpose_samples(rng):
     for shape, axes in [
-        ((), None), ((7,), None), ((3, 4), None), ((3, 4), (1, 0)), ((2, 3, 4), (0, 2, 1)),
-        ((2, 1, 3, 5), (-1, 0, -2, 1)), ((0, 3, 1), (2, 0, 1)),
+        ((), None),
+        ((7,), None),
+        ((3, 4), None),
+        ((3, 4), (1, 0)),
+        ((2, 3, 4), (0, 2, 1)),
+        ((2, 1, 3, 5), (-1, 0, -2, 1)),
+        ((0, 3, 1), (2, 0, 1)),
     ]:
         yield Sample([random_array(rng, shape, "float32")], {"axes": axes})
 
 
 register(
     OpDef(
-        "transpose", _transpose_rel,
+        "transpose",
+        _transpose_rel,
         lambda xs, a: as_contiguous(np.transpose(xs[0], _perm(xs[0].ndim, a.axes))),
-        OpPattern.INJECTIVE, TransposeAttrs, (1, 1), "permute axes (None: reverse them)",
+        OpPattern.INJECTIVE,
+        TransposeAttrs,
+        (1, 1),
+        "permute axes (None: reverse them)",
         samples=_transpose_samples,
     )
 )
@@ -274,15 +302,26 @@ def _squeeze_ref(xs, attrs):
 
 def _squeeze_samples(rng):
     for shape, axis in [
-        ((1,), (0,)), ((1, 3, 1), (0,)), ((1, 3, 1), (0, -1)), ((3, 1, 4), (1,)), ((2, 3), None),
-        ((3, 1, 0), (-2,)), ((), None), ((1, 1), (1, 0)),
+        ((1,), (0,)),
+        ((1, 3, 1), (0,)),
+        ((1, 3, 1), (0, -1)),
+        ((3, 1, 4), (1,)),
+        ((2, 3), None),
+        ((3, 1, 0), (-2,)),
+        ((), None),
+        ((1, 1), (1, 0)),
     ]:
         yield Sample([random_array(rng, shape, "float32")], {"axis": axis})
 
 
 register(
     OpDef(
-        "squeeze", _squeeze_rel, _squeeze_ref, OpPattern.INJECTIVE, SqueezeAttrs, (1, 1),
+        "squeeze",
+        _squeeze_rel,
+        _squeeze_ref,
+        OpPattern.INJECTIVE,
+        SqueezeAttrs,
+        (1, 1),
         "remove size-1 axes (None: all dims that are statically 1)",
         samples=_squeeze_samples,
     )
@@ -311,8 +350,14 @@ def _expand_rel(args, attrs):
 
 
 def _expand_samples(rng):
-    for shape, axis, n in [((), 0, 1), ((3,), -1, 1), ((3, 4), 1, 2), ((3, 4), -3, 1),
-                           ((2, 0), 2, 1), ((5,), 0, 0)]:
+    for shape, axis, n in [
+        ((), 0, 1),
+        ((3,), -1, 1),
+        ((3, 4), 1, 2),
+        ((3, 4), -3, 1),
+        ((2, 0), 2, 1),
+        ((5,), 0, 0),
+    ]:
         yield Sample([random_array(rng, shape, "int32")], {"axis": axis, "num_newaxis": n})
 
 
@@ -358,16 +403,24 @@ def _concat_rel(args, attrs):
 def _concat_samples(rng):
     for dtype in ["float32", "int64", "bool"]:
         for shapes, axis in [
-            ([(7,)], 0), ([(3,), (4,)], 0), ([(2, 3), (2, 1), (2, 5)], -1), ([(0, 3), (2, 3)], 0),
-            ([(1, 2, 3), (4, 2, 3)], 0), ([(2, 3), (2, 0)], 1),
+            ([(7,)], 0),
+            ([(3,), (4,)], 0),
+            ([(2, 3), (2, 1), (2, 5)], -1),
+            ([(0, 3), (2, 3)], 0),
+            ([(1, 2, 3), (4, 2, 3)], 0),
+            ([(2, 3), (2, 0)], 1),
         ]:
             yield Sample([random_array(rng, s, dtype) for s in shapes], {"axis": axis})
 
 
 register(
     OpDef(
-        "concatenate", _concat_rel,
-        lambda xs, a: np.concatenate(xs, axis=a.axis), OpPattern.INJECTIVE, AxisAttrs, (1, None),
+        "concatenate",
+        _concat_rel,
+        lambda xs, a: np.concatenate(xs, axis=a.axis),
+        OpPattern.INJECTIVE,
+        AxisAttrs,
+        (1, None),
         "concatenate(*xs, axis): join tensors of one rank along an existing axis",
         samples=_concat_samples,
     )
@@ -392,7 +445,11 @@ def _stack_rel(args, attrs):
 def _stack_samples(rng):
     for dtype in ["float32", "int32"]:
         for shapes, axis in [
-            ([()], 0), ([(), ()], -1), ([(3,), (3,)], 1), ([(2, 3)] * 3, 0), ([(2, 3)] * 2, -1),
+            ([()], 0),
+            ([(), ()], -1),
+            ([(3,), (3,)], 1),
+            ([(2, 3)] * 3, 0),
+            ([(2, 3)] * 2, -1),
             ([(0, 2), (0, 2)], 1),
         ]:
             yield Sample([random_array(rng, s, dtype) for s in shapes], {"axis": axis})
@@ -400,8 +457,13 @@ def _stack_samples(rng):
 
 register(
     OpDef(
-        "stack", _stack_rel, lambda xs, a: np.stack(xs, axis=a.axis), OpPattern.INJECTIVE,
-        AxisAttrs, (1, None), "stack(*xs, axis): join tensors of one shape along a new axis",
+        "stack",
+        _stack_rel,
+        lambda xs, a: np.stack(xs, axis=a.axis),
+        OpPattern.INJECTIVE,
+        AxisAttrs,
+        (1, None),
+        "stack(*xs, axis): join tensors of one shape along a new axis",
         samples=_stack_samples,
     )
 )
@@ -459,16 +521,29 @@ def _split_ref(xs, attrs):
 
 def _split_samples(rng):
     for shape, ios, axis in [
-        ((6,), 3, 0), ((7,), 1, 0), ((3, 4), (1,), 0), ((3, 4), (1, 3), -1), ((3, 4), (0, 0, 4), 1),
-        ((2, 6, 1), 2, 1), ((0, 4), 2, 1), ((0, 4), (0,), 0), ((5,), (), 0),
+        ((6,), 3, 0),
+        ((7,), 1, 0),
+        ((3, 4), (1,), 0),
+        ((3, 4), (1, 3), -1),
+        ((3, 4), (0, 0, 4), 1),
+        ((2, 6, 1), 2, 1),
+        ((0, 4), 2, 1),
+        ((0, 4), (0,), 0),
+        ((5,), (), 0),
     ]:
-        yield Sample([random_array(rng, shape, "float32")],
-                     {"indices_or_sections": ios, "axis": axis})
+        yield Sample(
+            [random_array(rng, shape, "float32")], {"indices_or_sections": ios, "axis": axis}
+        )
 
 
 register(
     OpDef(
-        "split", _split_rel, _split_ref, OpPattern.INJECTIVE, SplitAttrs, (1, 1),
+        "split",
+        _split_rel,
+        _split_ref,
+        OpPattern.INJECTIVE,
+        SplitAttrs,
+        (1, 1),
         "split into equal sections (int) or at the given indices (tuple); returns a tuple",
         samples=_split_samples,
     )
@@ -495,16 +570,26 @@ def broadcast_array(x: np.ndarray, shape) -> np.ndarray:
 
 def _bcast_samples(rng):
     for shape, target in [
-        ((), (3,)), ((1,), (2, 4)), ((3, 1), (3, 5)), ((3, 1), (2, 1, 6)), ((3, 4), (4,)),
-        ((3, 4), ()), ((1, 2), (0, 2)), ((2, 1), (1, 1)),
+        ((), (3,)),
+        ((1,), (2, 4)),
+        ((3, 1), (3, 5)),
+        ((3, 1), (2, 1, 6)),
+        ((3, 4), (4,)),
+        ((3, 4), ()),
+        ((1, 2), (0, 2)),
+        ((2, 1), (1, 1)),
     ]:
         yield Sample([random_array(rng, shape, "float32")], {"shape": target})
 
 
 register(
     OpDef(
-        "broadcast_to", _bcast_rel, lambda xs, a: broadcast_array(xs[0], a.shape),
-        OpPattern.BROADCAST, BroadcastToAttrs, (1, 1),
+        "broadcast_to",
+        _bcast_rel,
+        lambda xs, a: broadcast_array(xs[0], a.shape),
+        OpPattern.BROADCAST,
+        BroadcastToAttrs,
+        (1, 1),
         "broadcast to `shape`, bidirectionally as ONNX Expand: the result shape is "
         "broadcast(data.shape, shape)",
         samples=_bcast_samples,
@@ -524,8 +609,13 @@ def _bcast_like_samples(rng):
 
 register(
     OpDef(
-        "broadcast_to_like", _bcast_like_rel, lambda xs, a: broadcast_array(xs[0], xs[1].shape),
-        OpPattern.BROADCAST, None, (2, 2), "broadcast data to the shape of the second argument",
+        "broadcast_to_like",
+        _bcast_like_rel,
+        lambda xs, a: broadcast_array(xs[0], xs[1].shape),
+        OpPattern.BROADCAST,
+        None,
+        (2, 2),
+        "broadcast data to the shape of the second argument",
         samples=_bcast_like_samples,
     )
 )
@@ -547,8 +637,16 @@ def tile_shape(shape, reps) -> tuple:
 
 
 def _tile_samples(rng):
-    for shape, reps in [((), (3,)), ((3,), (2,)), ((2, 3), (2, 1)), ((2, 3), (3,)),
-                        ((3,), (2, 2)), ((2, 0), (2, 2)), ((4,), (0,)), ((2, 1, 3), (1, 2, 1))]:
+    for shape, reps in [
+        ((), (3,)),
+        ((3,), (2,)),
+        ((2, 3), (2, 1)),
+        ((2, 3), (3,)),
+        ((3,), (2, 2)),
+        ((2, 0), (2, 2)),
+        ((4,), (0,)),
+        ((2, 1, 3), (1, 2, 1)),
+    ]:
         yield Sample([random_array(rng, shape, "float32")], {"reps": reps})
 
 
@@ -585,16 +683,26 @@ def _repeat_rel(args, attrs):
 
 
 def _repeat_samples(rng):
-    for shape, r, axis in [((3,), 2, 0), ((2, 3), 3, -1), ((2, 3), 1, 0), ((2, 0), 2, 0),
-                           ((4,), 0, 0)]:
+    for shape, r, axis in [
+        ((3,), 2, 0),
+        ((2, 3), 3, -1),
+        ((2, 3), 1, 0),
+        ((2, 0), 2, 0),
+        ((4,), 0, 0),
+    ]:
         yield Sample([random_array(rng, shape, "int64")], {"repeats": r, "axis": axis})
 
 
 register(
     OpDef(
-        "repeat", _repeat_rel, lambda xs, a: np.repeat(xs[0], a.repeats, axis=a.axis),
-        OpPattern.BROADCAST, RepeatAttrs, (1, 1),
-        "repeat each element `repeats` times along `axis` (numpy.repeat)", samples=_repeat_samples,
+        "repeat",
+        _repeat_rel,
+        lambda xs, a: np.repeat(xs[0], a.repeats, axis=a.axis),
+        OpPattern.BROADCAST,
+        RepeatAttrs,
+        (1, 1),
+        "repeat each element `repeats` times along `axis` (numpy.repeat)",
+        samples=_repeat_samples,
     )
 )
 
@@ -614,8 +722,13 @@ def _reverse_samples(rng):
 
 register(
     OpDef(
-        "reverse", _reverse_rel, lambda xs, a: as_contiguous(np.flip(xs[0], a.axis)),
-        OpPattern.INJECTIVE, AxisAttrs, (1, 1), "reverse the order along `axis`",
+        "reverse",
+        _reverse_rel,
+        lambda xs, a: as_contiguous(np.flip(xs[0], a.axis)),
+        OpPattern.INJECTIVE,
+        AxisAttrs,
+        (1, 1),
+        "reverse the order along `axis`",
         samples=_reverse_samples,
     )
 )
@@ -648,14 +761,22 @@ def _meshgrid_samples(rng):
 
 register(
     OpDef(
-        "meshgrid", _meshgrid_rel,
+        "meshgrid",
+        _meshgrid_rel,
         lambda xs, a: tuple(as_contiguous(g) for g in np.meshgrid(*xs, indexing=a.indexing)),
-        OpPattern.INJECTIVE, MeshgridAttrs, (1, None),
-        "coordinate grids from 1-D inputs; returns a tuple", samples=_meshgrid_samples,
+        OpPattern.INJECTIVE,
+        MeshgridAttrs,
+        (1, None),
+        "coordinate grids from 1-D inputs; returns a tuple",
+        samples=_meshgrid_samples,
     )
 )
 
 __all__ = [
-    "reshape_shape", "squeeze_shape", "expand_dims_shape", "split_sizes", "tile_shape",
+    "reshape_shape",
+    "squeeze_shape",
+    "expand_dims_shape",
+    "split_sizes",
+    "tile_shape",
     "broadcast_array",
 ]

@@ -122,7 +122,12 @@ def _take_samples(rng):
 
 register(
     OpDef(
-        "take", _take_rel, _take, OpPattern.INJECTIVE, TakeAttrs, (2, 2),
+        "take",
+        _take_rel,
+        _take,
+        OpPattern.INJECTIVE,
+        TakeAttrs,
+        (2, 2),
         "take(data, indices): gather slices along `axis` (None: of the flattened data); "
         "negative indices count from the end; out-of-range ones clip, wrap or (fast) are errors",
         samples=_take_samples,
@@ -179,7 +184,12 @@ def _gather_samples(rng):
 
 register(
     OpDef(
-        "gather", _gather_rel, _gather, OpPattern.INJECTIVE, GatherAttrs, (2, 2),
+        "gather",
+        _gather_rel,
+        _gather,
+        OpPattern.INJECTIVE,
+        GatherAttrs,
+        (2, 2),
         "gather(data, indices): out[i][j][k] = data[i][indices[i][j][k]][k] for axis=1 "
         "(ONNX GatherElements, torch.gather); indices may be smaller than data off the axis",
         samples=_gather_samples,
@@ -257,7 +267,12 @@ def _gather_nd_samples(rng):
 
 register(
     OpDef(
-        "gather_nd", _gather_nd_rel, _gather_nd, OpPattern.INJECTIVE, GatherNDAttrs, (2, 2),
+        "gather_nd",
+        _gather_nd_rel,
+        _gather_nd,
+        OpPattern.INJECTIVE,
+        GatherNDAttrs,
+        (2, 2),
         "gather_nd(data, indices): indices has shape (M, B..., Y...) (TVM layout: the index "
         "tuple first); the result has shape (B..., Y..., data.shape[B + M:])",
         samples=_gather_nd_samples,
@@ -319,13 +334,19 @@ def _scatter_el_samples(rng):
             yield Sample(
                 [x, idx, random_array(rng, ishape, "float32")], {"axis": axis, "reduction": red}
             )
-    yield Sample([np.zeros(5, np.int32), np.array([1, 1, -1]), np.array([2, 3, 4], np.int32)],
-                 {"reduction": "add"})
+    yield Sample(
+        [np.zeros(5, np.int32), np.array([1, 1, -1]), np.array([2, 3, 4], np.int32)],
+        {"reduction": "add"},
+    )
 
 
 register(
     OpDef(
-        "scatter_elements", _scatter_el_rel, _scatter_el, OpPattern.OPAQUE, ScatterElementsAttrs,
+        "scatter_elements",
+        _scatter_el_rel,
+        _scatter_el,
+        OpPattern.OPAQUE,
+        ScatterElementsAttrs,
         (3, 3),
         "scatter_elements(data, indices, updates): a copy of data with out[..idx..] = updates "
         "along `axis` (ONNX ScatterElements); reductions combine with the existing value, in "
@@ -383,7 +404,12 @@ def _scatter_nd_samples(rng):
 
 register(
     OpDef(
-        "scatter_nd", _scatter_nd_rel, _scatter_nd, OpPattern.OPAQUE, ScatterNDAttrs, (3, 3),
+        "scatter_nd",
+        _scatter_nd_rel,
+        _scatter_nd,
+        OpPattern.OPAQUE,
+        ScatterNDAttrs,
+        (3, 3),
         "scatter_nd(data, indices, updates): indices (M, Y...) in TVM layout, updates "
         "(Y..., data.shape[M:]); a copy of data with the addressed slices replaced or combined",
         samples=_scatter_nd_samples,
@@ -433,7 +459,12 @@ def _revseq_samples(rng):
 
 register(
     OpDef(
-        "reverse_sequence", _revseq_rel, _revseq, OpPattern.INJECTIVE, ReverseSequenceAttrs, (2, 2),
+        "reverse_sequence",
+        _revseq_rel,
+        _revseq,
+        OpPattern.INJECTIVE,
+        ReverseSequenceAttrs,
+        (2, 2),
         "reverse_sequence(data, seq_lengths): per batch entry, reverse the first seq_lengths[b] "
         "elements along seq_axis",
         samples=_revseq_samples,
@@ -465,9 +496,15 @@ def _nonzero_samples(rng):
 
 register(
     OpDef(
-        "nonzero", _nonzero_rel, _nonzero, OpPattern.OPAQUE, None, (1, 1),
+        "nonzero",
+        _nonzero_rel,
+        _nonzero,
+        OpPattern.OPAQUE,
+        None,
+        (1, 1),
         "indices of the non-zero elements, int64 of shape (rank, count), row-major order (ONNX)",
-        data_dependent_shape=True, samples=_nonzero_samples,
+        data_dependent_shape=True,
+        samples=_nonzero_samples,
     )
 )
 
@@ -479,10 +516,15 @@ def _argwhere_rel(args, attrs):
 
 register(
     OpDef(
-        "argwhere", _argwhere_rel, lambda xs, a: np.ascontiguousarray(_nonzero(xs, a).T),
-        OpPattern.OPAQUE, None, (1, 1),
+        "argwhere",
+        _argwhere_rel,
+        lambda xs, a: np.ascontiguousarray(_nonzero(xs, a).T),
+        OpPattern.OPAQUE,
+        None,
+        (1, 1),
         "indices of the non-zero elements, int64 of shape (count, rank) (tf.where, torch.nonzero)",
-        data_dependent_shape=True, samples=_nonzero_samples,
+        data_dependent_shape=True,
+        samples=_nonzero_samples,
     )
 )
 

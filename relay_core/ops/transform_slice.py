@@ -116,11 +116,15 @@ def _ss_rel(args, attrs):
 def _ss_samples(rng):
     x = random_array(rng, (5, 6, 7), "float32")
     cases = [
-        {"begin": (1,), "end": (3,)}, {"begin": (0, 1), "end": (5, -1), "strides": (2, 1)},
+        {"begin": (1,), "end": (3,)},
+        {"begin": (0, 1), "end": (5, -1), "strides": (2, 1)},
         {"begin": (-1,), "end": (-BIG - 1,), "strides": (-1,)},
-        {"begin": (4,), "end": (0,), "strides": (-2,)}, {"begin": (-100,), "end": (100,)},
-        {"begin": (0,), "end": (BIG,), "axes": (2,)}, {"begin": (10,), "end": (20,)},
-        {"begin": (2, 0), "end": (2, 3), "axes": (-1, 0)}, {"begin": (3,), "end": (1,)},
+        {"begin": (4,), "end": (0,), "strides": (-2,)},
+        {"begin": (-100,), "end": (100,)},
+        {"begin": (0,), "end": (BIG,), "axes": (2,)},
+        {"begin": (10,), "end": (20,)},
+        {"begin": (2, 0), "end": (2, 3), "axes": (-1, 0)},
+        {"begin": (3,), "end": (1,)},
         {"begin": (0, 0, 0), "end": (1, 2, 3), "strides": (1, 2, 3)},
         {"begin": (1, -3), "end": (2, -1), "slice_mode": "size"},
         {"begin": (-2,), "end": (1,), "axes": (1,), "slice_mode": "size"},
@@ -149,7 +153,6 @@ register(
         samples=_ss_samples,
     )
 )
-
 
 
 __all__ = ["BIG", "slice_axis", "slice_plan", "strided_slice_shape", "strided_slice_array"]

@@ -354,9 +354,7 @@ class TypeInferencer:
                 continue
             t = self.u.resolve(term)
             if not is_concrete(t) and _has_incomplete(t):
-                raise self.error(
-                    node, "could not infer a type here: add a type annotation"
-                )
+                raise self.error(node, "could not infer a type here: add a type annotation")
             node._set_type(t)
 
 

@@ -105,9 +105,7 @@ class Unifier:
             return TensorType(tuple(dims), a.dtype)
         if isinstance(a, TupleType) and isinstance(b, TupleType):
             if len(a.fields) != len(b.fields):
-                raise UnifyError(
-                    f"tuples of {len(a.fields)} and {len(b.fields)} fields differ"
-                )
+                raise UnifyError(f"tuples of {len(a.fields)} and {len(b.fields)} fields differ")
             return TupleType(tuple(self.unify(x, y) for x, y in zip(a.fields, b.fields)))
         if isinstance(a, FuncType) and isinstance(b, FuncType):
             if len(a.arg_types) != len(b.arg_types):

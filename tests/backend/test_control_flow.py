@@ -209,3 +209,31 @@ def @main(%xs: List[Tensor[(2), float32]], %o: Option[Tensor[(2), float32]]) {
     assert n == 2 and n.shape == () and flag.shape == ()
     ys, extra, n, _ = lib([], None)
     assert ys == [] and extra is None and n == 0
+
+
+@pytest.mark.parametrize("mode", ["update", "add"])
+def test_scatter_with_run_time_dims(mode):
+    # scatter_nd / scatter_elements whose data, indices and updates have run-time dims
+    # (e.g. an index_put with a boolean mask): loop extents come from the shapes at run time.
+    text = f"""
+#[version = "0.0.5"]
+def @main(%d: Tensor[(n, 4), float32], %i: Tensor[(1, k), int64], %u: Tensor[(k, 4), float32],
+          %ei: Tensor[(k, 4), int64]) {{
+  (scatter_nd(%d, %i, %u, mode="{mode}"), scatter_elements(%d, %ei, %u, axis=0))
+}}
+"""
+    mod = relay_core.parse(text)
+    lib = relay_core.build(mod)
+    rng = np.random.default_rng(3)
+    for n, k in ((5, 3), (9, 6), (2, 0)):
+        d = rng.standard_normal((n, 4)).astype(np.float32)
+        i = rng.integers(0, n, (1, k)).astype(np.int64)
+        u = rng.standard_normal((k, 4)).astype(np.float32)
+        ei = np.stack([rng.permutation(n)[:4] for _ in range(k)]) if k else np.zeros((0, 4))
+        ei = ei.astype(np.int64)
+        if mode == "update":  # duplicate indices make "update" order-dependent
+            i = rng.permutation(n)[:k].reshape(1, k).astype(np.int64)
+        got = lib(d, i, u, ei)
+        want = relay_core.evaluate(mod, d, i, u, ei)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)

@@ -21,6 +21,8 @@ from converters.onnx.conformance import (  # noqa: E402
     _normalize,
     _open_shapes,
     assert_close,
+    folder_cases,
+    light_cases,
     load_expected_failures,
     node_cases,
 )
@@ -82,10 +84,10 @@ def _run_compiled(case) -> None:
             assert_close(e, a, case.rtol, case.atol, f"data set {k} output {i}")
 
 
-def _check(name: str) -> None:
+def _check(name: str, case=None) -> None:
     reason = EXPECTED.get(name) or EXPECTED_INTERP.get(name)
     try:
-        _run_compiled(node_cases()[name])
+        _run_compiled(case if case is not None else node_cases()[name])
     except Exception as e:
         if reason is None:
             raise
@@ -105,7 +107,39 @@ def test_node_case_compiled(name):
     _check(name)
 
 
+FOLDERS = ("simple", "pytorch-converted", "pytorch-operator")
+
+
+@pytest.mark.parametrize("key", [f"{k}/{n}" for k in FOLDERS for n in sorted(folder_cases(k))])
+def test_data_folder_case_compiled(key):
+    kind, name = key.split("/", 1)
+    _check(key, folder_cases(kind)[name])
+
+
+_LIGHT = None
+
+
+def _light():
+    global _LIGHT
+    if _LIGHT is None:
+        _LIGHT = light_cases()
+    return _LIGHT
+
+
+# The real models of onnx's `light` set (AlexNet, DenseNet-121, Inception v1/v2, ResNet-50,
+# ShuffleNet, SqueezeNet, VGG-19, ZFNet-512), compiled: slow (one full build each).
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_light()))
+def test_light_model_compiled(name):
+    _check(f"light/{name}", _light()[name])
+
+
 def test_expected_failures_name_real_cases():
-    stale = sorted(set(EXPECTED) - set(node_cases()))
+    known = (
+        set(node_cases())
+        | {f"light/{n}" for n in _light()}
+        | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
+    )
+    stale = sorted(set(EXPECTED) - known)
     assert not stale, f"onnx_compiled_expected_failures.txt names unknown cases: {stale}"
     assert set(QUICK) <= set(node_cases())

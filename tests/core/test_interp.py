@@ -98,7 +98,10 @@ def _loop_module(iters: int):
     )
     x = var("x", (2,))
     return IRModule(
-        {loop: Function((i, acc), body), GlobalVar("main"): Function((x,), Call(loop, (const(0, "int32"), x)))}
+        {
+            loop: Function((i, acc), body),
+            GlobalVar("main"): Function((x,), Call(loop, (const(0, "int32"), x))),
+        }
     )
 
 
@@ -110,7 +113,14 @@ def test_hundred_thousand_iteration_tail_recursion():
 def test_deep_non_tail_recursion():
     n = var("n", (), "int32")
     r = GlobalVar("sumto")
-    f = Function((n,), If(call("equal", n, const(0, "int32")), const(0, "int32"), n + Call(r, (n - const(1, "int32"),))))
+    f = Function(
+        (n,),
+        If(
+            call("equal", n, const(0, "int32")),
+            const(0, "int32"),
+            n + Call(r, (n - const(1, "int32"),)),
+        ),
+    )
     mod = IRModule({r: f, GlobalVar("main"): Function((), Call(r, (const(20_000, "int32"),)))})
     assert int(run(mod)) == 20_000 * 20_001 // 2
 
@@ -118,7 +128,15 @@ def test_deep_non_tail_recursion():
 def test_refs_are_mutable_cells():
     x = var("x", (), "float32")
     r = var("r")
-    body = Let(r, RefCreate(x), Let(var("u"), RefWrite(r, RefRead(r) + const(1.0)), Let(var("u2"), RefWrite(r, RefRead(r) * const(3.0)), RefRead(r))))
+    body = Let(
+        r,
+        RefCreate(x),
+        Let(
+            var("u"),
+            RefWrite(r, RefRead(r) + const(1.0)),
+            Let(var("u2"), RefWrite(r, RefRead(r) * const(3.0)), RefRead(r)),
+        ),
+    )
     assert float(run(Function((x,), body), np.float32(1))) == 6.0
 
 
@@ -132,10 +150,24 @@ def test_adt_construction_and_match():
     l = var("l", type_annotation=TypeCall(lst, (relay_core.ir.TensorType((), "float32"),)))
     h, t = var("h"), var("t")
     s = GlobalVar("sum")
-    body = Match(l, (Clause(PatternConstructor(cons, (PatternVar(h), PatternVar(t))), h + Call(s, (t,))), Clause(PatternConstructor(nil), const(0.0))))
+    body = Match(
+        l,
+        (
+            Clause(PatternConstructor(cons, (PatternVar(h), PatternVar(t))), h + Call(s, (t,))),
+            Clause(PatternConstructor(nil), const(0.0)),
+        ),
+    )
     x = var("x", (), "float32")
-    items = Call(cons, (x, Call(cons, (x * const(2.0), Call(cons, (x * const(3.0), Call(nil, ())))))))
-    mod = IRModule({s: Function((l,), body), GlobalVar("main"): Function((x,), Tuple((Call(s, (items,)), items)))}, {lst: td})
+    items = Call(
+        cons, (x, Call(cons, (x * const(2.0), Call(cons, (x * const(3.0), Call(nil, ()))))))
+    )
+    mod = IRModule(
+        {
+            s: Function((l,), body),
+            GlobalVar("main"): Function((x,), Tuple((Call(s, (items,)), items))),
+        },
+        {lst: td},
+    )
     total, value = run(mod, np.float32(2))
     assert float(total) == 12.0
     assert isinstance(value, ConstructorValue)
@@ -145,7 +177,10 @@ def test_adt_construction_and_match():
 def test_tuple_pattern_and_wildcard():
     x = var("x", (2,))
     p, q = var("p"), var("q")
-    m = Match(Tuple((x, x + x)), (Clause(PatternTuple((PatternVar(p), PatternVar(q))), q - p), Clause(PatternWildcard(), x)))
+    m = Match(
+        Tuple((x, x + x)),
+        (Clause(PatternTuple((PatternVar(p), PatternVar(q))), q - p), Clause(PatternWildcard(), x)),
+    )
     np.testing.assert_allclose(run(Function((x,), m), np.ones(2, "float32")), [1, 1])
 
 

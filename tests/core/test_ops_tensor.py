@@ -93,8 +93,18 @@ SPECIAL = np.array(
 )
 
 
-@pytest.mark.parametrize("target", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                                    "float8_e5m2fnuz", "float16", "bfloat16", "float4_e2m1fn"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float16",
+        "bfloat16",
+        "float4_e2m1fn",
+    ],
+)
 @pytest.mark.parametrize("saturate", [True, False])
 def test_cast_float_targets_match_onnx(target, saturate):
     x = np.concatenate([SPECIAL, np.random.default_rng(0).normal(0, 300, 64).astype(np.float32)])
@@ -104,10 +114,23 @@ def test_cast_float_targets_match_onnx(target, saturate):
 
 @pytest.mark.parametrize(
     "src,target",
-    [("float32", "int32"), ("float64", "int8"), ("float16", "int64"), ("int32", "int8"),
-     ("int64", "uint8"), ("uint16", "int16"), ("int32", "bool"), ("float32", "bool"),
-     ("bool", "float32"), ("int32", "int4"), ("int16", "uint4"), ("int64", "float16"),
-     ("int32", "float8_e4m3fn"), ("bfloat16", "int32"), ("float8_e5m2", "float32")],
+    [
+        ("float32", "int32"),
+        ("float64", "int8"),
+        ("float16", "int64"),
+        ("int32", "int8"),
+        ("int64", "uint8"),
+        ("uint16", "int16"),
+        ("int32", "bool"),
+        ("float32", "bool"),
+        ("bool", "float32"),
+        ("int32", "int4"),
+        ("int16", "uint4"),
+        ("int64", "float16"),
+        ("int32", "float8_e4m3fn"),
+        ("bfloat16", "int32"),
+        ("float8_e5m2", "float32"),
+    ],
 )
 def test_cast_between_types_matches_onnx(src, target):
     rng = np.random.default_rng(1)
@@ -140,17 +163,31 @@ def test_cast_strings():
 
 # -- reductions -----------------------------------------------------------------------------------
 REDUCE = {
-    "sum": "ReduceSum", "prod": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin",
-    "mean": "ReduceMean", "l1_norm": "ReduceL1", "l2_norm": "ReduceL2",
-    "sum_square": "ReduceSumSquare", "log_sum": "ReduceLogSum", "logsumexp": "ReduceLogSumExp",
+    "sum": "ReduceSum",
+    "prod": "ReduceProd",
+    "max": "ReduceMax",
+    "min": "ReduceMin",
+    "mean": "ReduceMean",
+    "l1_norm": "ReduceL1",
+    "l2_norm": "ReduceL2",
+    "sum_square": "ReduceSumSquare",
+    "log_sum": "ReduceLogSum",
+    "logsumexp": "ReduceLogSumExp",
 }
 
 
 @pytest.mark.parametrize("name", sorted(REDUCE))
 @pytest.mark.parametrize(
     "shape,axes,keepdims",
-    [((2, 3, 4), (0, 2), 0), ((2, 3, 4), (-1,), 1), ((5,), None, 0), ((0, 3), (0,), 1),
-     ((0, 3), (0,), 0), ((0, 3), None, 1), ((3, 0), (1,), 0)],
+    [
+        ((2, 3, 4), (0, 2), 0),
+        ((2, 3, 4), (-1,), 1),
+        ((5,), None, 0),
+        ((0, 3), (0,), 1),
+        ((0, 3), (0,), 0),
+        ((0, 3), None, 1),
+        ((3, 0), (1,), 0),
+    ],
 )
 def test_reductions_match_onnx(name, shape, axes, keepdims):
     lo = 0.1 if name == "log_sum" else -2.0
@@ -168,8 +205,10 @@ def test_integer_reductions_match_onnx(name):
         ax = None if axes is None else np.array(axes, np.int64)
         same(run(name, x, axis=axes, keepdims=True), onnx_run(REDUCE[name], x, ax, keepdims=1))
     empty = np.zeros((0, 2), np.int32)
-    same(run(name, empty, axis=(0,)) if name != "mean" else run("max", empty, axis=(0,)),
-         onnx_run(REDUCE[name if name != "mean" else "max"], empty, np.array([0]), keepdims=0))
+    same(
+        run(name, empty, axis=(0,)) if name != "mean" else run("max", empty, axis=(0,)),
+        onnx_run(REDUCE[name if name != "mean" else "max"], empty, np.array([0]), keepdims=0),
+    )
 
 
 def test_reduce_axis_empty_tuple_is_identity_and_exclude():
@@ -197,10 +236,14 @@ def test_argmax_over_empty_axis_is_a_type_error():
 def test_variance_and_std_match_numpy(correction):
     x = np.random.default_rng(6).normal(size=(3, 5)).astype(np.float64)
     for axis in [(0,), (1,), None]:
-        close(run("variance", x, axis=axis, correction=float(correction)),
-              np.asarray(np.var(x, axis=axis, ddof=correction)))
-        close(run("std", x, axis=axis, unbiased=correction == 1, correction=float(correction)),
-              np.asarray(np.std(x, axis=axis, ddof=correction)))
+        close(
+            run("variance", x, axis=axis, correction=float(correction)),
+            np.asarray(np.var(x, axis=axis, ddof=correction)),
+        )
+        close(
+            run("std", x, axis=axis, unbiased=correction == 1, correction=float(correction)),
+            np.asarray(np.std(x, axis=axis, ddof=correction)),
+        )
     m = x.mean(axis=1, keepdims=True)
     close(run("variance", x, m, axis=(1,), keepdims=True), np.var(x, axis=1, keepdims=True))
 
@@ -214,19 +257,28 @@ def test_strided_slice_matches_onnx_slice():
         n = int(rng.integers(1, 4))
         axes = [int(a) for a in rng.permutation(3)[:n]]
         axes = [a - 3 if rng.random() < 0.3 else a for a in axes]
-        starts = [int(rng.integers(-9, 10)) if rng.random() < 0.8 else int(rng.choice(ends))
-                  for _ in axes]
-        stops = [int(rng.integers(-9, 10)) if rng.random() < 0.7 else int(rng.choice(ends))
-                 for _ in axes]
+        starts = [
+            int(rng.integers(-9, 10)) if rng.random() < 0.8 else int(rng.choice(ends)) for _ in axes
+        ]
+        stops = [
+            int(rng.integers(-9, 10)) if rng.random() < 0.7 else int(rng.choice(ends)) for _ in axes
+        ]
         steps = [int(rng.choice([-3, -2, -1, 1, 2, 3])) for _ in axes]
         if any(st < 0 and b + x.shape[a] < 0 for a, b, st in zip(axes, starts, steps)):
             continue  # onnx.reference (numpy) differs from the spec here: see the next test
-        theirs = onnx_run("Slice", x, np.array(starts), np.array(stops), np.array(axes),
-                          np.array(steps))
+        theirs = onnx_run(
+            "Slice", x, np.array(starts), np.array(stops), np.array(axes), np.array(steps)
+        )
         ours = run("strided_slice", x, begin=starts, end=stops, strides=steps, axes=axes)
         same(ours, theirs)
-        dyn = run("dyn.strided_slice", x, np.array(starts), np.array(stops), np.array(steps),
-                  np.array(axes))
+        dyn = run(
+            "dyn.strided_slice",
+            x,
+            np.array(starts),
+            np.array(stops),
+            np.array(steps),
+            np.array(axes),
+        )
         same(dyn, theirs)
 
 
@@ -241,8 +293,10 @@ def test_strided_slice_negative_step_clamps_begin_as_the_spec_says():
 
 def test_strided_slice_on_empty_axis_and_size_mode():
     x = np.zeros((0, 4), np.float32)
-    same(run("strided_slice", x, begin=[-1], end=[-BIG], strides=[-1]),
-         onnx_run("Slice", x, np.array([-1]), np.array([-BIG]), np.array([0]), np.array([-1])))
+    same(
+        run("strided_slice", x, begin=[-1], end=[-BIG], strides=[-1]),
+        onnx_run("Slice", x, np.array([-1]), np.array([-BIG]), np.array([0]), np.array([-1])),
+    )
     y = np.arange(24).reshape(4, 6)
     np.testing.assert_array_equal(
         run("strided_slice", y, begin=[1, -4], end=[2, -1], slice_mode="size"), y[1:3, 2:6]
@@ -251,8 +305,15 @@ def test_strided_slice_on_empty_axis_and_size_mode():
 
 @pytest.mark.parametrize(
     "shape,newshape,allowzero",
-    [((2, 3, 4), (0, -1), 0), ((2, 3, 4), (4, 0, -1), 0), ((0, 3), (3, 0), 1),
-     ((0, 3), (3, -1), 0), ((2, 3), (-1,), 0), ((1,), (), 0), ((2, 0, 4), (4, 0, 2), 0)],
+    [
+        ((2, 3, 4), (0, -1), 0),
+        ((2, 3, 4), (4, 0, -1), 0),
+        ((0, 3), (3, 0), 1),
+        ((0, 3), (3, -1), 0),
+        ((2, 3), (-1,), 0),
+        ((1,), (), 0),
+        ((2, 0, 4), (4, 0, 2), 0),
+    ],
 )
 def test_reshape_matches_onnx(shape, newshape, allowzero):
     x = np.random.default_rng(8).normal(size=shape).astype(np.float32)
@@ -276,8 +337,9 @@ def test_reshape_tvm_special_values():
         run("reshape", x, newshape=(5, -1))
 
 
-@pytest.mark.parametrize("shape,target", [((3, 1), (2, 1, 6)), ((1, 4), (3, 1)), ((2, 3), (1,)),
-                                          ((), (0,)), ((5,), ())])
+@pytest.mark.parametrize(
+    "shape,target", [((3, 1), (2, 1, 6)), ((1, 4), (3, 1)), ((2, 3), (1,)), ((), (0,)), ((5,), ())]
+)
 def test_broadcast_to_is_onnx_expand(shape, target):
     x = np.random.default_rng(9).normal(size=shape).astype(np.float32)
     theirs = onnx_run("Expand", x, np.array(target, np.int64).reshape(-1))
@@ -296,23 +358,30 @@ def test_tile_split_trilu_cumsum_match_onnx():
         same(p, q)
     for k in (-2, 0, 1, 5):
         for upper in (0, 1):
-            same(run("trilu", x, k=k, upper=bool(upper)),
-                 onnx_run("Trilu", x, np.array(k), upper=upper))
-            same(run("dyn.trilu", x, np.array(k), upper=bool(upper)),
-                 onnx_run("Trilu", x, np.array(k), upper=upper))
+            same(
+                run("trilu", x, k=k, upper=bool(upper)),
+                onnx_run("Trilu", x, np.array(k), upper=upper),
+            )
+            same(
+                run("dyn.trilu", x, np.array(k), upper=bool(upper)),
+                onnx_run("Trilu", x, np.array(k), upper=upper),
+            )
     xi = rng.integers(-5, 5, (3, 4)).astype(np.int32)
     for axis in (0, 1, -1):
         for exclusive in (0, 1):
             for reverse in (0, 1):
-                same(run("cumsum", xi, axis=axis, exclusive=bool(exclusive), reverse=bool(reverse)),
-                     onnx_run("CumSum", xi, np.array(axis), exclusive=exclusive, reverse=reverse))
+                same(
+                    run("cumsum", xi, axis=axis, exclusive=bool(exclusive), reverse=bool(reverse)),
+                    onnx_run("CumSum", xi, np.array(axis), exclusive=exclusive, reverse=reverse),
+                )
 
 
 def test_squeeze_without_axes_drops_static_ones_only():
     x = np.zeros((1, 3, 1, 2), np.float32)
     same(run("squeeze", x), onnx_run("Squeeze", x))
-    t = lookup("squeeze").type_rel([TensorType((1, Any, 3), "float32")],
-                                   lookup("squeeze").make_attrs())
+    t = lookup("squeeze").type_rel(
+        [TensorType((1, Any, 3), "float32")], lookup("squeeze").make_attrs()
+    )
     assert t.shape == (Any, 3)
     with pytest.raises(OpTypeError):
         run("squeeze", x, axis=(1,))
@@ -320,18 +389,26 @@ def test_squeeze_without_axes_drops_static_ones_only():
 
 def test_clip_where_einsum():
     x = np.array([-3.0, -0.5, np.nan, 0.5, 4.0], np.float32)
-    same(run("clip", x, a_min=-1.0, a_max=1.0),
-         onnx_run("Clip", x, np.array(-1.0, np.float32), np.array(1.0, np.float32)))
-    same(run("clip", x, a_min=2.0, a_max=1.0),  # min > max: everything becomes max
-         onnx_run("Clip", x, np.array(2.0, np.float32), np.array(1.0, np.float32)))
+    same(
+        run("clip", x, a_min=-1.0, a_max=1.0),
+        onnx_run("Clip", x, np.array(-1.0, np.float32), np.array(1.0, np.float32)),
+    )
+    same(
+        run("clip", x, a_min=2.0, a_max=1.0),  # min > max: everything becomes max
+        onnx_run("Clip", x, np.array(2.0, np.float32), np.array(1.0, np.float32)),
+    )
     xi = np.arange(-4, 5, dtype=np.int8)
     np.testing.assert_array_equal(run("clip", xi, a_min=-2.5, a_max=2.5), np.clip(xi, -2, 2))
     c = np.array([[True], [False]])
     a, b = np.ones((1, 3), np.float32), np.zeros(3, np.float32)
     same(run("where", c, a, b), onnx_run("Where", c, a, b))
     rng = np.random.default_rng(11)
-    for eq, shapes in [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ii->i", [(4, 4)]),
-                       ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]), ("ij->", [(3, 4)])]:
+    for eq, shapes in [
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("ii->i", [(4, 4)]),
+        ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]),
+        ("ij->", [(3, 4)]),
+    ]:
         xs = [rng.normal(size=s).astype(np.float32) for s in shapes]
         close(run("einsum", *xs, equation=eq), onnx_run("Einsum", *xs, equation=eq), rtol=1e-5)
 
@@ -348,10 +425,10 @@ def test_take_is_onnx_gather_with_negative_indices():
             same(run("take", x, idx, axis=axis, mode=mode), theirs)
     with pytest.raises(EvalError):
         run("take", x, np.array([4]), axis=0, mode="fast")
-    np.testing.assert_array_equal(run("take", x, np.array([9, -9]), axis=0, mode="clip"),
-                                  x[[3, 0]])
-    np.testing.assert_array_equal(run("take", x, np.array([9, -9]), axis=0, mode="wrap"),
-                                  x[[9 % 4, -9 % 4]])
+    np.testing.assert_array_equal(run("take", x, np.array([9, -9]), axis=0, mode="clip"), x[[3, 0]])
+    np.testing.assert_array_equal(
+        run("take", x, np.array([9, -9]), axis=0, mode="wrap"), x[[9 % 4, -9 % 4]]
+    )
 
 
 def test_take_batch_dims_matches_numpy():
@@ -372,8 +449,12 @@ def test_gather_elements_and_nd_match_onnx():
         idx = rng.integers(-n, n, shape)
         theirs = onnx_run("GatherElements", x, idx, axis=axis % 3)
         same(run("gather", x, idx, axis=axis), theirs)
-    for idx, b in [(np.array([[0, 1], [2, -3]]), 0), (np.array([[[1, 2, 0]]]), 0),
-                   (np.array([[1], [0], [2]]), 1), (np.array([[[0, 4], [3, 1]]] * 3), 1)]:
+    for idx, b in [
+        (np.array([[0, 1], [2, -3]]), 0),
+        (np.array([[[1, 2, 0]]]), 0),
+        (np.array([[1], [0], [2]]), 1),
+        (np.array([[[0, 4], [3, 1]]] * 3), 1),
+    ]:
         theirs = onnx_run("GatherND", x, idx, batch_dims=b)
         ours = run("gather_nd", x, np.moveaxis(idx, -1, 0), batch_dims=b)
         same(ours, theirs)
@@ -386,21 +467,30 @@ def test_scatter_match_onnx(reduction):
     ours_red = "update" if reduction == "none" else reduction
     for axis in (0, 1):
         if reduction == "none":  # duplicates have no defined order without a reduction
-            idx = np.argsort(rng.random((4, 5)), axis=axis)[:2] if axis == 0 else \
-                np.argsort(rng.random((4, 5)), axis=axis)[:, :3]
+            idx = (
+                np.argsort(rng.random((4, 5)), axis=axis)[:2]
+                if axis == 0
+                else np.argsort(rng.random((4, 5)), axis=axis)[:, :3]
+            )
         else:
             idx = rng.integers(-x.shape[axis], x.shape[axis], (3, 2) if axis == 0 else (4, 6))
         upd = rng.normal(size=idx.shape).astype(np.float32)
-        same(run("scatter_elements", x, idx, upd, axis=axis, reduction=ours_red),
-             onnx_run("ScatterElements", x, idx, upd, axis=axis, reduction=reduction))
+        same(
+            run("scatter_elements", x, idx, upd, axis=axis, reduction=ours_red),
+            onnx_run("ScatterElements", x, idx, upd, axis=axis, reduction=reduction),
+        )
     idx = np.array([[1, 0], [3, 4], [1, 0]]) if reduction != "none" else np.array([[1, 0], [3, 4]])
     upd = rng.normal(size=idx.shape[:1]).astype(np.float32)
-    same(run("scatter_nd", x, idx.T, upd, mode=ours_red),
-         onnx_run("ScatterND", x, idx, upd, reduction=reduction))
+    same(
+        run("scatter_nd", x, idx.T, upd, mode=ours_red),
+        onnx_run("ScatterND", x, idx, upd, reduction=reduction),
+    )
     rows = np.array([[2], [0]]) if reduction == "none" else np.array([[2], [0], [2]])
     upd = rng.normal(size=(len(rows), 5)).astype(np.float32)
-    same(run("scatter_nd", x, rows.T, upd, mode=ours_red),
-         onnx_run("ScatterND", x, rows, upd, reduction=reduction))
+    same(
+        run("scatter_nd", x, rows.T, upd, mode=ours_red),
+        onnx_run("ScatterND", x, rows, upd, reduction=reduction),
+    )
 
 
 def test_nonzero_and_argwhere():
@@ -419,8 +509,13 @@ def test_one_hot_and_range_match_onnx():
     # Out-of-range and negative indices give all-off rows (TVM / TensorFlow semantics).
     out = run("one_hot", np.array([-1, 7]), vals[1], vals[0], depth=4)
     np.testing.assert_array_equal(out, np.full((2, 4), vals[0]))
-    for s, e, d, dtype in [(0, 10, 3, np.int64), (10, 2, -3, np.int32), (1.0, 2.0, 0.3, np.float32),
-                           (3.0, -1.0, -0.5, np.float64), (5, 5, 1, np.int64)]:
+    for s, e, d, dtype in [
+        (0, 10, 3, np.int64),
+        (10, 2, -3, np.int32),
+        (1.0, 2.0, 0.3, np.float32),
+        (3.0, -1.0, -0.5, np.float64),
+        (5, 5, 1, np.int64),
+    ]:
         args = [np.array(v, dtype) for v in (s, e, d)]
         close(run("arange", *args), onnx_run("Range", *args))
 
@@ -476,18 +571,24 @@ def test_quantize_dequantize_integer_match_onnx(out):
     cases = [
         (np.array(2.0, np.float32), np.asarray(np.array(1)).astype(np_out), {}),
         (np.array([1.0, 0.5], np.float32), np.array([0, 2]).astype(np_out), {"axis": 0}),
-        (rng.uniform(0.5, 3, (2, 5)).astype(np.float32), np.zeros((2, 5), np_out),
-         {"axis": 1, "block_size": 3}),
+        (
+            rng.uniform(0.5, 3, (2, 5)).astype(np.float32),
+            np.zeros((2, 5), np_out),
+            {"axis": 1, "block_size": 3},
+        ),
     ]
     for scale, zp, kw in cases:
         q = run("qnn.quantize", x, scale, zp, **kw)
         same(q, onnx_run("QuantizeLinear", x, scale, zp, **kw))
-        same(run("qnn.dequantize", q, scale, zp, **kw),
-             onnx_run("DequantizeLinear", q, scale, zp, **kw))
+        same(
+            run("qnn.dequantize", q, scale, zp, **kw),
+            onnx_run("DequantizeLinear", q, scale, zp, **kw),
+        )
 
 
-@pytest.mark.parametrize("out", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                                 "float8_e5m2fnuz"])
+@pytest.mark.parametrize(
+    "out", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
+)
 @pytest.mark.parametrize("saturate", [1, 0])
 def test_quantize_float8_matches_onnx(out, saturate):
     x = SPECIAL
@@ -500,8 +601,12 @@ def test_quantize_float8_matches_onnx(out, saturate):
 
 def test_quantize_saturates_infinities():
     # onnx.reference leaves int(inf) undefined; the spec (and onnxruntime) saturate.
-    q = run("qnn.quantize", np.array([np.inf, -np.inf], np.float32), np.array(1.0, np.float32),
-            np.array(0, np.int8))
+    q = run(
+        "qnn.quantize",
+        np.array([np.inf, -np.inf], np.float32),
+        np.array(1.0, np.float32),
+        np.array(0, np.int8),
+    )
     np.testing.assert_array_equal(q, [np.iinfo(np.int8).max, np.iinfo(np.int8).min])
 
 
@@ -562,8 +667,12 @@ DYN_CASES = [
     ("dyn.reshape", [np.zeros((2, 6), np.float32)], [np.array([3, -1])], {}),
     ("dyn.broadcast_to", [np.ones((3, 1), np.float32)], [np.array([2, 1, 4])], {}),
     ("dyn.tile", [np.ones((2, 3), np.int32)], [np.array([2, 1])], {}),
-    ("dyn.strided_slice", [np.arange(20.0).reshape(4, 5)],
-     [np.array([1, -1]), np.array([3, -6]), np.array([1, -2])], {}),
+    (
+        "dyn.strided_slice",
+        [np.arange(20.0).reshape(4, 5)],
+        [np.array([1, -1]), np.array([3, -6]), np.array([1, -2])],
+        {},
+    ),
     ("dyn.full", [np.array(2.5, np.float32)], [np.array([2, 2])], {"dtype": "int32"}),
     ("dyn.zeros", [], [np.array([3])], {"dtype": "int64"}),
     ("dyn.ones", [], [np.array([1, 2])], {}),
@@ -584,8 +693,9 @@ def test_dyn_to_static(name, data, params, attrs):
     sargs = [arg.data for arg in static.args]
     want = op.ref(data + params, a)
     got = sop.ref(sargs, static.attrs)
-    for w, g in zip(want if isinstance(want, tuple) else (want,),
-                    got if isinstance(got, tuple) else (got,)):
+    for w, g in zip(
+        want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)
+    ):
         same(g, w)
     # The static type is at least as precise as the dynamic one.
     st = sop.type_rel([_type_of(s) for s in sargs], static.attrs)

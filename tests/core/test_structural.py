@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from relay_core import parse, structural_equal, structural_hash
-from relay_core.ir import Call, Function, Let, Tuple, TypeVar, FuncType, TensorType, const, var
+from relay_core.ir import Call, Function, FuncType, Let, TensorType, Tuple, TypeVar, const, var
 
 
 def test_alpha_equivalent_functions_equal_and_hash_alike():
@@ -34,13 +34,17 @@ def test_shared_closure_equals_its_unfolding_and_hashes_alike():
     shared = Function((p1,), p1 + x)
     f1 = Function((x,), Tuple((Call(shared, (x,)), Call(shared, (x,)))))
     q1, q2 = var("q"), var("r")
-    f2 = Function((x,), Tuple((Call(Function((q1,), q1 + x), (x,)), Call(Function((q2,), q2 + x), (x,)))))
+    f2 = Function(
+        (x,), Tuple((Call(Function((q1,), q1 + x), (x,)), Call(Function((q2,), q2 + x), (x,))))
+    )
     assert structural_equal(f1, f2)
     assert structural_hash(f1) == structural_hash(f2)
 
 
 def test_constants_compare_by_value_and_bits():
-    assert structural_equal(const(np.array([1.0, np.nan], "float32")), const(np.array([1.0, np.nan], "float32")))
+    assert structural_equal(
+        const(np.array([1.0, np.nan], "float32")), const(np.array([1.0, np.nan], "float32"))
+    )
     assert not structural_equal(const(np.float32(0.0)), const(np.float32(-0.0)))
     assert not structural_equal(const([1, 2], "int32"), const([1, 2], "int64"))
 

@@ -11,8 +11,8 @@ from relay_core.ir import (
     Call,
     Clause,
     Constructor,
-    FuncType,
     Function,
+    FuncType,
     GlobalTypeVar,
     GlobalVar,
     If,
@@ -83,7 +83,12 @@ def test_recursive_global_infers_return_type():
         acc,
     )
     x = var("x", (3,))
-    mod = IRModule({loop: Function((i, acc), body), GlobalVar("main"): Function((x,), Call(loop, (const(0, "int32"), x)))})
+    mod = IRModule(
+        {
+            loop: Function((i, acc), body),
+            GlobalVar("main"): Function((x,), Call(loop, (const(0, "int32"), x))),
+        }
+    )
     typed(mod)
     assert mod["loop"].checked_type == FuncType(
         (TensorType((), "int32"), TensorType((3,), F32)), TensorType((3,), F32)
@@ -119,7 +124,13 @@ def test_polymorphic_adt_and_match():
     h = var("h")
     head_or = Function(
         (l, d),
-        Match(l, (Clause(PatternConstructor(cons, (PatternVar(h), PatternWildcard())), h), Clause(PatternConstructor(nil), d))),
+        Match(
+            l,
+            (
+                Clause(PatternConstructor(cons, (PatternVar(h), PatternWildcard())), h),
+                Clause(PatternConstructor(nil), d),
+            ),
+        ),
         b,
         (b,),
     )

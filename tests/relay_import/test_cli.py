@@ -18,10 +18,16 @@ def relay(*args, cwd=None, check=True):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     p = subprocess.run(
         [sys.executable, "-m", "relay_import.cli", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env=env,
+        timeout=600,
     )
     if check and p.returncode != 0:
-        raise AssertionError(f"relay {' '.join(map(str, args))} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
+        raise AssertionError(
+            f"relay {' '.join(map(str, args))} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        )
     return p
 
 
@@ -29,7 +35,9 @@ def relay(*args, cwd=None, check=True):
 def torch_pt2(tmp_path_factory):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5)).eval()
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5)
+    ).eval()
     ep = torch.export.export(m, (torch.randn(1, 3, 8, 8),))
     path = tmp_path_factory.mktemp("pt") / "small.pt2"
     torch.export.save(ep, str(path))
@@ -39,8 +47,14 @@ def torch_pt2(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tf_saved_model(tmp_path_factory):
     keras = pytest.importorskip("keras")
-    m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3, activation="relu"),
-                          keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(5)])
+    m = keras.Sequential(
+        [
+            keras.Input((8, 8, 3)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(5),
+        ]
+    )
     path = tmp_path_factory.mktemp("tf") / "saved"
     m.export(str(path), verbose=False)
     return path
@@ -61,12 +75,24 @@ def test_inspect_lists_every_unsupported_op(tmp_path):
     import onnx
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("FancyOpA", ["x"], ["y"], domain="custom.a"),
-             helper.make_node("FancyOpB", ["y"], ["z"], domain="custom.b")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("custom.a", 1),
-                                             helper.make_opsetid("custom.b", 1)])
+    nodes = [
+        helper.make_node("FancyOpA", ["x"], ["y"], domain="custom.a"),
+        helper.make_node("FancyOpB", ["y"], ["z"], domain="custom.b"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])],
+    )
+    m = helper.make_model(
+        g,
+        opset_imports=[
+            helper.make_opsetid("", 17),
+            helper.make_opsetid("custom.a", 1),
+            helper.make_opsetid("custom.b", 1),
+        ],
+    )
     path = tmp_path / "bad.onnx"
     onnx.save(m, str(path))
     p = relay("inspect", path, check=False)
@@ -99,7 +125,9 @@ def test_compile_run_onnx(tmp_path):
     relay("run", art, "--inputs", tmp_path / "in.npz", "-o", tmp_path / "out.npz")
     import onnxruntime as ort
 
-    want = ort.InferenceSession(str(DEMO), providers=["CPUExecutionProvider"]).run(None, {"image": x})[0]
+    want = ort.InferenceSession(str(DEMO), providers=["CPUExecutionProvider"]).run(
+        None, {"image": x}
+    )[0]
     with np.load(tmp_path / "out.npz") as z:
         np.testing.assert_allclose(z["probs"], want, rtol=1e-4, atol=1e-6)
     np.save(tmp_path / "x.npy", x)
@@ -145,3 +173,10 @@ def test_input_shape_flag(tmp_path):
     assert "Tensor[(1, 3, 32, 32)" in out
     p = relay("inspect", DEMO, "--input-shape", "image=a,b", check=False)
     assert p.returncode != 0 and "integers" in (p.stderr + p.stdout)
+
+
+def test_dump_ir_prints_the_module_after_each_pass(tmp_path):
+    p = relay("compile", DEMO, "-o", tmp_path / "a.relaylib", "--dump-ir", "--quiet")
+    for name in ("InferType", "FoldConstant", "FuseOps"):
+        assert f"after {name}" in p.stderr, p.stderr[-2000:]
+    assert "nn.conv2d" in p.stderr and (tmp_path / "a.relaylib" / "lib.so").exists()

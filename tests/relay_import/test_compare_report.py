@@ -47,11 +47,21 @@ def test_report_text_and_html(tmp_path):
     bad = compare("mid", np.ones(3), -np.ones(3), 1e-5, 1e-6)
     layer0 = LayerDiff(0, "conv_0", "Conv", "c0", ok, [("x", stats(np.ones(3)))])
     layer1 = LayerDiff(1, "neg_1", "Neg", "mid", bad, [("c0", stats(np.ones(3)))])
-    r = VerifyReport("m.onnx", "onnx", 1e-5, 1e-6, [bad], layers=[layer0, layer1], first_divergence=layer1,
-                     neighbours={"inputs": [("conv_0", "Conv")], "outputs": [("relu_2", "Relu")]})
+    r = VerifyReport(
+        "m.onnx",
+        "onnx",
+        1e-5,
+        1e-6,
+        [bad],
+        layers=[layer0, layer1],
+        first_divergence=layer1,
+        neighbours={"inputs": [("conv_0", "Conv")], "outputs": [("relu_2", "Relu")]},
+    )
     assert not r.ok and not bool(r)
     text = r.summary()
-    assert "MISMATCH" in text and "first divergence: node 'neg_1' (Neg)" in text and "conv_0" in text
+    assert (
+        "MISMATCH" in text and "first divergence: node 'neg_1' (Neg)" in text and "conv_0" in text
+    )
     path = r.write_html(tmp_path / "r.html")
     html = path.read_text()
     assert "neg_1" in html and "<svg" in html and "data:image/png;base64," in html

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -51,10 +50,17 @@ def test_artifact_runs_with_only_numpy(tmp_path, numpy_only_python):
     art = lib.export(str(tmp_path / "demo.relaylib"))
     x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype("float32")
     np.save(tmp_path / "x.npy", x)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": f"{only}{os.pathsep}{ROOT}", "PYTHONNOUSERSITE": "1"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": f"{only}{os.pathsep}{ROOT}",
+        "PYTHONNOUSERSITE": "1",
+    }
     p = subprocess.run(
         [str(python), "-c", _CHILD, str(art), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert p.returncode == 0, p.stderr
     info = json.loads(p.stdout.strip().splitlines()[-1])

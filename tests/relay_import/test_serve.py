@@ -85,8 +85,10 @@ def test_run_json_matches_onnxruntime(server):
 
 
 def test_concurrent_runs_are_independent(server):
-    xs = [np.random.default_rng(10 + k).standard_normal((1, 3, 32, 32)).astype(np.float32)
-          for k in range(8)]
+    xs = [
+        np.random.default_rng(10 + k).standard_normal((1, 3, 32, 32)).astype(np.float32)
+        for k in range(8)
+    ]
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda x: request(server + "/models/cnn/run", npz(image=x)), xs))
     for x, (status, body) in zip(xs, results):
@@ -160,9 +162,21 @@ def test_body_over_the_limit_is_refused_before_it_is_read(server):
 def test_cli_serve_preloads_and_answers(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     p = subprocess.Popen(
-        [sys.executable, "-m", "relay_import.cli", "serve", "--port", "0", "--model",
-         f"cnn={DEMO}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "relay_import.cli",
+            "serve",
+            "--port",
+            "0",
+            "--model",
+            f"cnn={DEMO}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     try:
         url = None
@@ -186,7 +200,10 @@ def test_cli_serve_refuses_a_bad_model_at_start(tmp_path):
     bad.write_bytes(b"\x08\x07garbage")
     p = subprocess.run(
         [sys.executable, "-m", "relay_import.cli", "serve", "--port", "0", "--model", f"m={bad}"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
     assert p.returncode != 0
     assert "bad.onnx" in p.stderr and "Traceback" not in p.stderr

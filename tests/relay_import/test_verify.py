@@ -31,7 +31,9 @@ def test_verify_parity_on_demo_model(compiled):
 def test_verify_names_the_planted_wrong_node(compiled, tmp_path):
     html = tmp_path / "report.html"
     report = ri.verify(
-        str(DEMO), compiled=compiled, custom_convert_map={"Relu": _sign_flipping_relu},
+        str(DEMO),
+        compiled=compiled,
+        custom_convert_map={"Relu": _sign_flipping_relu},
         html=str(html),
     )
     assert not report.ok
@@ -80,20 +82,26 @@ def test_verify_pytorch_localises_planted_node():
     m = M().eval()
     x = torch.randn(1, 3, 8, 8)
     assert ri.verify(m, example_inputs=(x,), compiled=False).ok
-    r = ri.verify(m, example_inputs=(x,), compiled=False,
-                  custom_convert_map={"aten.relu.default": _negated_relu})
+    r = ri.verify(
+        m,
+        example_inputs=(x,),
+        compiled=False,
+        custom_convert_map={"aten.relu.default": _negated_relu},
+    )
     assert not r.ok and r.first_divergence is not None
     assert r.first_divergence.op == "aten.relu.default"
 
 
 def test_verify_tensorflow_localises_planted_node():
     keras = pytest.importorskip("keras")
-    m = keras.Sequential([
-        keras.Input((8, 8, 3)),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.Flatten(),
-        keras.layers.Dense(5, activation="softmax"),
-    ])
+    m = keras.Sequential(
+        [
+            keras.Input((8, 8, 3)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(5, activation="softmax"),
+        ]
+    )
     assert ri.verify(m, compiled=False).ok
     r = ri.verify(m, compiled=False, custom_convert_map={"Relu": _negated_relu})
     assert not r.ok and r.first_divergence is not None
