@@ -166,16 +166,21 @@ def _read_pb(path: str, type_proto):
 # Running and comparing.
 
 
-def run_case(case: Case, cleanup: bool = True) -> None:
-    """Convert, typecheck and evaluate `case`; AssertionError when an output differs."""
+def run_case(case: Case, cleanup: bool = True, compiled: bool = False) -> None:
+    """Convert, typecheck and evaluate `case` (with the interpreter, or compiled by
+    relay_core.build); AssertionError when an output differs."""
     from . import from_onnx
     from .values import run
 
     mod = from_onnx(case.model, cleanup=cleanup, shapes=_open_shapes(case))
+    if compiled:
+        import relay_core
+
+        lib = relay_core.build(mod)
     for k, (inputs, expected) in enumerate(case.data_sets):
         inputs = [_normalize(x) for x in inputs]
         expected = [_normalize(x) for x in expected]
-        outputs = run(mod, list(inputs))
+        outputs = lib(*inputs) if compiled else run(mod, list(inputs))
         if len(outputs) != len(expected):
             raise AssertionError(f"{len(outputs)} outputs, expected {len(expected)}")
         for i, (e, a) in enumerate(zip(expected, outputs)):

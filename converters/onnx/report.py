@@ -4,12 +4,15 @@ python -m converters.onnx.report               # node cases, per op
 python -m converters.onnx.report --folders     # also simple, pytorch-*, light
 python -m converters.onnx.report --failures    # list each failing case and why
 python -m converters.onnx.report -k resize     # only cases whose name contains 'resize'
+python -m converters.onnx.report --compiled    # compiled by relay_core.build instead
+python -m converters.onnx.report --markdown docs/onnx_conformance.md   # also write the table
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import multiprocessing
 import signal
 import sys
@@ -33,7 +36,7 @@ def _run_one(args):
     signal.alarm(TIMEOUT)
     t0 = time.perf_counter()
     try:
-        run_case(case)
+        run_case(case, compiled=_COMPILED)
         status, msg = "pass", ""
     except BaseException as e:  # noqa: BLE001 - a report records every kind of failure
         if isinstance(e, KeyboardInterrupt):
@@ -46,6 +49,7 @@ def _run_one(args):
 
 
 _CASES: dict[str, dict] = {}
+_COMPILED = False
 
 
 def run_all(groups: list[str], pattern: str = "", jobs: int = 2) -> list[tuple]:
@@ -76,12 +80,16 @@ def main(argv=None) -> int:
     p.add_argument("-k", default="", help="only cases whose name contains this")
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--slowest", type=int, default=0, help="show the N slowest cases")
+    p.add_argument("--compiled", action="store_true", help="compile each case (relay_core.build)")
+    p.add_argument("--markdown", metavar="PATH", help="write the per-op table as markdown")
     p.add_argument(
         "--write-expected",
         metavar="PATH",
         help="write the failing cases as an expected-failures file",
     )
     args = p.parse_args(argv)
+    global _COMPILED
+    _COMPILED = args.compiled
     groups = [] if args.only_folders else ["node"]
     if args.folders or args.only_folders:
         groups += ["simple", "pytorch-converted", "pytorch-operator", "light"]
@@ -113,10 +121,46 @@ def main(argv=None) -> int:
             print(f"{t:8.2f} s  {g}/{name}")
     if args.write_expected:
         _write_expected(args.write_expected, results)
+    if args.markdown:
+        _write_markdown(args.markdown, results, by_op, totals, args.compiled)
     print("\ntotals:")
     for g, (ok, n) in totals.items():
         print(f"  {g:20} {ok:5} / {n:<5} ({100.0 * ok / max(n, 1):.1f}%)")
     return 0
+
+
+def _write_markdown(path: str, results, by_op, totals, compiled: bool) -> None:
+    mode = "compiled (relay_core.build)" if compiled else "the reference interpreter"
+    lines = [
+        f"# ONNX conformance cases, run with {mode}",
+        "",
+        f"Measured {datetime.date.today()} by `python -m converters.onnx.report "
+        f"{'--compiled ' if compiled else ''}--folders --markdown ...` against the outputs "
+        "stored with onnx's cases.",
+        "",
+        "| set | pass | total | % |",
+        "|---|---:|---:|---:|",
+    ]
+    for g, (ok, n) in totals.items():
+        lines.append(f"| {g} | {ok} | {n} | {100.0 * ok / max(n, 1):.1f} |")
+    lines += [
+        "",
+        "## Node cases per operator",
+        "",
+        "| operator | pass | total |",
+        "|---|---:|---:|",
+    ]
+    for op in sorted(by_op):
+        if op not in totals:
+            ok, n = by_op[op]
+            lines.append(f"| {op} | {ok} | {n} |")
+    lines += ["", "## Failing cases", ""]
+    for g, name, status, msg, _ in sorted(results):
+        if status != "pass":
+            key = name if g == "node" else f"{g}/{name}"
+            lines.append(f"- `{key}`: {msg.replace('|', '/')}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _write_expected(path: str, results) -> None:

@@ -147,6 +147,6 @@ class _Folder:
 def _to_expr(value, like: Expr) -> Expr:
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v, like) for v in value), span=like.span)
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray | np.generic):  # a 0-d result may come back as a scalar
         return Constant(np.array(value, copy=True, order="C"), span=like.span)
     return like

@@ -16,15 +16,12 @@ import pytest
 
 pytest.importorskip("onnx")
 
-import relay_core  # noqa: E402
 from converters.onnx.conformance import (  # noqa: E402
-    _normalize,
-    _open_shapes,
-    assert_close,
     folder_cases,
     light_cases,
     load_expected_failures,
     node_cases,
+    run_case,
 )
 
 HERE = os.path.dirname(__file__)
@@ -69,25 +66,10 @@ QUICK = [
 ]
 
 
-def _run_compiled(case) -> None:
-    from converters.onnx import from_onnx
-
-    mod = from_onnx(case.model, shapes=_open_shapes(case))
-    lib = relay_core.build(mod)
-    for k, (inputs, expected) in enumerate(case.data_sets):
-        inputs = [_normalize(x) for x in inputs]
-        expected = [_normalize(x) for x in expected]
-        outputs = lib(*inputs)
-        if len(outputs) != len(expected):
-            raise AssertionError(f"{len(outputs)} outputs, expected {len(expected)}")
-        for i, (e, a) in enumerate(zip(expected, outputs)):
-            assert_close(e, a, case.rtol, case.atol, f"data set {k} output {i}")
-
-
 def _check(name: str, case=None) -> None:
     reason = EXPECTED.get(name) or EXPECTED_INTERP.get(name)
     try:
-        _run_compiled(case if case is not None else node_cases()[name])
+        run_case(case if case is not None else node_cases()[name], compiled=True)
     except Exception as e:
         if reason is None:
             raise

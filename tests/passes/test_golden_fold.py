@@ -63,6 +63,25 @@ def test_fold_constant_leaves_dynamic_shapes_and_failing_calls():
     )
 
 
+def test_fold_constant_folds_calls_with_a_scalar_result():
+    # take(shape, 1) is a 0-d value (numpy hands it back as a scalar, not an array): exporters
+    # compute batch sizes this way, and the shapes built from them must become constants.
+    check(
+        passes.FoldConstant(),
+        """
+        def @main() {
+          %0 = take(meta[Constant][0], 1i64, axis=0, mode="fast");
+          concatenate(meta[Constant][1], expand_dims(%0, axis=0))
+        }
+        """,
+        """
+        def @main() { meta[Constant][0] }
+        """,
+        consts=[np.array([32, 4, 64], np.int64), np.array([1], np.int64)],
+        consts_after=[np.array([1, 4], np.int64)],
+    )
+
+
 # The ONNX model `ConstantOfShape(shape=[100000, 100000, 100000])` is 84 bytes; as Relay it is
 # a fill of a constant shape. Folding it would need 4 PB.
 HUGE = [np.array([100000, 100000, 100000], np.int64)]
