@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from relay_core.ir import Any, Call, Function, If, Let, TensorType, Var
+from relay_core.ir import Any, Call, Function, If, Let, TensorType, Tuple, Var
+from relay_core.ir.visitor import substitute
 
 from .table import converter
 from .util import cast, scalar, scalar_like
+
+# Sequences up to this many steps are unrolled when their length is known at conversion.
+UNROLL_MAX_STEPS = 64
 
 # name -> (builder(ctx, x, alpha, beta), default alpha, default beta)
 _ACT = {
@@ -211,9 +215,25 @@ def _recurrence(
             c_new = ctx.call("where", valid, c_new, c_var)
         y_t = ctx.call("where", valid, y_t, scalar(ctx, 0, dtype))
     ys_new = ctx.call("concatenate", ys_var, ctx.call("expand_dims", y_t, axis=0), axis=0)
-    cell = Var("cell")
     state = [h_var] + ([c_var] if c_var is not None else [])
     nxt = [h_new] + ([c_new] if c_new is not None else [])
+    if isinstance(T, int) and 0 < T <= UNROLL_MAX_STEPS:
+        # A known, short sequence: unrolled into a static graph (the backend then fuses the
+        # steps' elementwise work and needs no run-time loop). Longer or run-time lengths
+        # stay a recursive function: a loop.
+        vals = [h0] + ([c0] if c0 is not None else [])
+        ys_list = []
+        body = Tuple((*nxt, y_t), span=ctx.span)
+        for t in range(T):
+            m = {**outer, t_var: scalar(ctx, t, "int64"), **dict(zip(state, vals))}
+            step_vals = substitute(body, m).fields
+            vals, y = list(step_vals[:-1]), step_vals[-1]
+            ys_list.append(ctx.call("expand_dims", y, axis=0))
+        ys = ys_list[0] if T == 1 else ctx.call("concatenate", *ys_list, axis=0)
+        expr = ctx.tuple([*vals, ys])
+    else:
+        expr = None
+    cell = Var("cell")
     step = Call(
         cell, (ctx.call("add", t_var, scalar(ctx, 1, "int64")), *nxt, ys_new), span=ctx.span
     )
@@ -223,13 +243,14 @@ def _recurrence(
         If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span),
         span=ctx.span,
     )
-    if not h_t.is_static:
-        raise ctx.error("needs a static batch size and hidden size")
-    ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
-    init = [scalar(ctx, 0, "int64"), h0] + ([c0] if c0 is not None else []) + [ys0]
-    expr = Let(cell, fn, Call(cell, tuple(init), span=ctx.span), span=ctx.span)
-    for v, value in reversed(list(outer.items())):
-        expr = Let(v, value, expr, span=ctx.span)
+    if expr is None:
+        if not h_t.is_static:
+            raise ctx.error("needs a static batch size and hidden size")
+        ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
+        init = [scalar(ctx, 0, "int64"), h0] + ([c0] if c0 is not None else []) + [ys0]
+        expr = Let(cell, fn, Call(cell, tuple(init), span=ctx.span), span=ctx.span)
+        for v, value in reversed(list(outer.items())):
+            expr = Let(v, value, expr, span=ctx.span)
     res = [ctx.item(expr, k) for k in range(len(state) + 1)]
     ys = res[-1]
     if reverse:

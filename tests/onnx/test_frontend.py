@@ -198,6 +198,45 @@ def test_lstm_with_sequence_lengths_matches_onnxruntime(direction):
     _check_vs_ort(m, [rng.standard_normal((seq, batch, inp)).astype(np.float32)])
 
 
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("seq", [6, 70, "T"])
+def test_recurrent_ops_unroll_short_static_sequences_and_loop_otherwise(kind, seq):
+    # A known length up to UNROLL_MAX_STEPS (64) becomes a static graph; a longer or run-time
+    # length stays a recursive function. Both match onnxruntime, interpreted and compiled.
+    import relay_core
+    from converters.onnx.rnn import UNROLL_MAX_STEPS
+
+    rng = np.random.default_rng(4)
+    hidden, inp, batch = 4, 3, 2
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
+    shapes = {"W": [1, gates * hidden, inp], "R": [1, gates * hidden, hidden]}
+    shapes["B"] = [1, 2 * gates * hidden]
+    inits = [
+        helper.make_tensor(k, TensorProto.FLOAT, s, rng.standard_normal(s) * 0.5)
+        for k, s in shapes.items()
+    ]
+    outs = ["y", "yh"] + (["yc"] if kind == "LSTM" else [])
+    node = helper.make_node(kind, ["x", "W", "R", "B"], outs, hidden_size=hidden)
+    m = helper.make_model(
+        helper.make_graph(
+            [node],
+            "g",
+            [_vi("x", [seq, batch, inp])],
+            [_vi("y", [seq, 1, batch, hidden])] + [_vi(o, [1, batch, hidden]) for o in outs[1:]],
+            inits,
+        ),
+        opset_imports=[helper.make_opsetid("", 14)],
+    )
+    n = 70 if seq == "T" else seq
+    x = rng.standard_normal((n, batch, inp)).astype(np.float32)
+    mod = _check_vs_ort(m, [x])
+    looped = "fn (" in mod.astext()
+    assert looped == (seq == "T" or seq > UNROLL_MAX_STEPS)
+    got = relay_core.build(mod)(x)
+    for a, b in zip(got, _ort(m, [x])):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_function_bodied_op_without_a_converter_uses_its_body():
     # CenterCropPad has no converter of its own: it converts through its function body.
     node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[0, 1])
