@@ -108,6 +108,7 @@ def folder_cases(kind: str) -> dict[str, Case]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def light_cases() -> dict[str, Case]:
     """The nine `light_*.onnx` model-zoo graphs: input arange(n)/n as onnx's runner makes it,
     expected outputs stored beside them, tolerances from real/*/data.json."""

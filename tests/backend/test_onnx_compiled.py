@@ -98,28 +98,18 @@ def test_data_folder_case_compiled(key):
     _check(key, folder_cases(kind)[name])
 
 
-_LIGHT = None
-
-
-def _light():
-    global _LIGHT
-    if _LIGHT is None:
-        _LIGHT = light_cases()
-    return _LIGHT
-
-
 # The real models of onnx's `light` set (AlexNet, DenseNet-121, Inception v1/v2, ResNet-50,
 # ShuffleNet, SqueezeNet, VGG-19, ZFNet-512), compiled: slow (one full build each).
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(_light()))
+@pytest.mark.parametrize("name", sorted(light_cases()))
 def test_light_model_compiled(name):
-    _check(f"light/{name}", _light()[name])
+    _check(f"light/{name}", light_cases()[name])
 
 
 def test_expected_failures_name_real_cases():
     known = (
         set(node_cases())
-        | {f"light/{n}" for n in _light()}
+        | {f"light/{n}" for n in light_cases()}
         | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
     )
     stale = sorted(set(EXPECTED) - known)

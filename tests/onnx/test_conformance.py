@@ -69,25 +69,15 @@ def test_data_folder_case(key):
     _check(folder_cases(kind)[name], key)
 
 
-_LIGHT = None
-
-
-def _light():
-    global _LIGHT
-    if _LIGHT is None:
-        _LIGHT = light_cases()
-    return _LIGHT
-
-
-@pytest.mark.parametrize("name", _params(sorted(_light()), "light/"))
+@pytest.mark.parametrize("name", _params(sorted(light_cases()), "light/"))
 def test_light_model(name):
-    _check(_light()[name], f"light/{name}")
+    _check(light_cases()[name], f"light/{name}")
 
 
 def test_expected_failures_name_real_cases():
     known = (
         set(node_cases())
-        | {f"light/{n}" for n in _light()}
+        | {f"light/{n}" for n in light_cases()}
         | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
     )
     stale = sorted(set(EXPECTED) - known)
