@@ -10,6 +10,7 @@ from . import (  # noqa: F401  # noqa: E402, F401, I001  # noqa: E402, F401, I00
     grad_support,
     grads,
     grads_nn,
+    grads_sample,
     grads_tensor,
     image,
     misc,
@@ -35,6 +36,7 @@ from . import (  # noqa: F401  # noqa: E402, F401, I001  # noqa: E402, F401, I00
     transform_index,
     transform_slice,
     vision,
+    vision_grad,
 )
 
 grads.install()

@@ -690,17 +690,4 @@ def _affine_grid(c, g, ctx):
     return [_c("einsum", g, b, equation=f"n{sp}i,{sp}k->nik")]
 
 
-# Not differentiated yet (gradients refused with a clear error): sampling at computed
-# coordinates and region pooling.
-for _n in ("image.grid_sample", "image.crop_and_resize", "vision.roi_align", "vision.roi_pool"):
-    (lambda n: defgrad(n)(lambda c, g, ctx: _refuse(n)))(_n)
-
-
-def _refuse(name):
-    raise RelayError(
-        f"no gradient for {name} yet: it samples its input at computed coordinates; "
-        "differentiate a model without it or contribute a rule in relay_core/ops/grads_nn.py"
-    )
-
-
 __all__ = ["conv_weight_grad", "separable_rule"]

@@ -175,6 +175,21 @@ def _roi_samples(align: bool):
                     yield Sample([x, boxes, batch.astype(np.int64)], {**base, **extra})
                 rois5 = np.concatenate([batch[:, None].astype(dtype), boxes], 1)
                 yield Sample([x, rois5], {**base, "pooled_size": (1, 1)})
+        # Small enough for finite-difference gradient checks.
+        x = random_array(rng, (1, 2, 6, 5), "float64")
+        xy = rng.uniform(-1, 6, size=(3, 2, 2))
+        boxes = np.concatenate([xy.min(1), xy.max(1)], axis=1)
+        batch = np.zeros(3, np.int64)
+        if not align:
+            rois5 = np.concatenate([batch[:, None].astype(np.float64), boxes], 1)
+            yield Sample([x, rois5], {"pooled_size": (2, 2)})
+        else:
+            for extra in (
+                {},
+                {"sample_ratio": 2, "mode": "max"},
+                {"coordinate_transformation_mode": "output_half_pixel", "spatial_scale": 0.7},
+            ):
+                yield Sample([x, boxes, batch], {"pooled_size": (2, 2), **extra})
         x = random_array(rng, (1, 2, 4, 4), "float32")
         yield Sample([x, np.zeros((0, 5), np.float32)], {})
 

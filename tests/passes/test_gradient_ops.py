@@ -44,12 +44,10 @@ def differentiable(op) -> bool:
 
 
 DIFF_OPS = sorted(n for n, op in all_ops().items() if differentiable(op))
-# Sampling at computed coordinates: their gradients are refused with a clear error (a known gap).
+# Backward ops: their own gradients (second derivatives) are refused with a clear error.
 NOT_DIFFERENTIATED = {
-    "image.grid_sample",
-    "image.crop_and_resize",
-    "vision.roi_align",
-    "vision.roi_pool",
+    "vision.roi_align_grad",
+    "vision.roi_pool_grad",
 }
 
 
