@@ -24,8 +24,6 @@ EXPECTED_FAIL: dict[str, str] = {
     "strings.normalize": "string tensors are not stored by the backend",
     "strings.regex_full_match": "string tensors are not stored by the backend",
     "strings.split": "string tensors are not stored by the backend",
-    "vision.roi_align_grad": "backward op: no lowering yet",
-    "vision.roi_pool_grad": "backward op: no lowering yet",
 }
 
 # Single samples that do not compile yet (op -> {sample index: reason}); the others of the op

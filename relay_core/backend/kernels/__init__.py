@@ -30,6 +30,7 @@ from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
 from .pool import pool_kernels
 from .softmax import softmax_kernels
 from .vision import vision_kernels
+from .vision_grad import vision_grad_kernels
 
 KERNELS: dict = {
     "nn.dense": emit_dense,
@@ -42,6 +43,7 @@ KERNELS: dict = {
     **pool_kernels(),
     **softmax_kernels(),
     **vision_kernels(),
+    **vision_grad_kernels(),
 }
 
 __all__ = ["KERNELS", "BOUNDED_KERNELS", "KernelInfo", "Epilogue"]
