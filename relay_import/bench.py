@@ -25,12 +25,16 @@ class BenchReport:
     compile_s: float = 0.0
 
     def summary(self) -> str:
-        faster = "faster" if self.ratio < 1 else "slower"
+        if abs(self.ratio - 1) < 0.02:
+            verdict = "on par"
+        elif self.ratio < 1:
+            verdict = f"relay {1 / self.ratio:.2f}x faster"
+        else:
+            verdict = f"relay {self.ratio:.2f}x slower"
         return (
-            f"{self.source}: relay {self.ours_ms:.3f} ms vs {self.framework} "
-            f"{self.theirs_ms:.3f} ms (median of {self.runs} interleaved pairs, "
-            f"{self.threads} threads); ratio {self.ratio:.2f} "
-            f"({1 / self.ratio if self.ratio < 1 else self.ratio:.2f}x {faster})"
+            f"{self.source}: median latency relay {self.ours_ms:.3f} ms, {self.framework} "
+            f"{self.theirs_ms:.3f} ms ({self.runs} interleaved pairs, {self.threads} threads); "
+            f"median of per-pair ratios relay/{self.framework} {self.ratio:.2f}: {verdict}"
         )
 
 
@@ -93,9 +97,10 @@ def bench(
         runner.threads = threads
     ta, tb = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs=runs)
     name = str(source) if isinstance(source, str) else type(source).__name__
+    runtime = {"onnx": "onnxruntime", "pytorch": "torch", "tensorflow": "tensorflow"}
     return BenchReport(
         name,
-        framework,
+        runtime.get(framework, framework),
         float(np.median(ta) * 1e3),
         float(np.median(tb) * 1e3),
         median_ratio(ta, tb),
