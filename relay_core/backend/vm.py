@@ -60,7 +60,7 @@ from .codegen import (
     storage_type,
 )
 from .graph import _wrap_op, lift_constants
-from .lower import GroupLowering
+from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
 ENTRY = "relay_run_dyn"
@@ -162,11 +162,14 @@ class VMCompiler:
             self.strings[text] = g
         return g.gep([ir.Constant(I32, 0), ir.Constant(I32, 0)])
 
-    def const_index(self, c: Constant) -> int:
-        k = self.const_slot.get(id(c))
+    def const_index(self, c: Constant, prepack=None, tag=None) -> int:
+        """The constant slot of `c`, or of its layout prepacked for a kernel (`tag` names
+        the kernel input, so every kernel gets the layout it reads)."""
+        key = id(c) if prepack is None else (id(c), tag)
+        k = self.const_slot.get(key)
         if k is None:
-            k = self.const_slot[id(c)] = len(self.consts)
-            self.consts.append(_contig(c.data))
+            k = self.const_slot[key] = len(self.consts)
+            self.consts.append(_contig(c.data if prepack is None else prepack(c.data)))
             self.const_nodes.append(c)
         return k
 
@@ -275,11 +278,14 @@ class VMCompiler:
     def kernel(self, call: Call):
         """(LoweredKernel, llvm name, lifted constants) of a primitive call."""
         fn, consts = lift_constants(call.op)
-        key = structural_hash(fn)
+        # The lifted constants are the trailing inputs: kernels may read them prepacked.
+        n_in = sum(len(flatten_type(p.checked_type)) for p in fn.params)
+        const_inputs = frozenset(range(n_in - len(consts), n_in))
+        key = (structural_hash(fn), const_inputs)
         entry = self.kernels.get(key)
         if entry is None:
             name = f"vk{len(self.kernels)}"
-            lk = GroupLowering(fn, name, self.llctx, frozenset(), self.nthreads).run()
+            lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
             KernelCodegen(self.llctx, lk.kernel).emit()
             if lk.pre is not None:
                 KernelCodegen(self.llctx, lk.pre[0]).emit()
@@ -709,8 +715,11 @@ class _FunctionEmitter:
         objs = b.load(
             b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 1)])
         )
-        for c in consts:
-            flat.append(b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(c))])))
+        base = len(flat)
+        for j, c in enumerate(consts):
+            pp = lk.prepack.get(base + j) if lk.prepack else None
+            slot = self.vm.const_index(c, pp, (name, base + j))
+            flat.append(b.load(b.gep(objs, [ir.Constant(I64, slot)])))
         if len(flat) != len(lk.in_types):
             raise VMError(f"kernel {name}: {len(flat)} inputs for {len(lk.in_types)} parameters")
         nth = b.load(
