@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from ..errors import RelayError
-from ..ir import dtype as _dt
 from ..ir.expr import (
     Call,
     Constant,
@@ -54,10 +53,8 @@ from .codegen import (
     I64,
     PTR,
     VOID,
-    ExprEmitter,
     KernelCodegen,
     ModuleContext,
-    storage_type,
 )
 from .graph import _wrap_op, lift_constants
 from .lower import GroupLowering, flatten_type
@@ -643,7 +640,7 @@ class _FunctionEmitter:
         if isinstance(op, Op):
             fn = _wrap_op(e)
             args = tuple(a for a in e.args if type(a) is not Constant)
-            self.own(e, self.kernel_call(Call(fn, args), e))
+            self.own(e, self.kernel_call(Call(fn, args)))
             return
         if isinstance(op, Constructor):
             o = self.rt("relay_adt_new", [ir.Constant(I32, op.tag), ir.Constant(I64, len(e.args))])
@@ -699,114 +696,10 @@ class _FunctionEmitter:
             wb.ret(wb.call(info.llfn, [a[0]] + a[2:]))
         return self.rt("relay_closure_new", [self.b.bitcast(w, PTR), ir.Constant(I64, 0)])
 
-    # -- kernels -------------------------------------------------------------------------------
-    def kernel_call(self, call: Call, orig=None):
-        b = self.b
-        lk, name, consts = self.vm.kernel(call)
-        flat = []
-        stack = list(reversed([(self.val(a), a.checked_type) for a in call.args]))
-        while stack:
-            v, t = stack.pop()
-            if isinstance(t, TupleType):
-                for i in reversed(range(len(t.fields))):
-                    stack.append((self.rt("relay_field", [v, ir.Constant(I64, i)]), t.fields[i]))
-            else:
-                flat.append(v)
-        objs = b.load(
-            b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 1)])
-        )
-        base = len(flat)
-        for j, c in enumerate(consts):
-            pp = lk.prepack.get(base + j) if lk.prepack else None
-            slot = self.vm.const_index(c, pp, (name, base + j))
-            flat.append(b.load(b.gep(objs, [ir.Constant(I64, slot)])))
-        if len(flat) != len(lk.in_types):
-            raise VMError(f"kernel {name}: {len(flat)} inputs for {len(lk.in_types)} parameters")
-        nth = b.load(
-            b.gep(b.bitcast(self.ctx, CTX.as_pointer()), [ir.Constant(I32, 0), ir.Constant(I32, 2)])
-        )
-        dims = {}
-        for dv, src in zip(lk.dims, lk.dim_sources):
-            if src[0] == "shape":
-                dims[id(dv)] = self.rt("relay_dim", [flat[src[1]], ir.Constant(I64, src[2])])
+    def kernel_call(self, call: Call):
+        from .vm_kernels import kernel_call  # it needs this module's CTX and VMError
 
-        def read_values(kind):
-            for dv, src in zip(lk.dims, lk.dim_sources):
-                if src[0] != kind:
-                    continue
-                obj = flat[src[1]] if kind == "value" else pre_outs[src[1]]
-                t = lk.in_types[src[1]].dtype if kind == "value" else lk.pre[1][src[1]][1]
-                idx = ExprEmitter(self.vm.llctx, b, dims)(src[2])
-                p = b.bitcast(self.rt("relay_data", [obj]), storage_type(t).as_pointer())
-                v = b.load(b.gep(p, [idx]))
-                em = ExprEmitter(self.vm.llctx, b, {}).em
-                dims[id(dv)] = em.cast(em.from_storage(v, t), t, dv.dtype)
-
-        pre_outs = []
-        read_values("value")
-        if lk.pre is not None:  # values the shapes need, computed first
-            pk, specs = lk.pre
-            for shape, dtype in specs:
-                arr = self._dims_array([ir.Constant(I64, d) for d in shape])
-                pre_outs.append(
-                    self.rt(
-                        "relay_tensor_new",
-                        [ir.Constant(I64, len(shape)), arr, ir.Constant(I64, _dt.itemsize(dtype))],
-                    )
-                )
-            pfn = self.vm.llmod.globals[pk.name]
-            ptrs = [self.rt("relay_data", [v]) for v in flat + pre_outs]
-            pargs = [b.bitcast(p, pt) for p, pt in zip(ptrs, pfn.function_type.args)]
-            for kind in ("shape", "value"):
-                pargs += [
-                    dims[id(dv)] for dv, src in zip(lk.dims, lk.dim_sources) if src[0] == kind
-                ]
-            b.call(pfn, pargs + [nth])
-            read_values("pre")
-        outs = []
-        shape_em = ExprEmitter(self.vm.llctx, b, dims)
-        for shape, t in zip(lk.out_shapes, lk.out_types):
-            ds = [shape_em(d) for d in shape]
-            arr = self._dims_array(ds)
-            outs.append(
-                self.rt(
-                    "relay_tensor_new",
-                    [ir.Constant(I64, len(ds)), arr, ir.Constant(I64, _dt.itemsize(t.dtype))],
-                )
-            )
-        kfn = self.vm.llmod.globals[name]
-        ptrs = [self.rt("relay_data", [v]) for v in flat + outs]
-        args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]
-        args += [dims[id(dv)] for dv in lk.dims]
-        b.call(kfn, args + [nth])
-        for o in pre_outs:
-            self.rt("relay_release", [o])
-        rt = call.op.body.checked_type
-        if isinstance(rt, TupleType):
-            return self._pack(rt, outs)
-        return outs[0]
-
-    def _dims_array(self, ds: list):
-        """An i64 array (an alloca in the entry block, reused by loops) holding `ds`."""
-        self.alloca_b.position_at_start(self.fn.entry_basic_block)
-        arr = self.alloca_b.alloca(I64, size=ir.Constant(I64, max(len(ds), 1)))
-        for i, d in enumerate(ds):
-            self.b.store(d, self.b.gep(arr, [ir.Constant(I64, i)]))
-        return arr
-
-    def _pack(self, t, outs: list):
-        """Tuples of the kernel outputs (taken in order)."""
-        it = iter(outs)
-
-        def build(tt):
-            if isinstance(tt, TupleType):
-                o = self.rt("relay_tuple_new", [ir.Constant(I64, len(tt.fields))])
-                for i, f in enumerate(tt.fields):
-                    self.rt("relay_set_field", [o, ir.Constant(I64, i), build(f)])
-                return o
-            return next(it)
-
-        return build(t)
+        return kernel_call(self, call)
 
 
 def _flatten_tuples(t) -> list:
@@ -852,18 +745,6 @@ def type_desc(t, mod) -> dict:
             )
         return {"kind": "adt", "name": t.func.name, "ctors": ctors}
     raise VMError(f"values of type {t} cannot cross the compiled module's boundary")
-
-
-def _src(lk, dv):
-    for d, s in zip(lk.dims, lk.dim_sources):
-        if d is dv:
-            return s
-    return None
-
-
-def _static_source(call: Call, k: int) -> bool:
-    """Whether flat input k comes from a statically typed argument (no run-time check)."""
-    return True
 
 
 __all__ = ["VMCompiler", "VMPlan", "VMError", "PrimExpr", "pattern_vars"]
