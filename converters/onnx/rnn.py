@@ -214,7 +214,6 @@ def _recurrence(
         if c_new is not None:
             c_new = ctx.call("where", valid, c_new, c_var)
         y_t = ctx.call("where", valid, y_t, scalar(ctx, 0, dtype))
-    ys_new = ctx.call("concatenate", ys_var, ctx.call("expand_dims", y_t, axis=0), axis=0)
     state = [h_var] + ([c_var] if c_var is not None else [])
     nxt = [h_new] + ([c_new] if c_new is not None else [])
     if isinstance(T, int) and 0 < T <= UNROLL_MAX_STEPS:
@@ -232,20 +231,19 @@ def _recurrence(
         ys = ys_list[0] if T == 1 else ctx.call("concatenate", *ys_list, axis=0)
         expr = ctx.tuple([*vals, ys])
     else:
-        expr = None
-    cell = Var("cell")
-    step = Call(
-        cell, (ctx.call("add", t_var, scalar(ctx, 1, "int64")), *nxt, ys_new), span=ctx.span
-    )
-    done = ctx.tuple([*state, ys_var])
-    fn = Function(
-        (t_var, *state, ys_var),
-        If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span),
-        span=ctx.span,
-    )
-    if expr is None:
         if not h_t.is_static:
             raise ctx.error("needs a static batch size and hidden size")
+        ys_new = ctx.call("concatenate", ys_var, ctx.call("expand_dims", y_t, axis=0), axis=0)
+        cell = Var("cell")
+        step = Call(
+            cell, (ctx.call("add", t_var, scalar(ctx, 1, "int64")), *nxt, ys_new), span=ctx.span
+        )
+        done = ctx.tuple([*state, ys_var])
+        fn = Function(
+            (t_var, *state, ys_var),
+            If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span),
+            span=ctx.span,
+        )
         ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
         init = [scalar(ctx, 0, "int64"), h0] + ([c0] if c0 is not None else []) + [ys0]
         expr = Let(cell, fn, Call(cell, tuple(init), span=ctx.span), span=ctx.span)
