@@ -191,8 +191,13 @@ def write_results(rows: list, path: str, load_before: str, load_after: str) -> N
         f"of ours/PyTorch: **{geomean('ratio_torch'):.2f}**",
         "",
     ]
+    keep = ""  # sections other benchmarks own (<!-- section: NAME --> to the end) stay
+    if os.path.exists(path):
+        old = open(path).read()
+        if "<!-- section:" in old:
+            keep = "\n" + old[old.index("<!-- section:") :]
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(lines) + keep)
     print("\n".join(lines))
 
 

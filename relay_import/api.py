@@ -6,41 +6,93 @@
 ...                                        # nn.Module with example_inputs=(x,)
 >>> lib = ri.compile(mod)                  # CompiledModule, opt_level=3
 >>> outs = lib(x)                          # list of numpy arrays in output order
+>>> outs = lib.run(None, {"image": x})     # or as with an onnxruntime InferenceSession
 >>> lib.export("model.relaylib"); lib2 = ri.load_compiled("model.relaylib")
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from relay_core import IRModule
+from relay_core import IRModule, events
 from relay_core.errors import ModelLoadError
 
+if TYPE_CHECKING:
+    from relay_core.backend.runtime import CompiledModule
 
-def from_onnx(model, shapes: dict | None = None, **kw) -> IRModule:
+ModelSource = Any  # a path, or an in-memory model of any supported framework
+Shapes = Mapping[str, Sequence[int]]
+
+
+def from_onnx(model: ModelSource, shapes: Shapes | None = None, **kw: Any) -> IRModule:
     """Convert an ONNX ModelProto or .onnx path. `shapes={"input": (1, 3, 224, 224)}` fixes
     dynamic dims; see converters.onnx.from_onnx for the other options."""
     from converters.onnx import from_onnx as _from_onnx
 
-    return _from_onnx(model, shapes=shapes, **kw)
+    with events.stage(f"converting {_display_name(model)}"):
+        return name_io(_from_onnx(model, shapes=shapes, **kw))
 
 
-def from_pytorch(obj, example_inputs=None, dynamic_shapes=None, **kw) -> IRModule:
+def from_pytorch(
+    obj: ModelSource,
+    example_inputs: Sequence[Any] | None = None,
+    dynamic_shapes: Any = None,
+    **kw: Any,
+) -> IRModule:
     """Convert a torch.export ExportedProgram, a .pt2 path, or an nn.Module + example inputs."""
     from converters.pytorch import from_pytorch as _from_pytorch
 
-    return _from_pytorch(obj, example_inputs=example_inputs, dynamic_shapes=dynamic_shapes, **kw)
+    with events.stage(f"converting {_display_name(obj)}"):
+        return name_io(
+            _from_pytorch(obj, example_inputs=example_inputs, dynamic_shapes=dynamic_shapes, **kw)
+        )
 
 
-def from_tensorflow(obj, input_signature=None, **kw) -> IRModule:
+def from_tensorflow(obj: ModelSource, input_signature: Any = None, **kw: Any) -> IRModule:
     """Convert a SavedModel dir, .keras file, Keras model, tf.function or GraphDef."""
     from converters.tensorflow import from_tensorflow as _from_tensorflow
 
-    return _from_tensorflow(obj, input_signature=input_signature, **kw)
+    with events.stage(f"converting {_display_name(obj)}"):
+        return name_io(_from_tensorflow(obj, input_signature=input_signature, **kw))
 
 
-def detect_framework(source) -> str:
+def _display_name(source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).name or str(source)
+    return f"a {type(source).__name__}"
+
+
+def name_io(mod: IRModule) -> IRModule:
+    """Record the framework's input and output names on @main (as function attributes, so that
+    they survive the text format and reach the compiled module's manifest). Input names are
+    recorded only where a parameter had to be renamed (`input.1` -> `%input_1`)."""
+    main = mod.functions and mod["main"]
+    if not main:
+        return mod
+    attrs = {}
+    outs = mod.attrs.get("output_names")
+    if outs and main.attr("output_names") is None:
+        attrs["output_names"] = tuple(str(n) for n in outs)
+    ins = mod.attrs.get("input_names")
+    params = [p.name_hint for p in main.params]
+    if ins and len(ins) <= len(params) and main.attr("input_names") is None:
+        if any(a != b for a, b in zip(ins, params)):
+            attrs["input_names"] = tuple(str(n) for n in ins)
+    if not attrs:
+        return mod
+    new = main
+    for k, v in attrs.items():
+        new = new.with_attr(k, v)
+    if main.has_type:
+        new._set_type(main.checked_type)
+    mod["main"] = new
+    return mod
+
+
+def detect_framework(source: ModelSource) -> str:
     """'onnx', 'pytorch', 'tensorflow' or 'relay' for anything `load` accepts."""
     if isinstance(source, IRModule):
         return "relay"
@@ -105,7 +157,7 @@ def detect_framework(source) -> str:
     )
 
 
-def load(source, **kw) -> IRModule:
+def load(source: ModelSource, **kw: Any) -> IRModule:
     """Convert a model from any supported framework to a typed Relay module.
 
     Keyword arguments go to the framework's converter (`shapes=` for ONNX, `example_inputs=`
@@ -119,7 +171,8 @@ def load(source, **kw) -> IRModule:
         import relay_core
 
         p = Path(source)
-        return relay_core.parse(p.read_text(encoding="utf-8"), source_name=str(p))
+        with events.stage(f"parsing {p.name}"):
+            return relay_core.parse(p.read_text(encoding="utf-8"), source_name=str(p))
     if fw == "onnx":
         return from_onnx(source, **kw)
     if fw == "pytorch":
@@ -129,15 +182,25 @@ def load(source, **kw) -> IRModule:
     raise ModelLoadError(f"{source}: a compiled artifact; load it with load_compiled")
 
 
-def compile(mod: IRModule, opt_level: int = 3, **kw):  # noqa: A001 - the documented name
-    """Compile a Relay module to native code: a callable CompiledModule."""
+def compile(mod: IRModule, opt_level: int = 3, **kw: Any) -> CompiledModule:  # noqa: A001
+    """Compile a Relay module to native code: a callable CompiledModule.
+
+    `num_threads=`, `pass_context=` (a relay_core.passes.PassContext) and `cache=False` go to
+    relay_core.build.
+
+    >>> lib = ri.compile(ri.load("model.onnx"))
+    >>> lib.run(None, {"image": x})[0]
+    """
     import relay_core
 
     return relay_core.build(mod, target="llvm", opt_level=opt_level, **kw)
 
 
-def load_compiled(path):
-    """Load an artifact written by CompiledModule.export (needs only numpy)."""
+def load_compiled(path: str | os.PathLike, num_threads: int | None = None) -> CompiledModule:
+    """Load an artifact written by CompiledModule.export (needs only numpy).
+
+    >>> lib = ri.load_compiled("model.relaylib"); lib.get_inputs()[0].shape
+    """
     import relay_core
 
-    return relay_core.load_module(path)
+    return relay_core.load_module(os.fspath(path), num_threads)

@@ -1,78 +1,188 @@
 """`bench`: our compiled module vs the source framework's runtime, side by side in one process.
 
-Runs are interleaved (ours, theirs, ours, theirs, ...) so that both see the same machine state;
-the figure of merit is the median of per-pair ratios, which is robust to drift and noise.
+What is timed is steady-state inference only. Compilation (or the cache load) and each side's
+first call (for onnxruntime: creating the session) are measured apart and reported apart, then
+both sides warm up, then exactly `runs` pairs are timed, interleaved (ours, theirs, theirs, ours,
+...) so that both see the same machine state. Reported: p10 / median / p90 of each side, and the
+median of per-pair ratios with its p10-p90 spread (robust to drift). A busy machine (load
+average above what the cores can absorb) is named in a warning: latencies are then noisy,
+ours more than onnxruntime's (see benchmarks/RESULTS.md on contention).
+
+Worker threads of both sides wait passively between parallel regions unless `spin=True`: in an
+interleaved benchmark a spinning pool of one runtime steals the cores the other one's workers
+need (libgomp's wait policy can only be set before libgomp loads; a note says when it could
+not be).
+
+    >>> from relay_import.bench import bench
+    >>> print(bench("model.onnx", runs=100).summary())
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from relay_core import events
+
+
+def _pct(xs: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) if len(xs) else 0.0
 
 
 @dataclass
 class BenchReport:
+    """Latencies in milliseconds, one entry per timed run, in run order."""
+
     source: str
-    framework: str
-    ours_ms: float  # median latency
-    theirs_ms: float
-    ratio: float  # median of ours / theirs per pair (< 1: we are faster)
-    runs: int
+    framework: str  # the source runtime's name: "onnxruntime", "torch", "tensorflow"
+    ours: list[float]
+    theirs: list[float]
     threads: int
+    warmup: int = 0  # warm-up pairs run before timing
     compile_s: float = 0.0
+    cache_hit: bool = False
+    first_call_ms: float = 0.0  # our first call, apart from the timed runs
+    their_first_ms: float = 0.0  # theirs: session creation + first run
+    load: float | None = None  # 1-minute load average when the timing started
+    cpus: int = 0
+    spin: bool = False  # worker threads spin between parallel regions (else wait passively)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return len(self.ours)
+
+    @property
+    def ratios(self) -> np.ndarray:
+        return np.asarray(self.ours) / np.asarray(self.theirs)
+
+    @property
+    def ours_ms(self) -> float:
+        return _pct(self.ours, 50)
+
+    @property
+    def theirs_ms(self) -> float:
+        return _pct(self.theirs, 50)
+
+    @property
+    def ratio(self) -> float:
+        """Median of per-pair ratios ours / theirs (< 1: we are faster)."""
+        return _pct(self.ratios, 50)
 
     def summary(self) -> str:
-        if abs(self.ratio - 1) < 0.02:
+        r = self.ratio
+        if abs(r - 1) < 0.02:
             verdict = "on par"
-        elif self.ratio < 1:
-            verdict = f"relay {1 / self.ratio:.2f}x faster"
+        elif r < 1:
+            verdict = f"relay {1 / r:.2f}x faster"
         else:
-            verdict = f"relay {self.ratio:.2f}x slower"
-        return (
-            f"{self.source}: median latency relay {self.ours_ms:.3f} ms, {self.framework} "
-            f"{self.theirs_ms:.3f} ms ({self.runs} interleaved pairs, {self.threads} threads); "
-            f"median of per-pair ratios relay/{self.framework} {self.ratio:.2f}: {verdict}"
+            verdict = f"relay {r:.2f}x slower"
+        w = max(len(self.framework), 5)
+        waiting = "spinning" if self.spin else "waiting passively"
+        lines = [
+            f"bench {self.source}: {self.runs} interleaved pairs after {self.warmup} warm-up "
+            f"pairs, {self.threads} threads each, workers {waiting}",
+            f"  {'':<{w}}  {'p10':>9} {'median':>9} {'p90':>9}  (ms)",
+        ]
+        for name, xs in (("relay", self.ours), (self.framework, self.theirs)):
+            lines.append(
+                f"  {name:<{w}}  {_pct(xs, 10):>9.3f} {_pct(xs, 50):>9.3f} {_pct(xs, 90):>9.3f}"
+            )
+        lines.append(
+            f"  ratio relay/{self.framework} per pair: median {r:.2f} (p10 "
+            f"{_pct(self.ratios, 10):.2f}, p90 {_pct(self.ratios, 90):.2f}): {verdict}"
         )
+        how = "cache hit" if self.cache_hit else "compiled"
+        lines.append(
+            f"  not timed: build {self.compile_s:.2f} s ({how}); first call relay "
+            f"{self.first_call_ms:.2f} ms, {self.framework} {self.their_first_ms:.1f} ms "
+            "(with session creation)"
+        )
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        for wmsg in self.warnings:
+            lines.append(f"warning: {wmsg}")
+        return "\n".join(lines)
 
 
-def interleaved(fa, fb, runs: int = 50, warmup: int = 5, max_seconds: float = 20.0):
-    """Time fa and fb alternately; returns (times_a, times_b) in seconds."""
-    for _ in range(warmup):
+def interleaved(
+    fa: Callable[[], Any],
+    fb: Callable[[], Any],
+    runs: int = 50,
+    warmup: int = 5,
+    min_warmup_s: float = 0.2,
+) -> tuple[list[float], list[float], int]:
+    """Time fa and fb alternately, exactly `runs` pairs after at least `warmup` pairs and
+    `min_warmup_s` seconds of warm-up; the order within a pair alternates. Returns (times_a,
+    times_b) in seconds and the number of warm-up pairs run."""
+    done = 0
+    t_end = time.perf_counter() + min_warmup_s
+    while done < warmup or (time.perf_counter() < t_end and done < 1000):
         fa()
         fb()
+        done += 1
     ta, tb = [], []
-    deadline = time.perf_counter() + max_seconds
+    clock = time.perf_counter
     for i in range(runs):
-        first, second = (fa, fb) if i % 2 == 0 else (fb, fa)
-        t0 = time.perf_counter()
-        first()
-        t1 = time.perf_counter()
-        second()
-        t2 = time.perf_counter()
-        a, b = (t1 - t0, t2 - t1) if i % 2 == 0 else (t2 - t1, t1 - t0)
-        ta.append(a)
-        tb.append(b)
-        if time.perf_counter() > deadline and len(ta) >= 5:
-            break
-    return ta, tb
+        if i % 2 == 0:
+            t0 = clock()
+            fa()
+            t1 = clock()
+            fb()
+            t2 = clock()
+            ta.append(t1 - t0)
+            tb.append(t2 - t1)
+        else:
+            t0 = clock()
+            fb()
+            t1 = clock()
+            fa()
+            t2 = clock()
+            tb.append(t1 - t0)
+            ta.append(t2 - t1)
+    return ta, tb, done
 
 
-def median_ratio(ta, tb) -> float:
-    return float(np.median(np.asarray(ta) / np.asarray(tb)))
+def busy_warning(threads: int) -> tuple[float | None, int, str]:
+    """(1-minute load average, usable cores, a warning or '') for a run using `threads`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover
+        return None, cpus, ""
+    if load + threads > cpus + 0.5:
+        return (
+            load,
+            cpus,
+            f"the machine is busy (load average {load:.1f} on {cpus} cores, and the benchmark "
+            f"runs {threads} threads): latencies are noisy and the ratio is not a measurement "
+            "of either runtime; rerun on a quiet machine",
+        )
+    return load, cpus, ""
 
 
 def bench(
-    source,
-    inputs: dict | None = None,
+    source: Any,
+    inputs: Mapping[str, np.ndarray] | None = None,
     runs: int = 50,
     threads: int = 2,
-    shapes: dict | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
     opt_level: int = 3,
     seed: int = 0,
-    **convert_kw,
+    warmup: int = 5,
+    pass_context: Any = None,
+    spin: bool = False,
+    **convert_kw: Any,
 ) -> BenchReport:
     """Latency of the compiled module vs the source runtime at `threads` threads each."""
     import relay_core
@@ -81,33 +191,72 @@ def bench(
     from .runners import make_runner
     from .verifier import input_specs, make_inputs
 
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    policy = "ACTIVE" if spin else "PASSIVE"
+    notes = []
+    if _libgomp_loaded():
+        if os.environ.get("OMP_WAIT_POLICY", "").upper() != policy:
+            notes.append(
+                "libgomp was loaded before the benchmark: its workers wait as "
+                f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} said then"
+            )
+    else:
+        os.environ["OMP_WAIT_POLICY"] = policy
+    load_avg, cpus, busy = busy_warning(threads)
     framework = detect_framework(source)
     kw = dict(convert_kw)
     if framework == "onnx" and shapes:
         kw["shapes"] = shapes
     mod = load(source, **kw)
     t0 = time.perf_counter()
-    lib = relay_core.build(mod, opt_level=opt_level, num_threads=threads)
+    bkw = {"pass_context": pass_context} if pass_context is not None else {}
+    lib = relay_core.build(mod, opt_level=opt_level, num_threads=threads, **bkw)
     compile_s = time.perf_counter() - t0
     specs = input_specs(mod, shapes)
-    feed = inputs or make_inputs(specs, seed)
+    feed = dict(inputs) if inputs is not None else make_inputs(specs, seed)
     args = [feed[s.name] for s in specs]
     runner = make_runner(source, framework, convert_kw)
     if hasattr(runner, "threads"):
         runner.threads = threads
-    ta, tb = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs=runs)
-    name = str(source) if isinstance(source, str) else type(source).__name__
-    runtime = {"onnx": "onnxruntime", "pytorch": "torch", "tensorflow": "tensorflow"}
-    return BenchReport(
+    if hasattr(runner, "spin"):
+        runner.spin = spin
+    t0 = time.perf_counter()
+    lib(*args)
+    first = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    runner.run(feed)
+    their_first = (time.perf_counter() - t0) * 1e3
+    with events.stage(f"timing {runs} pairs against {runner.label}"):
+        ta, tb, warm = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs, warmup)
+    name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+    report = BenchReport(
         name,
-        runtime.get(framework, framework),
-        float(np.median(ta) * 1e3),
-        float(np.median(tb) * 1e3),
-        median_ratio(ta, tb),
-        len(ta),
+        runner.label or framework,
+        [t * 1e3 for t in ta],
+        [t * 1e3 for t in tb],
         threads,
+        warm,
         compile_s,
+        bool(getattr(lib, "cache_hit", False)),
+        first,
+        their_first,
+        load_avg,
+        cpus,
+        spin,
+        notes=notes,
     )
+    if busy:
+        report.warnings.append(busy)
+    return report
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return "libgomp" in f.read()
+    except OSError:  # pragma: no cover - not Linux
+        return False
 
 
 def machine() -> str:
@@ -118,7 +267,5 @@ def machine() -> str:
             )
     except OSError:
         model = ""
-    import os
-
     cpu = model or platform.processor()
     return f"{cpu} ({os.cpu_count()} cores), {platform.system()} {platform.machine()}"

@@ -1,4 +1,9 @@
-"""Comparing two arrays the way a parity check needs: errors, mismatches, NaN/Inf."""
+"""Comparing two arrays the way a parity check needs: errors, mismatches, NaN/Inf.
+
+The pass criterion is numpy.isclose's: every element has |actual - expected| <= atol + rtol *
+|expected|, NaN matches NaN and an infinity matches the same infinity. `max_rel` is the largest
+|actual - expected| / |expected| over all finite elements where expected is not zero (where it is
+zero, only `max_abs` measures the error)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,13 @@ class TensorDiff:
     nan_inf: str  # "" when both agree on NaN / Inf positions, else what differs
     ok: bool
     note: str = ""
+    rtol: float = 0.0  # the tolerances this tensor was judged by
+    atol: float = 0.0
+    # The element with the largest excess over the tolerance (the worst one), if any.
+    worst_index: tuple | None = None
+    worst_expected: float = 0.0
+    worst_actual: float = 0.0
+    tolerance_used: float = 0.0  # the worst element's |error| / (atol + rtol * |expected|)
 
     def line(self) -> str:
         status = "ok  " if self.ok else "DIFF"
@@ -28,6 +40,23 @@ class TensorDiff:
         return (
             f"{status} {self.name:<32} {str(self.shape):<18} max_abs={self.max_abs:.3g} "
             f"max_rel={self.max_rel:.3g} mismatch={self.mismatch:.2%}{extra}"
+        )
+
+    def worst(self, source: str = "source") -> str:
+        """`worst element [0, 3]: source 0.1234, relay 0.1236`, or ''."""
+        if self.worst_index is None:
+            return ""
+        idx = ", ".join(str(i) for i in self.worst_index)
+        u = self.tolerance_used
+        if u == float("inf"):
+            used = "its tolerance is 0" if not self.nan_inf else "NaN / Inf differ"
+        elif u >= 1:
+            used = f"{u:.2g}x its tolerance"
+        else:
+            used = f"{u * 100:.2g}% of its tolerance"
+        return (
+            f"worst element [{idx}]: {source} {self.worst_expected:.9g}, "
+            f"relay {self.worst_actual:.9g} ({used})"
         )
 
 
@@ -64,7 +93,7 @@ def compare(name: str, expected, actual, rtol: float, atol: float) -> TensorDiff
         return TensorDiff(name, e.shape, str(a.dtype), 0.0, 0.0, frac, "", frac == 0.0)
     ef, af = _as_float(e), _as_float(a)
     if ef.size == 0:
-        return TensorDiff(name, e.shape, str(a.dtype), 0.0, 0.0, 0.0, "", True)
+        return TensorDiff(name, e.shape, str(a.dtype), 0.0, 0.0, 0.0, "", True, "", rtol, atol)
     e_nan, a_nan = np.isnan(ef), np.isnan(af)
     e_inf, a_inf = np.isinf(ef), np.isinf(af)
     problems = []
@@ -76,11 +105,19 @@ def compare(name: str, expected, actual, rtol: float, atol: float) -> TensorDiff
     finite = np.isfinite(ef) & np.isfinite(af)
     with np.errstate(all="ignore"):
         diff = np.where(finite, np.abs(af - ef), 0.0)
-        rel = np.where(finite, diff / np.maximum(np.abs(ef), np.finfo(np.float64).tiny), 0.0)
-    bad = (diff > atol + rtol * np.abs(np.where(finite, ef, 0.0))) | (e_nan != a_nan) | inf_mismatch
+        mag = np.abs(np.where(finite, ef, 0.0))
+        measured = finite & (mag > 0)
+        rel = np.where(measured, diff / np.where(measured, mag, 1.0), 0.0)
+        tol = atol + rtol * mag
+        # share of its tolerance each element uses (> 1: outside it)
+        used = np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0), np.where(diff > 0, np.inf, 0))
+    bad = (diff > tol) | (e_nan != a_nan) | inf_mismatch
     max_abs = float(diff.max()) if diff.size else 0.0
-    max_rel = float(rel[diff > atol].max()) if (diff > atol).any() else 0.0
+    max_rel = float(rel.max()) if rel.size else 0.0
     mismatch = float(bad.mean())
+    # worst element: a NaN / Inf disagreement first, else the one using most of its tolerance
+    flat = int(np.argmax(np.where((e_nan != a_nan) | inf_mismatch, np.inf, used)))
+    widx = tuple(int(i) for i in np.unravel_index(flat, ef.shape)) if ef.ndim else ()
     return TensorDiff(
         name,
         tuple(e.shape),
@@ -90,6 +127,13 @@ def compare(name: str, expected, actual, rtol: float, atol: float) -> TensorDiff
         mismatch,
         "; ".join(problems),
         not bad.any(),
+        "",
+        rtol,
+        atol,
+        widx,
+        float(ef.reshape(-1)[flat]),
+        float(af.reshape(-1)[flat]),
+        float(used.reshape(-1)[flat]),
     )
 
 

@@ -18,6 +18,7 @@ class InspectReport:
     relay_ops: Counter = field(default_factory=Counter)
     unsupported: list[tuple] = field(default_factory=list)
     functions: int = 0
+    module: object = field(default=None, repr=False)  # the converted IRModule (None if not)
 
     @property
     def ok(self) -> bool:
@@ -58,11 +59,13 @@ def inspect_model(source, **convert_kw) -> InspectReport:
     except UnsupportedOpsError as e:
         rep.unsupported = e.ops
         return rep
+    rep.module = mod
     main = mod["main"]
-    for p in main.params:
-        rep.inputs.append((p.name_hint, str(p.checked_type)))
+    given = list(main.attr("input_names") or [])
+    for k, p in enumerate(main.params):
+        rep.inputs.append((given[k] if k < len(given) else p.name_hint, str(p.checked_type)))
     ret = main.body.checked_type
-    names = mod.attrs.get("output_names") or []
+    names = list(main.attr("output_names") or mod.attrs.get("output_names") or [])
     outs = ret.fields if isinstance(ret, TupleType) else (ret,)
     for i, t in enumerate(outs):
         rep.outputs.append((names[i] if i < len(names) else f"output{i}", str(t)))

@@ -40,3 +40,32 @@ def write_outputs(path: str, names: list[str], outs: list) -> Path:
     p = Path(path)
     np.savez(p, **{n: np.asarray(v) for n, v in zip(names, outs)})
     return p
+
+
+def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:
+    """Add the inputs `feed` lacks, made of zeros, ones or random values (tvmc's fill modes);
+    dims unknown until run time are 1. Returns {name: shape} of what was filled."""
+    from relay_core.ir import dtype as dt
+
+    rng = np.random.default_rng(seed)
+    filled = {}
+    for a in lib.get_inputs():
+        if a.name in feed:
+            continue
+        if not a.dtype:
+            raise InputError(f"input {a.name!r} is a {a.type}: give it with --input / --inputs")
+        shape = tuple(d if isinstance(d, int) else 1 for d in a.shape)
+        npd = dt.to_numpy(a.dtype)
+        if mode == "zeros":
+            v = np.zeros(shape, npd)
+        elif mode == "ones":
+            v = np.ones(shape, npd)
+        elif a.dtype == "bool":
+            v = rng.random(shape) < 0.5
+        elif dt.is_int(a.dtype):
+            v = rng.integers(0, 10, size=shape).astype(npd)
+        else:
+            v = rng.standard_normal(shape).astype(npd)
+        feed[a.name] = v
+        filled[a.name] = shape
+    return filled

@@ -12,6 +12,8 @@ from relay_core.errors import InputError
 
 class SourceRunner:
     framework = ""
+    label = ""  # the runtime's name in reports: "onnxruntime", "torch", "tensorflow"
+    origin = ""  # where its values come from, when not from running it now
 
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
@@ -22,15 +24,50 @@ class SourceRunner:
     def intermediates(self, feed: dict[str, np.ndarray], names: list[str]) -> dict:
         return {}
 
+    def constants(self, names: list[str]) -> dict[str, dict]:
+        """Statistics (compare.stats, with kind="constant") of the weights among `names`."""
+        return {}
+
+
+class StoredRunner(SourceRunner):
+    """Reference results saved earlier (verify --save-results), standing in for the source."""
+
+    def __init__(self, results, path: str):
+        self.results = results
+        self.framework = results.framework
+        self.label = results.reference or "the reference"
+        self.origin = f"stored in {Path(path).name}"
+
+    def run(self, feed):
+        stored = self.results.inputs
+        same = set(feed) == set(stored) and all(
+            np.asarray(feed[k]).shape == stored[k].shape and np.array_equal(feed[k], stored[k])
+            for k in stored
+        )
+        if not same:
+            raise InputError(
+                "the stored results belong to the inputs stored with them; verify with those "
+                "(do not pass other inputs together with stored results)"
+            )
+        return [v for _, v in self.results.outputs]
+
+    def output_names(self):
+        return [n for n, _ in self.results.outputs]
+
+    def intermediates(self, feed, names):
+        return {n: self.results.layers[n] for n in names if n in self.results.layers}
+
 
 class OnnxRunner(SourceRunner):
     """onnxruntime on CPU with a fixed thread count."""
 
     framework = "onnx"
+    label = "onnxruntime"
 
     def __init__(self, source, threads: int = 2):
         self.source = source
         self.threads = threads
+        self.spin = True  # onnxruntime's default; bench turns it off unless asked
         self._sess = None
         self._model = None
 
@@ -53,6 +90,8 @@ class OnnxRunner(SourceRunner):
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        if not self.spin:
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if not optimize:
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         if isinstance(self.source, (str, Path)) and model is self._model:
@@ -106,6 +145,24 @@ class OnnxRunner(SourceRunner):
         sess = self._session(m, optimize=False)
         outs = sess.run(None, self._feed(feed))
         return {o.name: np.asarray(v) for o, v in zip(sess.get_outputs(), outs)}
+
+    def constants(self, names):
+        from onnx import TensorProto, numpy_helper
+
+        from .compare import stats
+
+        want = set(names)
+        out = {}
+        for t in self.model().graph.initializer:
+            if t.name not in want:
+                continue
+            if t.data_location == TensorProto.EXTERNAL:  # not loaded: its type only
+                dtype = str(numpy_helper.helper.tensor_dtype_to_np_dtype(t.data_type))
+                s = {"shape": tuple(t.dims), "dtype": dtype}
+            else:
+                s = stats(numpy_helper.to_array(t))
+            out[t.name] = dict(s, kind="constant")
+        return out
 
 
 def make_runner(source, framework: str, convert_kw: dict | None = None) -> SourceRunner:

@@ -10,6 +10,7 @@ from .runners import SourceRunner
 
 class TfRunner(SourceRunner):
     framework = "tensorflow"
+    label = "tensorflow"
 
     def __init__(self, source, input_signature=None, signature="serving_default", threads=2, **_):
         self.source = source

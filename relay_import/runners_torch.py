@@ -10,6 +10,7 @@ from .runners import SourceRunner
 
 class TorchRunner(SourceRunner):
     framework = "pytorch"
+    label = "torch"
 
     def __init__(self, source, example_inputs=None, dynamic_shapes=None, threads: int = 2, **_):
         self.source = source
@@ -44,10 +45,25 @@ class TorchRunner(SourceRunner):
         return [np.asarray(t.detach().numpy()) for t in flatten_outputs(out)]
 
     def output_names(self):
-        sig = self.program().graph_signature
-        return [
-            getattr(s.arg, "name", "") for s in sig.output_specs if s.kind.name == "USER_OUTPUT"
-        ]
+        from converters.pytorch.frontend import output_names
+
+        return output_names(self.program())
+
+    def constants(self, names):
+        from .compare import stats
+
+        ep = self.program()
+        sig = ep.graph_signature
+        where = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
+        lifted = getattr(sig, "inputs_to_lifted_tensor_constants", {}) or {}
+        out = {}
+        for n in names:
+            t = ep.state_dict.get(where[n]) if n in where else None
+            if t is None and n in lifted:
+                t = ep.constants.get(lifted[n])
+            if t is not None:
+                out[n] = dict(stats(t.detach().numpy()), kind="constant")
+        return out
 
     def intermediates(self, feed, names):
         import torch

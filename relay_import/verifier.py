@@ -13,11 +13,13 @@ inputs agree is where the conversion (or the compiler) went wrong.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from relay_core import IRModule
+from relay_core import IRModule, events
 from relay_core.errors import InputError
 from relay_core.ir import Call, Expr, Function, Op, TensorType, Tuple, TupleType
 from relay_core.ir import dtype as dt
@@ -25,7 +27,8 @@ from relay_core.ir.visitor import free_vars, post_order
 
 from .compare import compare, stats
 from .report import LayerDiff, VerifyReport
-from .runners import make_runner
+from .results import Results
+from .runners import SourceRunner, StoredRunner, make_runner
 
 
 @dataclass
@@ -74,17 +77,19 @@ def input_specs(mod: IRModule, shapes: dict | None = None) -> list[InputSpec]:
     if not main.body.has_type:
         relay_core.infer_type(mod)
     bounds = _index_bounds(main)
+    given_names = list(main.attr("input_names") or [])  # where params were renamed
     specs = []
-    for p in main.params:
+    for k, p in enumerate(main.params):
+        name = given_names[k] if k < len(given_names) else p.name_hint
         t = p.type_annotation or p.checked_type
         if not isinstance(t, TensorType):
-            raise InputError(f"input {p.name_hint} is not a tensor ({t}); pass inputs explicitly")
-        given = (shapes or {}).get(p.name_hint)
+            raise InputError(f"input {name} is not a tensor ({t}); pass inputs explicitly")
+        given = (shapes or {}).get(name, (shapes or {}).get(p.name_hint))
         if given is not None:
             shape = tuple(int(d) for d in given)
         else:
             shape = tuple(d if isinstance(d, int) else 1 for d in t.shape)
-        specs.append(InputSpec(p.name_hint, shape, t.dtype, bounds.get(p)))
+        specs.append(InputSpec(name, shape, t.dtype, bounds.get(p)))
     return specs
 
 
@@ -140,7 +145,7 @@ def _relay_intermediates(mod: IRModule, names: list[str], inputs: dict, compiled
     for td in mod.type_definitions.values():
         probe.add_type(td)
     relay_core.infer_type(probe)
-    args = [inputs[p.name_hint] for p in main.params]
+    args = [inputs[s.name] for s in input_specs(mod)]
     if compiled:
         lib = relay_core.build(probe)
         vals = lib(*args)
@@ -149,49 +154,82 @@ def _relay_intermediates(mod: IRModule, names: list[str], inputs: dict, compiled
     return dict(zip(kept, vals))
 
 
+Tolerance = float | Mapping[str, float]
+
+
+def _tol(tol: Tolerance, name: str, default: float) -> float:
+    """A tolerance for tensor `name`: per-name values in a dict ("*" or "" for the rest)."""
+    if isinstance(tol, Mapping):
+        for k in (name, "*", ""):
+            if k in tol:
+                return float(tol[k])
+        return default
+    return float(tol)
+
+
 def verify(
-    source,
-    inputs: dict | list | None = None,
-    rtol: float = 1e-4,
-    atol: float = 1e-5,
+    source: Any,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
+    rtol: Tolerance = 1e-4,
+    atol: Tolerance = 1e-5,
     seed: int = 0,
-    shapes: dict | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
     html: str | None = None,
     localize: bool = True,
     compiled: bool = True,
     mod: IRModule | None = None,
     opt_level: int = 3,
-    **convert_kw,
+    per_layer: bool = False,
+    save_results: str | None = None,
+    load_results: str | None = None,
+    pass_context: Any = None,
+    **convert_kw: Any,
 ) -> VerifyReport:
     """Prove (or disprove) that the compiled Relay module computes what the source computes.
 
     >>> report = relay_import.verify("model.onnx")
     >>> print(report.summary()); bool(report)
+
+    Every output must satisfy |relay - source| <= atol + rtol * |source| elementwise. `rtol` /
+    `atol` may be dicts giving outputs their own tolerance (`{"probs": 1e-3, "*": 1e-4}`).
     On a mismatch the report names the first diverging source node (`report.first_divergence`)
-    with its op, its inputs' statistics and its error; `html="report.html"` writes a page with a
-    per-layer error plot and the graph around that node.
+    with its op, its inputs' statistics and its error; `per_layer=True` compares every layer
+    even at parity; `html="report.html"` writes a page with the error plot and the graph.
+    `save_results="ref.npz"` keeps the source's inputs and outputs (and layers, with
+    `per_layer`); `load_results="ref.npz"` compares against them instead of running the source
+    framework, so `source` may then also be a `.relay` file or a compiled artifact.
     """
     import relay_core
 
-    from .api import detect_framework, load
+    from .api import detect_framework, load, load_compiled
 
-    timings = {}
-    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
     framework = detect_framework(source)
-    if framework in ("relay", "compiled"):
-        raise InputError("verify needs a source model (ONNX, PyTorch, TensorFlow) to compare with")
-    runner = make_runner(source, framework, convert_kw)
-    if mod is None:
-        mod = (
-            load(source, shapes=shapes, **convert_kw)
-            if framework == "onnx"
-            else load(source, **convert_kw)
+    stored = None
+    if load_results is not None:
+        stored = Results.load(load_results)
+        runner: SourceRunner = StoredRunner(stored, load_results)
+    elif framework in ("relay", "compiled"):
+        raise InputError(
+            "verify needs a source model (ONNX, PyTorch, TensorFlow) to compare with, or "
+            "reference results saved earlier (load_results=, relay verify --load-results)"
         )
+    else:
+        runner = make_runner(source, framework, convert_kw)
+    lib = None
+    t0 = time.perf_counter()
+    if framework == "compiled":
+        lib = load_compiled(source)
+    elif mod is None:
+        kw = dict(convert_kw)
+        if framework == "onnx" and shapes:
+            kw["shapes"] = shapes
+        mod = load(source, **kw)
     timings["convert"] = time.perf_counter() - t0
-    specs = input_specs(mod, shapes)
+    specs = _specs(mod, lib, shapes)
     if inputs is None:
-        feed = make_inputs(specs, seed)
-    elif isinstance(inputs, dict):
+        feed = dict(stored.inputs) if stored is not None else make_inputs(specs, seed)
+    elif isinstance(inputs, Mapping):
         feed = {k: np.asarray(v) for k, v in inputs.items()}
     else:
         feed = {s.name: np.asarray(v) for s, v in zip(specs, inputs)}
@@ -201,70 +239,121 @@ def verify(
             f"inputs missing: {missing}; the model's inputs are {[s.name for s in specs]}"
         )
 
-    t0 = time.perf_counter()
-    expected = runner.run(feed)
-    timings["source run"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    args = [feed[s.name] for s in specs]
-    if compiled:
-        lib = relay_core.build(mod, opt_level=opt_level)
-        timings["compile"] = time.perf_counter() - t0
+    with events.stage(f"running {runner.label}" if not runner.origin else "reading results"):
         t0 = time.perf_counter()
-        actual = lib(*args)
+        expected = runner.run(feed)
+        timings["source run"] = time.perf_counter() - t0
+    args = [feed[s.name] for s in specs]
+    if compiled or lib is not None:
+        if lib is None:
+            t0 = time.perf_counter()
+            kw = {"pass_context": pass_context} if pass_context is not None else {}
+            lib = relay_core.build(mod, opt_level=opt_level, **kw)
+            timings["compile"] = time.perf_counter() - t0
+        with events.stage("running relay"):
+            t0 = time.perf_counter()
+            actual = lib(*args)
+            timings["relay run"] = time.perf_counter() - t0
     else:
-        actual = _flatten(relay_core.evaluate(mod, *args))
-    timings["relay run"] = time.perf_counter() - t0
+        with events.stage("running the interpreter"):
+            t0 = time.perf_counter()
+            actual = _flatten(relay_core.evaluate(mod, *args))
+            timings["relay run"] = time.perf_counter() - t0
 
     names = runner.output_names()
-    outputs = []
+    notes = []
     if len(expected) != len(actual):
-        notes = [f"the source gives {len(expected)} outputs, Relay {len(actual)}"]
-    else:
-        notes = []
+        notes.append(f"the source gives {len(expected)} outputs, Relay {len(actual)}")
+    r0, a0 = _tol(rtol, "", 1e-4), _tol(atol, "", 1e-5)
+    outputs = []
     for i, (e, a) in enumerate(zip(expected, actual)):
         nm = names[i] if i < len(names) else f"output{i}"
-        outputs.append(compare(nm, e, a, rtol, atol))
+        outputs.append(compare(nm, e, a, _tol(rtol, nm, r0), _tol(atol, nm, a0)))
+    if len(expected) != len(actual):
+        outputs.append(
+            compare("(output count)", np.zeros(len(expected)), np.zeros(len(actual)), 0, 0)
+        )
     report = VerifyReport(
-        str(source)
-        if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__")
-        else type(source).__name__,
-        framework,
-        rtol,
-        atol,
+        _source_name(source),
+        framework if stored is None else stored.framework or framework,
+        r0,
+        a0,
         outputs,
         inputs={k: stats(v) for k, v in feed.items()},
         timings=timings,
         notes=notes,
+        reference=runner.label,
+        reference_origin=runner.origin,
+        show_layers=per_layer,
     )
-    if len(expected) != len(actual):
-        report.outputs.append(
-            compare("(output count)", np.zeros(len(expected)), np.zeros(len(actual)), 0, 0)
-        )
-    if not report.ok and localize:
-        t0 = time.perf_counter()
-        _localise(report, mod, runner, feed, rtol, atol, compiled)
-        timings["localise"] = time.perf_counter() - t0
+    if mod is not None:
+        report.graph = list(mod.attrs.get("source_nodes") or [])
+    layers_wanted = per_layer or bool(html) or (not report.ok and localize)
+    src_layers: dict = {}
+    if layers_wanted:
+        if mod is None:
+            report.notes.append("a compiled artifact carries no source map: no per-layer view")
+        else:
+            t0 = time.perf_counter()
+            src_layers = _localise(report, mod, runner, feed, rtol, atol, compiled)
+            timings["layers"] = time.perf_counter() - t0
+    if save_results is not None:
+        Results(
+            report.source,
+            framework,
+            runner.label,
+            feed,
+            list(zip([d.name for d in outputs], expected)),
+            src_layers,
+        ).save(save_results)
     if html:
         report.write_html(html)
     return report
 
 
-def _localise(report, mod, runner, feed, rtol, atol, compiled) -> None:
+def _source_name(source) -> str:
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        return str(source)
+    return type(source).__name__
+
+
+def _specs(mod: IRModule | None, lib, shapes) -> list[InputSpec]:
+    """The inputs to feed: from the module, or from a compiled artifact's manifest."""
+    if mod is not None:
+        return input_specs(mod, shapes)
+    specs = []
+    for a in lib.get_inputs():
+        given = (shapes or {}).get(a.name)
+        shape = tuple(given) if given else tuple(d if isinstance(d, int) else 1 for d in a.shape)
+        specs.append(InputSpec(a.name, shape, a.dtype))
+    return specs
+
+
+def _localise(report, mod, runner, feed, rtol, atol, compiled) -> dict:
+    """Compare every source tensor the converter mapped; returns the source's values."""
     nodes = mod.attrs.get("source_nodes")
     if not nodes:
-        report.notes.append("the converter recorded no source map: cannot localise")
-        return
+        report.notes.append("the converter recorded no source map: no per-layer view")
+        return {}
     tensor_names = []
     for _, _, _, outs in nodes:
         tensor_names += [o for o in outs if o]
-    src_vals = runner.intermediates(feed, tensor_names)
+    what = "reading stored layers" if runner.origin else f"running {runner.label} per layer"
+    with events.stage(what):
+        src_vals = runner.intermediates(feed, tensor_names)
+    if not src_vals:
+        report.notes.append(
+            f"{runner.label} gave no per-layer values (stored results keep them when saved "
+            "with --per-layer)"
+        )
+        return {}
     try:
         rel_vals = _relay_intermediates(mod, tensor_names, feed, compiled)
     except Exception as e:  # fall back to the interpreter if the probe cannot compile
         if not compiled:
             raise
         report.notes.append(
-            f"compiled probe failed ({type(e).__name__}); localised with the interpreter"
+            f"compiled probe failed ({type(e).__name__}); layers compared with the interpreter"
         )
         rel_vals = _relay_intermediates(mod, tensor_names, feed, False)
     good: dict[str, bool] = {n: True for n in feed}
@@ -275,30 +364,31 @@ def _localise(report, mod, runner, feed, rtol, atol, compiled) -> None:
             producers[o] = (node, op)
         for i in ins:
             consumers.setdefault(i, []).append((node, op))
+    weights = [i for _, _, ins, _ in nodes for i in ins if i and i not in producers]
+    consts = runner.constants([i for i in weights if i not in feed])
+    r0, a0 = _tol(rtol, "", 1e-4), _tol(atol, "", 1e-5)
+
+    def input_stats(name: str) -> dict:
+        if name in src_vals:
+            return stats(src_vals[name])
+        if name in feed:
+            return dict(stats(feed[name]), kind="model input")
+        return consts.get(name) or {"shape": (), "dtype": "?", "kind": "not measured"}
+
     layers = []
     first = None
-    for node, op, ins, outs in nodes:
-        for o in outs:
-            if o not in src_vals or o not in rel_vals:
-                continue
-            d = compare(o, src_vals[o], rel_vals[o], rtol, atol)
-            ld = LayerDiff(
-                len(layers),
-                node,
-                op,
-                o,
-                d,
-                [
-                    (i, stats(src_vals[i] if i in src_vals else feed.get(i, np.zeros(0))))
-                    for i in ins
-                    if i
-                ],
-            )
-            layers.append(ld)
-            good[o] = d.ok
-            inputs_ok = all(good.get(i, True) for i in ins if i)
-            if first is None and not d.ok and inputs_ok:
-                first = ld
+    with events.stage(f"comparing {len(nodes)} layers"):
+        for node, op, ins, outs in nodes:
+            for o in outs:
+                if o not in src_vals or o not in rel_vals:
+                    continue
+                d = compare(o, src_vals[o], rel_vals[o], _tol(rtol, o, r0), _tol(atol, o, a0))
+                ld = LayerDiff(len(layers), node, op, o, d, [(i, input_stats(i)) for i in ins if i])
+                layers.append(ld)
+                good[o] = d.ok
+                inputs_ok = all(good.get(i, True) for i in ins if i)
+                if first is None and not d.ok and inputs_ok:
+                    first = ld
     report.layers = layers
     report.first_divergence = first
     if first is not None:
@@ -308,6 +398,7 @@ def _localise(report, mod, runner, feed, rtol, atol, compiled) -> None:
             "inputs": [producers.get(i, (i, "input")) for i in node_ins if i],
             "outputs": [c for o in node_outs for c in consumers.get(o, [])],
         }
+    return src_vals
 
 
 __all__ = ["verify", "input_specs", "make_inputs", "InputSpec", "TupleType"]

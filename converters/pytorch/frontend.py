@@ -46,7 +46,7 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
     import torch
 
     if isinstance(obj, torch.export.ExportedProgram):
-        return obj, {}
+        return obj, _shape_env_dim_names(obj)
     if isinstance(obj, (str, os.PathLike)):
         kind = loader.classify_file(obj)
         if kind == "pickle":
@@ -84,6 +84,70 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
     )
 
 
+def _shape_env_dim_names(ep) -> dict:
+    """torch's size symbols -> the names of the `Dim`s they came from, as the exporting
+    ShapeEnv remembers them (an in-memory ExportedProgram; a .pt2 archive does not keep them)."""
+    for node in ep.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        for d in getattr(val, "shape", ()):
+            env = getattr(getattr(d, "node", None), "shape_env", None)
+            if env is None:
+                continue
+            names = getattr(env, "source_name_to_debug_name", {}) or {}
+            out = {}
+            for sym, sources in (getattr(env, "var_to_sources", {}) or {}).items():
+                for src in sources:
+                    name = names.get(getattr(src, "name", ""))
+                    if name:
+                        out[str(sym)] = name
+                        break
+            return out
+    return {}
+
+
+def output_names(ep) -> list[str]:
+    """The program's output names: the keys of a returned dict (or a namedtuple's fields),
+    joined with '.' when nested; elsewhere the output node's name."""
+    specs = [s for s in ep.graph_signature.output_specs if s.kind.name == "USER_OUTPUT"]
+    nodes = [getattr(s.arg, "name", "") or f"output{i}" for i, s in enumerate(specs)]
+    try:
+        paths = _leaf_paths(ep.call_spec.out_spec)
+    except Exception:  # an unfamiliar pytree: node names are still names
+        return nodes
+    if paths is None or len(paths) != len(nodes):
+        return nodes
+    return [p or n for p, n in zip(paths, nodes)]
+
+
+def _leaf_paths(spec) -> list[str] | None:
+    """Per leaf of a pytree spec, its path of dict keys / namedtuple fields ('' if none)."""
+    if spec is None:
+        return None
+    out: list[str] = []
+    stack = [(spec, "", False)]
+    while stack:
+        sp, path, named = stack.pop()
+        if sp.is_leaf():
+            out.append(path if named else "")
+            continue
+        kids = [sp.child(i) for i in range(sp.num_children)]
+        ctx = sp.context
+        if isinstance(ctx, (list, tuple)) and len(ctx) == len(kids):
+            keys = [str(k) for k in ctx]  # dict keys
+            is_named = True
+        elif isinstance(ctx, type) and hasattr(ctx, "_fields"):
+            keys = list(ctx._fields)  # namedtuple
+            is_named = True
+        else:
+            keys = [str(i) for i in range(len(kids))]
+            is_named = False
+        for k, kid in reversed(list(zip(keys, kids))):
+            stack.append((kid, f"{path}.{k}" if path else k, named or is_named))
+    return out
+
+
 def _dim_names(ep, module, args, dynamic_shapes) -> dict:
     """Map torch's size symbols (s0, s17, ...) to the names of the user's `Dim`s."""
     import inspect
@@ -106,9 +170,9 @@ def _dim_names(ep, module, args, dynamic_shapes) -> dict:
         for s in ep.graph_signature.input_specs
         if s.kind.name == "USER_INPUT"
     ]
-    if len(tensor_nodes) != len(args):  # nested inputs: names stay torch's symbols
-        return {}
-    out = {}
+    if len(tensor_nodes) != len(args):  # nested inputs: what the ShapeEnv remembers
+        return _shape_env_dim_names(ep)
+    out = _shape_env_dim_names(ep)
     for arg, spec, node in zip(args, per_arg, tensor_nodes):
         if not isinstance(arg, torch.Tensor) or spec is None or node is None:
             continue

@@ -184,10 +184,9 @@ class TorchImporter:
         func = Function(tuple(user_inputs + param_vars), body)
         mod = IRModule.from_expr(func)
         mod.attrs["input_names"] = [v.name_hint for v in user_inputs]
-        mod.attrs["output_names"] = [
-            getattr(spec.arg, "name", f"output{i}")
-            for i, spec in enumerate(s for s in sig.output_specs if s.kind.name == "USER_OUTPUT")
-        ]
+        from .frontend import output_names
+
+        mod.attrs["output_names"] = output_names(ep)
         mod.attrs["source_outputs"] = dict(self.ctx.source_outputs)
         mod.attrs["source_nodes"] = list(self.source_nodes)
         if self.keep_params:

@@ -42,7 +42,7 @@ def load(
     if type(obj).__name__ == "GraphDef" and hasattr(obj, "node"):
         return from_graph_def(obj, input_signature, outputs)
     if _is_keras_model(obj):
-        return _freeze(_trace_keras(obj, input_signature))
+        return _freeze_keras(obj, input_signature)
     if hasattr(obj, "graph") and hasattr(obj, "structured_outputs"):  # ConcreteFunction
         return specialize(_freeze(obj), input_signature)
     if hasattr(obj, "get_concrete_function"):  # tf.function
@@ -67,7 +67,7 @@ def _load_path(path: str, input_signature, signature: str, outputs) -> FrozenGra
             model = keras.models.load_model(path, safe_mode=True, compile=False)
         except Exception as e:  # keras raises many kinds for bad archives
             raise ModelLoadError(f"cannot load Keras file {path}: {e}") from None
-        return _freeze(_trace_keras(model, input_signature))
+        return _freeze_keras(model, input_signature)
     if path.endswith(".pb"):
         tf = _tf()
         gd = tf.compat.v1.GraphDef()
@@ -105,6 +105,19 @@ def _is_keras_model(obj) -> bool:
     import keras
 
     return isinstance(obj, keras.Model)
+
+
+def _freeze_keras(model, input_signature) -> FrozenGraph:
+    """Trace and freeze a Keras model; its outputs keep the model's names (`probs`)."""
+    frozen = _freeze(_trace_keras(model, input_signature))
+    try:
+        names = [str(n) for n in model.output_names]
+        single = not isinstance(model.output, dict)
+    except (AttributeError, ValueError, TypeError):
+        return frozen
+    if single and len(names) == len(frozen.outputs) and all(names):
+        frozen.output_names = names
+    return frozen
 
 
 def _trace_keras(model, input_signature):

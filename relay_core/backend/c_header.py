@@ -36,17 +36,24 @@ def _static(shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
+def _comment(name) -> str:
+    """A framework name inside a C comment (it may hold anything, `*/` included)."""
+    return str(name).replace("*/", "*_/").replace("\n", " ")
+
+
 def _tensor_block(prefix: str, items: list[dict], lines: list[str]) -> None:
     used: set[str] = set()
     lines.append(f"#define RELAY_NUM_{prefix}S {len(items)}")
     for k, t in enumerate(items):
         shape = t.get("shape")
         if shape is None:
-            lines.append(f"/* {prefix.lower()} {k} ({t.get('name')}): not a tensor */")
+            lines.append(f"/* {prefix.lower()} {k} ({_comment(t.get('name'))}): not a tensor */")
             continue
         ident = _ident(t.get("name", ""), k, used)
         dims = ", ".join(str(d) if isinstance(d, int) else "-1" for d in shape) or "1"
-        lines.append(f"/* {prefix.lower()} {k}: {t.get('name')!s} {t['dtype']}{list(shape)} */")
+        lines.append(
+            f"/* {prefix.lower()} {k}: {_comment(t.get('name'))} {t['dtype']}{list(shape)} */"
+        )
         lines.append(f"#define RELAY_{prefix}_{ident} {k}")
         lines.append(f"#define RELAY_{prefix}{k}_NDIM {len(shape)}")
         lines.append(f'#define RELAY_{prefix}{k}_DTYPE "{t["dtype"]}"')

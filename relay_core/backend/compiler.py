@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from .. import events
 from ..errors import RelayError
 from ..ir.module import IRModule
 from ..ir.structural import structural_hash
@@ -116,13 +117,17 @@ def build(
         hooked = pass_context is not None and pass_context.dump_ir is not None
         if not hooked and os.path.exists(os.path.join(entry, "manifest.json")):
             try:
-                lib = CompiledModule(entry, num_threads)
+                with events.stage("compiling") as st:
+                    st.note("cache hit")
+                    lib = CompiledModule(entry, num_threads)
                 lib.build_seconds = time.perf_counter() - t0
                 lib.cache_hit = True
                 return lib
             except RelayError:
                 shutil.rmtree(entry, ignore_errors=True)
-    tmp = tempfile.mkdtemp(prefix="relay-build-", dir=cdir if cdir and _mkdir(cdir) else None)
+    tmp = tempfile.mkdtemp(
+        prefix=f"relay-build-{os.getpid()}-", dir=cdir if cdir and _mkdir(cdir) else None
+    )
     try:
         _compile_to(mod, tmp, opt_level, key, pass_context)
         if cdir:
@@ -162,30 +167,33 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
 
     timings = {}
     t = time.perf_counter()
-    fused = prepare(mod, opt_level, ctx)
+    with events.stage("optimising"):
+        fused = prepare(mod, opt_level, ctx)
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
-    llmod = ir.Module(name="relay")
-    llmod.triple = host()[0]
-    ctx = ModuleContext(llmod)
-    main = fused["main"]
-    from .graph import is_static_graph
+    with events.stage("generating code"):
+        llmod = ir.Module(name="relay")
+        llmod.triple = host()[0]
+        ctx = ModuleContext(llmod)
+        main = fused["main"]
+        from .graph import is_static_graph
 
-    if is_static_graph(main):
-        kind = "graph"
-        plan = GraphCompiler(main, ctx).run()
-    else:
-        from .vm import VMCompiler
+        if is_static_graph(main):
+            kind = "graph"
+            plan = GraphCompiler(main, ctx).run()
+        else:
+            from .vm import VMCompiler
 
-        kind = "vm"
-        plan = VMCompiler(fused, ctx).run()
-    timings["lower"] = time.perf_counter() - t
-    t = time.perf_counter()
-    obj = compile_ir(str(llmod), opt_level)
-    timings["llvm"] = time.perf_counter() - t
-    t = time.perf_counter()
-    link_shared([obj, *runtime_objects(cache_dir())], os.path.join(out_dir, "lib.so"))
-    timings["link"] = time.perf_counter() - t
+            kind = "vm"
+            plan = VMCompiler(fused, ctx).run()
+        timings["lower"] = time.perf_counter() - t
+    with events.stage("compiling", f"{plan.kernels} kernels"):
+        t = time.perf_counter()
+        obj = compile_ir(str(llmod), opt_level)
+        timings["llvm"] = time.perf_counter() - t
+        t = time.perf_counter()
+        link_shared([obj, *runtime_objects(cache_dir())], os.path.join(out_dir, "lib.so"))
+        timings["link"] = time.perf_counter() - t
     consts = []
     with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
         off = 0
@@ -199,9 +207,20 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
                 {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
             )
             off += data.nbytes
-    out_names = list(main.attr("output_names") or mod.attrs.get("output_names") or [])
+    src_main = mod["main"]
+    out_names = list(
+        main.attr("output_names")
+        or src_main.attr("output_names")
+        or mod.attrs.get("output_names")
+        or []
+    )
     if len(out_names) != len(plan.output_types):
         out_names = [f"output{k}" for k in range(len(plan.output_types))]
+    # The framework's input names where the parameters had to be renamed (`input.1`).
+    in_names = list(plan.input_names)
+    given = main.attr("input_names") or src_main.attr("input_names") or ()
+    for k, n in enumerate(list(given)[: len(in_names)]):
+        in_names[k] = n
     triple, cpu, features = host()
     import llvmlite
 
@@ -212,11 +231,12 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
         "entry": plan.entry,
         "workspace_bytes": getattr(plan, "workspace", 0),
         "inputs": [
-            _io_json(n, t, d)
-            for n, t, d in zip(
-                plan.input_names,
+            _io_json(n, t, d, param)
+            for n, t, d, param in zip(
+                in_names,
                 plan.input_types,
                 plan.info.get("input_descs") or [None] * len(plan.input_types),
+                plan.input_names,
             )
         ],
         "outputs": [
@@ -241,10 +261,12 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
         json.dump(manifest, f, indent=1)
 
 
-def _io_json(name, t, desc) -> dict:
+def _io_json(name, t, desc, param=None) -> dict:
     from ..ir.types import TensorType
 
     out = {"name": name}
+    if param is not None and param != name:
+        out["param"] = param  # the Relay parameter's name, accepted too
     if isinstance(t, TensorType):
         out.update(shape=[_dim_json(d) for d in t.shape], dtype=t.dtype)
     if desc is not None:

@@ -17,6 +17,8 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -71,6 +73,55 @@ def _type_str(shape, dtype) -> str:
 
 _MISSING = object()
 
+# onnxruntime's names of element types (NodeArg.type is "tensor(<name>)").
+_ORT_ELEM = {
+    "float32": "float",
+    "float64": "double",
+    "float8_e4m3fn": "float8e4m3fn",
+    "float8_e4m3fnuz": "float8e4m3fnuz",
+    "float8_e5m2": "float8e5m2",
+    "float8_e5m2fnuz": "float8e5m2fnuz",
+    "float8_e8m0fnu": "float8e8m0",
+    "float4_e2m1fn": "float4e2m1",
+}
+
+
+def _ort_type(desc: dict) -> str:
+    """onnxruntime's type string: `tensor(float)`, `seq(tensor(int64))`, `optional(...)`;
+    tuples (which ONNX lacks) read `tuple(tensor(float),tensor(int64))`."""
+    k = desc.get("kind", "tensor")
+    if k == "tensor":
+        return f"tensor({_ORT_ELEM.get(desc['dtype'], desc['dtype'])})"
+    if k == "tuple":
+        return "tuple(" + ",".join(_ort_type(f) for f in desc["fields"]) + ")"
+    args = [f for c in desc["ctors"] for f in c["fields"] if f.get("kind") != "self"]
+    inner = _ort_type(args[0]) if args else ""
+    if desc["name"] == "List":
+        return f"seq({inner})"
+    if desc["name"] == "Option":
+        return f"optional({inner})"
+    return desc["name"]
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """An input or output as onnxruntime describes it: `name`, `shape` (ints; a name or None
+    where the size is known only at run time) and `type` (`"tensor(float)"`, ...)."""
+
+    name: str
+    shape: list
+    type: str
+    dtype: str = ""  # the Relay dtype ("float32"), "" for non-tensors
+
+    def __repr__(self) -> str:
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
+
+
+def _node_arg(entry: dict) -> NodeArg:
+    desc = entry.get("type") or {"kind": "tensor", "dtype": entry["dtype"]}
+    shape = list(entry["shape"]) if "shape" in entry else []
+    return NodeArg(entry["name"], shape, _ort_type(desc), entry.get("dtype", ""))
+
 
 def _contig(a) -> np.ndarray:
     """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
@@ -93,9 +144,16 @@ class _ThreadState(threading.local):
 class CompiledModule:
     """A compiled Relay module: call it with numpy arrays, get a list of numpy arrays.
 
+    It also speaks onnxruntime's dialect, so code written for an `InferenceSession` runs on it:
+    `get_inputs()` / `get_outputs()` (objects with `name`, `shape`, `type`) and
+    `run(output_names, input_feed)`.
+
     >>> lib = relay_core.build(mod)
     >>> outs = lib(x)             # positional, in input order
     >>> outs = lib(data=x)        # or by input name
+    >>> probs, = lib.run(["probs"], {"data": x})        # onnxruntime's call
+    >>> [(i.name, i.shape, i.type) for i in lib.get_inputs()]
+    [('data', ['batch', 3, 224, 224], 'tensor(float)')]
     >>> lib.export("model.relaylib"); lib2 = relay_core.load_module("model.relaylib")
     """
 
@@ -124,7 +182,9 @@ class CompiledModule:
         self._out_dtypes = [_np_dtype(o.get("dtype")) for o in m["outputs"]]
         self.input_types = [_desc_str(i) for i in m["inputs"]]
         self.output_types = [_desc_str(o) for o in m["outputs"]]
-        self._index = {n: k for k, n in enumerate(self.input_names)}
+        self._index = {i["param"]: k for k, i in enumerate(m["inputs"]) if "param" in i}
+        self._index.update({n: k for k, n in enumerate(self.input_names)})
+        self._out_index = {n: k for k, n in enumerate(self.output_names)}
         self.num_threads = num_threads or _default_threads()
         self._load_constants()
         self._lib = ctypes.CDLL(os.path.join(self.path, "lib.so"))
@@ -230,7 +290,7 @@ class CompiledModule:
             )
         return _contig(arr)
 
-    def __call__(self, *args, **kwargs) -> list[np.ndarray]:
+    def __call__(self, /, *args, **kwargs) -> list[np.ndarray]:
         vals = self._bind(args, kwargs)
         if self.kind == "vm":
             return self._call_vm(vals)
@@ -249,7 +309,39 @@ class CompiledModule:
             raise RuntimeError_(f"the compiled model failed with code {rc}")
         return outs
 
-    run = __call__
+    # -- onnxruntime's dialect -----------------------------------------------------------------
+    def get_inputs(self) -> list[NodeArg]:
+        """The inputs as onnxruntime's `InferenceSession.get_inputs()` gives them."""
+        return [_node_arg(i) for i in self.manifest["inputs"]]
+
+    def get_outputs(self) -> list[NodeArg]:
+        """The outputs as onnxruntime's `InferenceSession.get_outputs()` gives them."""
+        return [_node_arg(o) for o in self.manifest["outputs"]]
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        input_feed: Mapping[str, object],
+        run_options: object = None,
+    ) -> list:
+        """onnxruntime's `run`: the outputs named in `output_names` (None or empty: all, in
+        order) for the inputs in `input_feed` (a dict name -> array). `run_options` is
+        accepted for compatibility and ignored."""
+        if not isinstance(input_feed, Mapping):
+            raise InputError(
+                "run(output_names, input_feed) takes the inputs as a dict name -> array; "
+                "call the module directly for positional inputs: lib(x)"
+            )
+        picks = None
+        if output_names:
+            if isinstance(output_names, str):
+                raise InputError("output_names is a list of names (or None for all outputs)")
+            unknown = [n for n in output_names if n not in self._out_index]
+            if unknown:
+                raise InputError(f"unknown output(s) {unknown}; outputs are {self.output_names}")
+            picks = [self._out_index[n] for n in output_names]
+        outs = self(**input_feed)
+        return outs if picks is None else [outs[k] for k in picks]
 
     # -- the general path (control flow, dynamic shapes): boxed values ------------------------
     def _setup_vm(self, m) -> None:

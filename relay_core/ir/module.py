@@ -131,12 +131,18 @@ class IRModule:
         return self
 
     def astext(self, show_meta_data: bool = True) -> str:
+        """The module as text; with the metadata shown (the default) `relay_core.parse`
+        reads it back."""
         from .printer import module_to_text
 
         return module_to_text(self, show_meta_data=show_meta_data)
 
     def __str__(self) -> str:
-        return self.astext()
+        """The module as text, large constants elided: `meta[Constant][3] /* float32[64, 3,
+        7, 7], 36.8 KB */`. `astext()` prints every constant."""
+        from .printer import ELIDE_BYTES, module_to_text
+
+        return module_to_text(self, elide_bytes=ELIDE_BYTES)
 
     def __repr__(self) -> str:
         names = ", ".join("@" + gv.name_hint for gv in self.functions)

@@ -127,7 +127,8 @@ class TypeSyntax:
             raise self.error(
                 t,
                 f"meta[{kind}][{n.value}] refers to a #[metadata] section, but the text has "
-                "none (was it printed with show_meta_data=False?)",
+                "none (str(mod) and show_meta_data=False leave the data out; write the module "
+                "with mod.astext() to keep it)",
             )
         if self.meta is None:
             try:
@@ -143,7 +144,10 @@ class TypeSyntax:
             raise self.error(n, f"meta[{kind}][{idx}] is out of range: the section has {size}")
         if table[idx] is None:
             raise self.error(
-                t, f"meta[{kind}][{idx}] is not a constant; only constants are supported"
+                t,
+                f"meta[{kind}][{idx}] has no data: it was left out when printed (str(mod) "
+                "elides large constants; write the module with mod.astext()), or it is not a "
+                "constant",
             )
         c = self.meta_consts.get((key, idx))
         if c is None:

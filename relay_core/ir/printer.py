@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .dtype import from_numpy
 from .expr import (
     Call,
     Constant,
@@ -162,18 +163,45 @@ def _hoisted_children(e: Expr) -> tuple:
     return ()
 
 
-class _Meta:
-    """The constant side table shared by all functions of a module."""
+# str(mod) leaves out the data of constants larger than this (mod.astext() keeps everything).
+ELIDE_BYTES = 1024
 
-    def __init__(self):
+
+def _nbytes(a) -> int:
+    if a.dtype == object:
+        return sum(len(str(x)) for x in a.reshape(-1).tolist())
+    return int(a.nbytes)
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"
+
+
+class _Meta:
+    """The constant side table shared by all functions of a module. Constants larger than
+    `elide` bytes are referred to with their type and size in a comment, and their data is
+    left out of the `#[metadata]` section."""
+
+    def __init__(self, elide: int | None = None):
         self.constants: list[Constant] = []
         self.index: dict[int, int] = {}
+        self.elide = elide
+
+    def elided(self, c: Constant) -> bool:
+        return self.elide is not None and _nbytes(c.data) > self.elide
 
     def ref(self, c: Constant) -> str:
         i = self.index.get(id(c))
         if i is None:
             i = self.index[id(c)] = len(self.constants)
             self.constants.append(c)
+        if self.elided(c):
+            dims = ", ".join(str(d) for d in c.data.shape)
+            dt = from_numpy(c.data.dtype)
+            return f"meta[Constant][{i}] /* {dt}[{dims}], {_size(_nbytes(c.data))} */"
         return f"meta[Constant][{i}]"
 
 
@@ -435,17 +463,31 @@ def _metadata_text(meta: _Meta, show: bool) -> str:
     if not meta.constants:
         return ""
     if show:
-        return "\n\n#[metadata]\n" + encode_metadata([c.data for c in meta.constants])
+        big = [c for c in meta.constants if meta.elided(c)]
+        if not big:
+            return "\n\n#[metadata]\n" + encode_metadata([c.data for c in meta.constants])
+        total = _size(sum(_nbytes(c.data) for c in big))
+        note = (
+            f"\n\n// the data of {len(big)} large constant(s) ({total}) is left out; "
+            "mod.astext() prints every constant"
+        )
+        if len(big) == len(meta.constants):
+            return note
+        data = [None if meta.elided(c) else c.data for c in meta.constants]
+        return note + "\n#[metadata]\n" + encode_metadata(data)
     return (
         f"\n\n// {len(meta.constants)} constant(s) in the metadata section are omitted; "
         "print with show_meta_data=True to include them"
     )
 
 
-def module_to_text(mod, show_meta_data: bool = True) -> str:
-    """The whole module: version header, ADTs, `def`s, then the `#[metadata]` constants."""
+def module_to_text(mod, show_meta_data: bool = True, elide_bytes: int | None = None) -> str:
+    """The whole module: version header, ADTs, `def`s, then the `#[metadata]` constants.
+
+    With `elide_bytes` (what `str(mod)` uses), constants larger than that many bytes print as
+    `meta[Constant][3] /* float32[64, 3, 7, 7], 36.8 KB */` and their data is left out."""
     show_types = _typed(mod)
-    meta = _Meta()
+    meta = _Meta(elide_bytes)
     parts = [f'#[version = "{VERSION}"]']
     items = [typedata_to_text(td) for td in mod.type_definitions.values()]
     for gv, f in mod.functions.items():

@@ -193,10 +193,13 @@ def attr_number(text: str):
 
 
 # -- metadata -------------------------------------------------------------------------------------
-def encode_metadata(constants: list[np.ndarray]) -> str:
+def encode_metadata(constants: list[np.ndarray | None]) -> str:
     """The `#[metadata]` JSON: each constant's dtype, shape and base64 little-endian bytes."""
     rows = []
     for a in constants:
+        if a is None:  # data left out (str(mod) elides large constants)
+            rows.append("    null")
+            continue
         d = _dt.from_numpy(a.dtype)
         entry = {"dtype": d, "shape": list(a.shape)}
         if d == "string":
@@ -233,7 +236,7 @@ def decode_metadata(text: str) -> dict[str, list]:
         return _decode_tvm_metadata(obj)
     out = {}
     for kind, entries in obj.items():
-        out[kind] = [_decode_constant(e) for e in entries]
+        out[kind] = [None if e is None else _decode_constant(e) for e in entries]
     return out
 
 

@@ -44,7 +44,7 @@ def test_verify_names_the_planted_wrong_node(compiled, tmp_path):
     assert all(ld.diff.ok for ld in report.layers[: fd.index])
     assert TARGET in report.summary()
     text = html.read_text()
-    assert TARGET in text and "data:image/png;base64," in text
+    assert TARGET in text and "<svg class='plot'" in text and "<svg class='graph'" in text
 
 
 def test_verify_with_given_inputs_and_wrong_names():
