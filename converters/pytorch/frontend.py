@@ -36,6 +36,7 @@ def from_pytorch(
     """
     ep, dim_names = _exported_program(obj, example_inputs, dynamic_shapes)
     custom = {target_name(k): v for k, v in (custom_convert_map or {}).items()}
+    ep = functionalize(ep, custom)
     ep = decompose_unsupported(ep, custom)
     imp = TorchImporter(ep, custom, keep_params_as_inputs, dim_names)
     imp.check_supported()
@@ -186,6 +187,35 @@ def _dim_names(ep, module, args, dynamic_shapes) -> dict:
             if expr is not None and getattr(expr, "is_Symbol", False):
                 out[str(expr)] = name
     return out
+
+
+def mutating_targets(ep, custom: dict | None = None) -> list[str]:
+    """Names of the mutating / in-place overloads (`aten.add_.Tensor`, `aten.copy_.default`,
+    `aten.index_put_.default`, ...) still in the program, except those with a custom converter."""
+    import torch
+
+    out = []
+    for name, t in iter_targets(ep.graph_module):
+        if name in (custom or {}) or name in out or not isinstance(t, torch._ops.OpOverload):
+            continue
+        if t._schema.is_mutable and not _is_noop(name):
+            out.append(name)
+    return out
+
+
+def functionalize(ep, custom: dict | None = None):
+    """An exported program may still hold mutating overloads (a transformers T5 encoder keeps
+    `aten.add_.Tensor`); re-trace it functionalised (`run_decompositions({})` keeps every op
+    but rewrites mutation into functional ops plus copies back to mutated inputs)."""
+    if not mutating_targets(ep, custom):
+        return ep
+    try:
+        return ep.run_decompositions({})
+    except Exception as e:  # export's retrace reports many kinds of problems
+        raise ModelLoadError(
+            f"the exported program mutates tensors ({', '.join(mutating_targets(ep, custom))}) "
+            f"and could not be functionalised: {type(e).__name__}: {e}"
+        ) from None
 
 
 def decompose_unsupported(ep, custom: dict | None = None, rounds: int = 4):
