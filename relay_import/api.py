@@ -42,7 +42,8 @@ def from_pytorch(
     dynamic_shapes: Any = None,
     **kw: Any,
 ) -> IRModule:
-    """Convert a torch.export ExportedProgram, a .pt2 path, or an nn.Module + example inputs."""
+    """Convert a torch.export ExportedProgram, a .pt2 path, or an nn.Module + example inputs.
+    `shapes={"x": (1, 3, 16, 16)}` re-exports it at those input shapes (see converters.pytorch)."""
     from converters.pytorch import from_pytorch as _from_pytorch
 
     with events.stage(f"converting {_display_name(obj)}"):
@@ -52,7 +53,8 @@ def from_pytorch(
 
 
 def from_tensorflow(obj: ModelSource, input_signature: Any = None, **kw: Any) -> IRModule:
-    """Convert a SavedModel dir, .keras file, Keras model, tf.function or GraphDef."""
+    """Convert a SavedModel dir, .keras file, Keras model, tf.function or GraphDef.
+    `shapes={"x": (1, 16, 16, 3)}` fixes input shapes (a dict input_signature)."""
     from converters.tensorflow import from_tensorflow as _from_tensorflow
 
     with events.stage(f"converting {_display_name(obj)}"):
@@ -160,7 +162,7 @@ def detect_framework(source: ModelSource) -> str:
 def load(source: ModelSource, **kw: Any) -> IRModule:
     """Convert a model from any supported framework to a typed Relay module.
 
-    Keyword arguments go to the framework's converter (`shapes=` for ONNX, `example_inputs=`
+    Keyword arguments go to the framework's converter (`shapes=` for all three, `example_inputs=`
     for an nn.Module, `input_signature=` for a tf.function, `custom_convert_map=` for all).
     A `.relay` text file is parsed.
     """

@@ -206,7 +206,7 @@ def bench(
     load_avg, cpus, busy = busy_warning(threads)
     framework = detect_framework(source)
     kw = dict(convert_kw)
-    if framework == "onnx" and shapes:
+    if framework in ("onnx", "pytorch", "tensorflow") and shapes:
         kw["shapes"] = shapes
     mod = load(source, **kw)
     t0 = time.perf_counter()

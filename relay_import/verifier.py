@@ -222,7 +222,7 @@ def verify(
         lib = load_compiled(source)
     elif mod is None:
         kw = dict(convert_kw)
-        if framework == "onnx" and shapes:
+        if framework in ("onnx", "pytorch", "tensorflow") and shapes:
             kw["shapes"] = shapes
         mod = load(source, **kw)
     timings["convert"] = time.perf_counter() - t0

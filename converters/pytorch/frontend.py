@@ -18,6 +18,7 @@ def from_pytorch(
     dynamic_shapes=None,
     custom_convert_map: dict | None = None,
     keep_params_as_inputs: bool = False,
+    shapes: dict | None = None,
 ) -> IRModule:
     """Convert a PyTorch model to a Relay module.
 
@@ -30,10 +31,17 @@ def from_pytorch(
     `keep_params_as_inputs`. Outputs keep their nesting as Relay tuples.
     `custom_convert_map` maps ATen overload names ("aten.foo.default") or OpOverloads to
     functions `fn(ctx, *args, **kwargs) -> Expr`.
+    `shapes={"x": (1, 3, 16, 16)}` (input name -> shape; a -1 dim stays dynamic) re-exports the
+    program (an ExportedProgram / .pt2: its module) or the nn.Module at those shapes; for an
+    nn.Module without `example_inputs` they make float32 example inputs.
 
     >>> mod = from_pytorch(model, example_inputs=(torch.randn(1, 3, 32, 32),))
     >>> relay_core.evaluate(mod, x.numpy())
     """
+    if shapes:
+        obj, example_inputs, dynamic_shapes = _apply_shapes(
+            obj, example_inputs, dynamic_shapes, shapes
+        )
     ep, dim_names = _exported_program(obj, example_inputs, dynamic_shapes)
     custom = {target_name(k): v for k, v in (custom_convert_map or {}).items()}
     ep = functionalize(ep, custom)
@@ -41,6 +49,74 @@ def from_pytorch(
     imp = TorchImporter(ep, custom, keep_params_as_inputs, dim_names)
     imp.check_supported()
     return imp.convert()
+
+
+def _apply_shapes(obj, example_inputs, dynamic_shapes, shapes: dict):
+    """(module, example inputs, dynamic_shapes) that export `obj` at the given input shapes."""
+    import inspect
+
+    import torch
+
+    if isinstance(obj, (str, os.PathLike)):
+        obj, _ = _exported_program(obj, None, None)
+    if isinstance(obj, torch.export.ExportedProgram):
+        ep = obj
+        placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        names, metas = [], []
+        for spec in ep.graph_signature.input_specs:
+            if spec.kind.name == "USER_INPUT":
+                names.append(getattr(spec.arg, "name", ""))
+                metas.append(placeholders[names[-1]].meta.get("val"))
+        if any(not isinstance(m, torch.Tensor) for m in metas):
+            raise ModelLoadError("shapes= needs a program whose inputs are all tensors")
+        dtypes = [m.dtype for m in metas]
+        defaults = [tuple(int(d) if isinstance(d, int) else 2 for d in m.shape) for m in metas]
+        module = ep.module()
+    elif isinstance(obj, torch.nn.Module):
+        module = obj
+        try:
+            params = list(inspect.signature(module.forward).parameters)
+        except (TypeError, ValueError):
+            params = []
+        if example_inputs is not None:
+            ex = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+            names = params[: len(ex)]
+            dtypes = [getattr(x, "dtype", torch.float32) for x in ex]
+            defaults = [tuple(getattr(x, "shape", ())) for x in ex]
+        else:
+            names = [p for p in params if p in shapes]
+            dtypes = [torch.float32] * len(names)
+            defaults = [None] * len(names)
+    else:
+        return obj, example_inputs, dynamic_shapes
+    unknown = sorted(set(shapes) - set(names))
+    if unknown:
+        raise ModelLoadError(f"shapes= names unknown inputs {unknown}; the inputs are {names}")
+    args, dyn = [], []
+    for name, dtype, default in zip(names, dtypes, defaults):
+        shape = shapes.get(name, default)
+        if shape is None:
+            raise ModelLoadError(f"input {name!r} needs a shape (shapes={{'{name}': (...)}})")
+        dims = [int(d) if d is not None else -1 for d in shape]
+        real = [2 if d < 0 else d for d in dims]
+        if dtype.is_floating_point:
+            args.append(torch.randn(real, dtype=dtype))
+        elif dtype == torch.bool:
+            args.append(torch.ones(real, dtype=dtype))
+        else:
+            args.append(torch.zeros(real, dtype=dtype))
+        dyn.append({i: torch.export.Dim.DYNAMIC for i, d in enumerate(dims) if d < 0} or None)
+    dyn = tuple(dyn) if any(dyn) else None
+    if isinstance(obj, torch.export.ExportedProgram):
+        try:
+            return torch.export.export(module, tuple(args), dynamic_shapes=dyn), None, None
+        except Exception as e:  # a guard of the original export: a dim it fixed
+            msg = str(e).splitlines()[0][:200]
+            raise ModelLoadError(
+                f"cannot re-export the program at shapes {shapes}: {msg}. Only dims that were "
+                "dynamic at export can be changed; export again with dynamic_shapes="
+            ) from None
+    return module, tuple(args), dyn
 
 
 def _exported_program(obj, example_inputs, dynamic_shapes):
@@ -73,7 +149,10 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
             if isinstance(example_inputs, (tuple, list))
             else (example_inputs,)
         )
-        obj.eval()
+        try:
+            obj.eval()
+        except NotImplementedError:  # an ExportedProgram's module(): already in its mode
+            pass
         try:
             ep = torch.export.export(obj, args, dynamic_shapes=dynamic_shapes)
         except Exception as e:  # export reports many kinds of problems

@@ -11,6 +11,7 @@ TensorFlow is imported only when a model is converted.
 
 from __future__ import annotations
 
+from relay_core.errors import InputError
 from relay_core.ir import IRModule
 
 from .table import TF
@@ -23,6 +24,7 @@ def from_tensorflow(
     custom_convert_map: dict | None = None,
     outputs: list[str] | None = None,
     cleanup: bool = True,
+    shapes: dict | None = None,
 ) -> IRModule:
     """Convert a TensorFlow model to a typed Relay module whose `@main` takes the model's inputs
     (dims that are None in the signature become `Any`) and returns its output (a tuple if there
@@ -33,7 +35,8 @@ def from_tensorflow(
     function, a GraphDef (or a frozen `.pb` file; `outputs` names the tensors to return).
     `input_signature` traces Keras models and tf.functions; for SavedModels, concrete functions
     and GraphDefs it refines the inputs' shapes (a dict name -> shape, or a list), e.g. to fix
-    a dynamic batch.
+    a dynamic batch. `shapes={"x": (1, 16, 16, 3)}` (input name -> shape, as the ONNX and
+    PyTorch frontends take it) is the same as a dict `input_signature`.
 
     Variables are frozen to constants; While / If / PartitionedCall stay control flow: a While is a
     recursive global function, an If a Relay `If`, a call a global function. TensorList values
@@ -53,6 +56,10 @@ def from_tensorflow(
     from .graph import GraphDriver
     from .loader import load
 
+    if shapes:
+        if input_signature is not None:
+            raise InputError("pass either shapes= or input_signature=, not both")
+        input_signature = dict(shapes)
     frozen = load(obj, input_signature, signature, outputs)
     driver = GraphDriver(frozen.graph_def, custom_convert_map)
     mod = driver.convert_main(frozen)

@@ -122,7 +122,8 @@ def _freeze_keras(model, input_signature) -> FrozenGraph:
 
 def _trace_keras(model, input_signature):
     tf = _tf()
-    if input_signature is None:
+    if input_signature is None or isinstance(input_signature, dict):
+        given = dict(input_signature or {})
         try:
             ins = list(model.inputs)
         except (AttributeError, ValueError):
@@ -131,10 +132,19 @@ def _trace_keras(model, input_signature):
             raise InputError(
                 "this Keras model has no defined inputs: pass input_signature=[tf.TensorSpec(...)]"
             )
-        specs = [
-            tf.TensorSpec(tuple(t.shape), t.dtype, name=_spec_name(getattr(t, "name", ""), i))
-            for i, t in enumerate(ins)
-        ]
+        specs = []
+        for i, t in enumerate(ins):
+            raw = str(getattr(t, "name", ""))
+            name = _spec_name(raw, i)
+            shape = given.pop(name, given.pop(raw, None))
+            shape = tuple(t.shape) if shape is None else _as_shape(shape) or tuple(t.shape)
+            shape = tuple(None if d is None or d < 0 else int(d) for d in shape)
+            if len(shape) != len(t.shape):
+                raise InputError(f"input {name!r} has rank {len(t.shape)}, given shape {shape}")
+            specs.append(tf.TensorSpec(shape, t.dtype, name=name))
+        if given:
+            names = [s.name for s in specs]
+            raise InputError(f"shapes name unknown inputs {sorted(given)}; the inputs are {names}")
     else:
         specs = list(input_signature)
     try:
