@@ -37,6 +37,11 @@ class ResourceLimitError(RelayError, MemoryError):
     """A tensor would exceed a configured byte budget."""
 
 
+class UnknownExtentError(RelayError, ValueError):
+    """A lowering rule needed a dimension that is unknown at compile time (`?`); `build`
+    then compiles one version per concrete input shape instead (backend/specialize.py)."""
+
+
 class InputError(RelayError, ValueError):
     """Inputs given at call time do not match what the model expects."""
 

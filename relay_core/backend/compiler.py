@@ -74,12 +74,17 @@ def build(
     num_threads: int | None = None,
     cache: bool = True,
     pass_context=None,
+    specialize: bool = True,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
     `pass_context` (a relay_core.passes.PassContext) runs the pipeline with its options:
     disabled passes, config, and a `dump_ir` hook called after each pass (a build with a
     hook always compiles, so the hook sees every pass).
+
+    Inputs with unknown (`?`) or symbolic dims compile once, shape-generic. Where a lowering
+    cannot take an unknown extent and `specialize` is on, the result is a SpecializingModule
+    that compiles (and caches on disk) one version per concrete input shape at its first call.
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
@@ -129,7 +134,20 @@ def build(
         prefix=f"relay-build-{os.getpid()}-", dir=cdir if cdir and _mkdir(cdir) else None
     )
     try:
-        _compile_to(mod, tmp, opt_level, key, pass_context)
+        try:
+            _compile_to(mod, tmp, opt_level, key, pass_context)
+        except _needs_static() as e:
+            if not (specialize and _has_unknown_inputs(mod)):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+            from .specialize import SpecializingModule
+
+            kw = dict(opt_level=opt_level, num_threads=num_threads, cache=cache)
+            lib = SpecializingModule(
+                mod, f"{type(e).__name__}: {e}", pass_context=pass_context, **kw
+            )
+            lib.build_seconds = time.perf_counter() - t0
+            return lib
         if cdir:
             entry = os.path.join(cdir, key)
             try:
@@ -148,6 +166,27 @@ def build(
     lib.build_seconds = time.perf_counter() - t0
     lib.cache_hit = False
     return lib
+
+
+def _needs_static() -> tuple:
+    """The errors of lowering rules that need static extents."""
+    from ..errors import UnknownExtentError
+    from .llvm_types import CodegenError
+    from .lower import LoweringError
+
+    return (UnknownExtentError, NotImplementedError, LoweringError, CodegenError)
+
+
+def _has_unknown_inputs(mod: IRModule) -> bool:
+    from ..ir.types import TensorType
+    from ..typing import infer_type
+
+    main = infer_type(mod)["main"]
+    return any(
+        isinstance(p.checked_type, TensorType)
+        and not all(isinstance(d, int) for d in p.checked_type.shape)
+        for p in main.params
+    )
 
 
 def _mkdir(d: str) -> bool:

@@ -139,7 +139,9 @@ def _dim(d):
             raise ValueError(f"dimension {d.name} is not known to this kernel")
         return v
     if isinstance(d, AnyDim):
-        raise ValueError(
+        from ..errors import UnknownExtentError
+
+        raise UnknownExtentError(
             "a dimension unknown at compile time (?) reached a lowering rule that takes the "
             "output shape from the type; the rule must compute it from its inputs"
         )

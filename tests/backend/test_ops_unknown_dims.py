@@ -1,0 +1,135 @@
+"""Registry-driven: every operator compiled with the leading dimension of its inputs unknown
+(`?`) at compile time, one shape-generic module per op holding all its samples, run at two
+concrete sizes (the sample's, and its inputs doubled along that axis) against the numpy
+reference. The build may not fall back to per-shape versions (`specialize=False`): every
+lowering rule has to take its extents from its inputs at run time.
+
+A sample whose type relation refuses the unknown dimension is left out (the op does not allow
+it); ops that fail are listed, with the reason, in unknown_dims_expected_failures.txt."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core.errors import RelayTypeError
+from relay_core.ir import Any, Function, IRModule, TensorType, Tuple, Var, call
+from relay_core.ir import dtype as dt
+from relay_core.ops import all_ops
+from tests.expected import ExpectedFailures
+
+from .test_ops_compiled import EXPECTED_FAIL, _flat, _supported, _tolerance
+
+_CANDIDATES = sorted(n for n, op in all_ops().items() if n not in EXPECTED_FAIL and not op.stateful)
+EXPECTED = ExpectedFailures(
+    os.path.join(os.path.dirname(__file__), "unknown_dims_expected_failures.txt")
+)
+
+
+def _batched(s) -> list[int]:
+    """Inputs whose axis 0 is the first input's (same rank and size): they share the batch."""
+    xs = s.inputs
+    if not xs or xs[0].ndim == 0 or xs[0].shape[0] == 0:
+        return []
+    n, r = xs[0].shape[0], xs[0].ndim
+    return [k for k, x in enumerate(xs) if x.ndim == r and x.shape[0] == n]
+
+
+def _typed(op, s, si, batched):
+    """(params, call) with the batched inputs' axis 0 unknown, or None if the type relation
+    refuses it."""
+    vs = []
+    for k, x in enumerate(s.inputs):
+        shape = ((Any,) + x.shape[1:]) if k in batched else x.shape
+        vs.append(Var(f"s{si}_{k}", TensorType(shape, dt.from_numpy(x.dtype))))
+    c = call(op.name, *vs, **s.attrs)
+    try:
+        relay_core.infer_type(IRModule.from_expr(Function(tuple(vs), c)))
+    except (RelayTypeError, TypeError, ValueError):
+        return None
+    return vs, c
+
+
+def _doubled(s, batched):
+    return [np.concatenate([x, x], 0) if k in batched else x for k, x in enumerate(s.inputs)]
+
+
+def _ref(op, s, inputs):
+    try:
+        return _flat(op.ref(list(inputs), op.make_attrs(**s.attrs)))
+    except Exception:
+        return None
+
+
+def _cases(name):
+    op = all_ops()[name]
+    rng = np.random.default_rng(0)
+    params, outs, runs = [], [], [[], []]  # runs: per size, (feeds, [(sample, refs)])
+    feeds = [[], []]
+    for si, s in enumerate(op.samples(rng)):
+        if not _supported(op, s):
+            continue
+        batched = _batched(s)
+        if not batched:
+            continue
+        typed = _typed(op, s, si, batched)
+        if typed is None:
+            continue
+        big = _doubled(s, batched)
+        ref_big = _ref(op, s, big)
+        if ref_big is None:  # the op's other inputs fix the size (indices into axis 0, ...)
+            continue
+        vs, c = typed
+        params += vs
+        outs.append(c)
+        feeds[0] += list(s.inputs)
+        feeds[1] += big
+        runs[0].append((s, _flat(op.ref(list(s.inputs), op.make_attrs(**s.attrs)))))
+        runs[1].append((s, ref_big))
+    return params, outs, feeds, runs
+
+
+_CASES: dict = {}
+for _n in _CANDIDATES:
+    _c = _cases(_n)
+    if _c[1]:  # some sample allows an unknown leading dimension
+        _CASES[_n] = _c
+OPS = sorted(_CASES)
+
+
+def test_most_ops_are_covered():
+    """The ops left out are those none of whose samples has a batch-like leading axis."""
+    assert len(OPS) >= 0.6 * len(_CANDIDATES), (len(OPS), len(_CANDIDATES))
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_op_unknown_leading_dim(name):
+    params, outs, feeds, runs = _CASES[name]
+    with EXPECTED.check(name):
+        mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), Tuple(tuple(outs)))))
+        lib = relay_core.build(mod, specialize=False)
+        for size in (0, 1):
+            got = lib(*feeds[size])
+            pos = 0
+            for s, refs in runs[size]:
+                for r in refs:
+                    g = got[pos]
+                    pos += 1
+                    where = f"{name} size {size} {[x.shape for x in s.inputs]} {s.attrs}"
+                    assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
+                    assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
+                    if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
+                        rtol, atol = _tolerance(s, r)
+                        np.testing.assert_allclose(
+                            g.astype(np.float64),
+                            r.astype(np.float64),
+                            rtol=rtol,
+                            atol=atol,
+                            equal_nan=True,
+                            err_msg=where,
+                        )
+                    else:
+                        np.testing.assert_array_equal(g, r, err_msg=where)

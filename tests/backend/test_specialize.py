@@ -1,0 +1,56 @@
+"""Where a lowering cannot take an unknown extent, `build` returns a module that compiles one
+version per concrete input shape at its first call (cached on disk), instead of failing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core.backend.runtime import CompiledModule
+from relay_core.backend.specialize import SpecializingModule
+from relay_core.errors import InputError, RelayError
+from relay_core.ir import Any, Function, IRModule, TensorType, Var, call
+
+
+def _sort_module():
+    # sort's kernel is written for static shapes (tests/backend/unknown_dims_expected_failures.txt)
+    x = Var("x", TensorType((Any, 5), "float32"))
+    y = call("sort", x, axis=-1)
+    return relay_core.infer_type(IRModule.from_expr(Function((x,), call("add", y, y))))
+
+
+def test_build_specialises_instead_of_failing(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    mod = _sort_module()
+    with pytest.raises(RelayError, match="run-time dims"):
+        relay_core.build(mod, specialize=False)
+    lib = relay_core.build(mod)
+    assert isinstance(lib, SpecializingModule)
+    assert [i.shape for i in lib.get_inputs()] == [[None, 5]]
+    rng = np.random.default_rng(0)
+    for n in (2, 7, 2):
+        x = rng.normal(size=(n, 5)).astype("float32")
+        (got,) = lib(x)
+        np.testing.assert_allclose(got, 2 * np.sort(x, -1), rtol=1e-6)
+    assert lib.versions == [((7, 5),), ((2, 5),)]  # least recently used first
+    (got,) = lib.run(None, {"x": np.ones((3, 5), "float32")})
+    assert got.shape == (3, 5)
+    with pytest.raises(InputError, match="shape"):
+        lib(np.ones((2, 4), "float32"))
+    with pytest.raises(RelayError, match="shape"):
+        lib.export(str(tmp_path / "out"))
+    # the versions went through the on-disk cache: a new module loads them
+    again = relay_core.build(mod)
+    again(np.ones((7, 5), "float32"))
+    assert again._versions[((7, 5),)].cache_hit
+
+
+def test_lru_keeps_max_versions(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    lib = relay_core.build(_sort_module())
+    lib.max_versions = 2
+    for n in (1, 2, 3):
+        lib(np.ones((n, 5), "float32"))
+    assert lib.versions == [((2, 5),), ((3, 5),)]
+    assert all(isinstance(v, CompiledModule) for v in lib._versions.values())
