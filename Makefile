@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast bench lint clean-cache
+.PHONY: demo test test-fast bench lint clean-cache zoo
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,6 +21,12 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m 'not slow' $(PYTEST_ARGS)
+
+# The outside-model zoo (tests/zoo): every model, then the table in docs/model_zoo.md.
+zoo: $(STAMP)
+	$(BIN)/pip install -q -e '.[zoo]'
+	$(BIN)/python -m pytest -n 2 -q -m zoo tests/zoo $(PYTEST_ARGS)
+	$(BIN)/python -m tests.zoo.runner --run -j 2 --results zoo_results.jsonl --markdown docs/model_zoo.md
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run

@@ -14,7 +14,7 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_reduce import _Red, reduce_axes
-from .lowering import broadcast_read, mark_batch_axis0, register_lower
+from .lowering import broadcast_read, mark_batch_axis0, out_shape, register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -512,7 +512,8 @@ def _pad(inputs, attrs, out_type):
         return compute((), lambda: x[()], "pad")
     mode = attrs.pad_mode
     width = attrs.pad_width
-    oshape = tuple(out_type.shape)
+    # extents from the input (a run-time dim where the type has `?`)
+    oshape = out_shape(out_type, tuple(d + b + a for d, (b, a) in zip(x.shape, width)))
     if len(inputs) > 1:
         pv = inputs[1]
         value = pv[(0,) * pv.ndim]
@@ -523,20 +524,26 @@ def _pad(inputs, attrs, out_type):
     crop_n = [d - max(-b, 0) - max(-a, 0) for d, (b, a) in zip(x.shape, width)]
     pad_lo = [max(b, 0) for b, a in width]
 
+    def ix(v):  # an index expression from an int or a run-time extent
+        return E.index(v) if isinstance(v, int) else v
+
+    def at_least(v, lo: int):
+        return max(v, lo) if isinstance(v, int) else E.max_(v, E.index(lo))
+
     def src_index(j, n):
         """Position in the cropped axis of length n for padded position j (non-constant)."""
         if mode == "edge":
-            return E.max_(E.min_(j, E.index(n - 1)), E.index(0))
+            return E.max_(E.min_(j, ix(n - 1)), E.index(0))
         if mode == "wrap":
-            return E.floormod(j, max(n, 1))
+            return E.floormod(j, ix(at_least(n, 1)))
         if mode == "reflect":
-            period = max(2 * (n - 1), 1)
-            t = E.floormod(j, period)
-            return select(t < n, t, E.index(period) - t)
+            period = at_least(2 * (n - 1), 1)
+            t = E.floormod(j, ix(period))
+            return select(t < n, t, ix(period) - t)
         if mode == "symmetric":
             period = 2 * n
-            t = E.floormod(j, max(period, 1))
-            return select(t < n, t, E.index(period - 1) - t)
+            t = E.floormod(j, ix(at_least(period, 1)))
+            return select(t < n, t, ix(period - 1) - t)
         raise NotImplementedError(f"pad_mode {mode}")
 
     def body(*i):
@@ -545,12 +552,15 @@ def _pad(inputs, attrs, out_type):
             j = i[k] - pad_lo[k]
             n = crop_n[k]
             if mode == "constant":
-                inside.append(E.logical_and(j >= 0, j < n))
+                if tuple(width[k]) != (0, 0):
+                    inside.append(E.logical_and(j >= 0, j < n))
                 idx.append(j + crop_lo[k])
+            elif tuple(width[k]) == (0, 0):
+                idx.append(j)
             else:
                 idx.append(src_index(j, n) + crop_lo[k])
         v = x[tuple(idx)]
-        if mode == "constant":
+        if mode == "constant" and inside:
             return select(E.all_of(*inside), v, value)
         return v
 

@@ -1,0 +1,515 @@
+"""The outside-model zoo: architectures as users bring them, built here with random weights
+(no downloads). Each entry makes the model once and says how to feed it and how the source
+framework computes the reference; frontends: `keras` (a `.keras` file loaded with no shape
+arguments: batch None), `torch.export` (dynamic batch) and `onnx` (torch.onnx.export with a
+dynamic batch axis)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Prepared:
+    source: object  # what relay_import.load takes
+    reference: object  # fn(list of numpy inputs) -> list of numpy outputs
+    inputs: object  # fn(batch) -> list of numpy inputs
+    load_kw: dict = field(default_factory=dict)
+
+
+@dataclass
+class ZooModel:
+    name: str
+    frontend: str  # keras | torch.export | onnx
+    family: str
+    build: object  # fn(workdir) -> Prepared
+    cheap: bool = False  # in the CI subset
+
+    @property
+    def id(self) -> str:
+        return f"{self.frontend}:{self.name}"
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+# -- Keras ----------------------------------------------------------------------------------------
+
+# keras.applications: one per family at its smallest allowed input size.
+KERAS_APPS = {
+    "ResNet50": 32,
+    "ResNet50V2": 32,
+    "VGG16": 32,
+    "MobileNet": 32,
+    "MobileNetV2": 32,
+    "MobileNetV3Small": 32,
+    "DenseNet121": 32,
+    "InceptionV3": 75,
+    "InceptionResNetV2": 75,
+    "Xception": 71,
+    "NASNetMobile": 32,
+    "EfficientNetB0": 32,
+    "EfficientNetV2B0": 32,
+    "ConvNeXtTiny": 32,
+    "RegNetX002": 32,
+}
+
+
+def _keras_saved(model, workdir, name):
+    path = os.path.join(workdir, f"{name}.keras")
+    model.save(path)
+    return path
+
+
+def _keras_prepared(model, workdir, name, make_inputs):
+    import keras
+
+    path = _keras_saved(model, workdir, name)
+    loaded = keras.models.load_model(path)  # the reference runs what the user saved
+
+    def reference(xs):
+        out = loaded(xs[0] if len(xs) == 1 else xs, training=False)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        return [np.asarray(o) for o in outs]
+
+    return Prepared(path, reference, make_inputs)
+
+
+def _keras_app(app: str, size: int):
+    def build(workdir):
+        import keras
+
+        keras.utils.set_random_seed(0)
+        model = getattr(keras.applications, app)(
+            weights=None, input_shape=(size, size, 3), classes=10
+        )
+
+        def inputs(b):
+            return [_rng(b).uniform(0, 255, (b, size, size, 3)).astype("float32")]
+
+        return _keras_prepared(model, workdir, app, inputs)
+
+    return build
+
+
+def _keras_transformer(workdir):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    x_in = keras.Input((12,), dtype="int32")
+    x = keras.layers.Embedding(50, 16)(x_in)
+    a = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)(x, x)
+    x = keras.layers.LayerNormalization()(x + a)
+    f = keras.layers.Dense(32, activation="gelu")(x)
+    x = keras.layers.LayerNormalization()(x + keras.layers.Dense(16)(f))
+    out = keras.layers.Dense(3)(keras.layers.GlobalAveragePooling1D()(x))
+    model = keras.Model(x_in, out)
+    return _keras_prepared(
+        model, workdir, "transformer", lambda b: [_rng(b).integers(0, 50, (b, 12)).astype("int32")]
+    )
+
+
+def _keras_rnn(layer):
+    def build(workdir):
+        import keras
+
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential(
+            [
+                keras.Input((7, 5)),
+                getattr(keras.layers, layer)(8, return_sequences=True),
+                getattr(keras.layers, layer)(6),
+                keras.layers.Dense(3),
+            ]
+        )
+        return _keras_prepared(
+            model, workdir, layer, lambda b: [_rng(b).normal(size=(b, 7, 5)).astype("float32")]
+        )
+
+    return build
+
+
+def _keras_conv1d_text(workdir):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((20,), dtype="int32"),
+            keras.layers.Embedding(100, 12),
+            keras.layers.Conv1D(16, 5, activation="relu"),
+            keras.layers.MaxPooling1D(2),
+            keras.layers.Conv1D(16, 3, activation="relu"),
+            keras.layers.GlobalMaxPooling1D(),
+            keras.layers.Dense(4, activation="softmax"),
+        ]
+    )
+    return _keras_prepared(
+        model, workdir, "conv1d", lambda b: [_rng(b).integers(0, 100, (b, 20)).astype("int32")]
+    )
+
+
+def _keras_multi_input(workdir):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    img = keras.Input((16, 16, 3), name="image")
+    meta = keras.Input((4,), name="meta")
+    x = keras.layers.Conv2D(8, 3, activation="relu")(img)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    y = keras.layers.Dense(8, activation="relu")(meta)
+    out = keras.layers.Dense(2)(keras.layers.Concatenate()([x, y]))
+    model = keras.Model([img, meta], out)
+
+    def inputs(b):
+        r = _rng(b)
+        return [
+            r.normal(size=(b, 16, 16, 3)).astype("float32"),
+            r.normal(size=(b, 4)).astype("float32"),
+        ]
+
+    return _keras_prepared(model, workdir, "multi_input", inputs)
+
+
+# -- PyTorch --------------------------------------------------------------------------------------
+
+
+def import_torchvision():
+    """torchvision 0.28 beside our torch 2.13 CPU wheel: its C extension may not load, and its
+    meta registrations for the detection ops (nms, roi_align) then fail at import (which also
+    breaks `import transformers`, which imports torchvision when it is installed). The
+    classification models need none of those ops: import it without their registrations."""
+    try:
+        import torchvision
+    except RuntimeError as e:
+        if "torchvision::" not in str(e):
+            raise
+        for k in [k for k in sys.modules if k == "torchvision" or k.startswith("torchvision.")]:
+            del sys.modules[k]
+        stub = types.ModuleType("torchvision._meta_registrations")
+        sys.modules["torchvision._meta_registrations"] = stub
+        import torchvision
+    except ImportError:
+        return None
+    return torchvision
+
+
+class _First:
+    """Wraps a model whose output is a ModelOutput / tuple: returns its first tensor."""
+
+    @staticmethod
+    def wrap(model):
+        import torch
+
+        class First(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.m = model
+
+            def forward(self, x):
+                out = self.m(x)
+                if isinstance(out, torch.Tensor):
+                    return out
+                return out[0]
+
+        return First().eval()
+
+
+def _torch_prepared(make, frontend, workdir, name):
+    """`make()` -> (module, inputs(batch) -> list of torch tensors)."""
+    import torch
+
+    torch.manual_seed(0)
+    module, inputs = make()
+    module = _First.wrap(module.eval())
+    ex = inputs(2)
+
+    def reference(xs):
+        with torch.no_grad():
+            out = module(*[torch.from_numpy(x) for x in xs])
+        return [out.detach().numpy()]
+
+    def np_inputs(b):
+        return [t.numpy() for t in inputs(b)]
+
+    if frontend == "torch.export":
+        batch = torch.export.Dim("batch", min=1, max=64)
+        with torch.no_grad():
+            ep = torch.export.export(
+                module, tuple(ex), dynamic_shapes=tuple({0: batch} for _ in ex)
+            )
+        return Prepared(ep, reference, np_inputs)
+    path = os.path.join(workdir, f"{name}.onnx")
+    names = [f"input{i}" for i in range(len(ex))]
+    with torch.no_grad():
+        torch.onnx.export(
+            module,
+            tuple(ex),
+            path,
+            dynamo=False,
+            input_names=names,
+            output_names=["output"],
+            dynamic_axes={n: {0: "batch"} for n in names + ["output"]},
+            opset_version=17,
+        )
+    return Prepared(path, reference, np_inputs)
+
+
+def _ids(vocab, seq):
+    import torch
+
+    return lambda b: [torch.from_numpy(_rng(b).integers(0, vocab, (b, seq)).astype("int64"))]
+
+
+def _pixels(c, size):
+    import torch
+
+    return lambda b: [torch.from_numpy(_rng(b).normal(size=(b, c, size, size)).astype("float32"))]
+
+
+def _floats(*shape):
+    import torch
+
+    return lambda b: [torch.from_numpy(_rng(b).normal(size=(b, *shape)).astype("float32"))]
+
+
+_TEXT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+
+
+def _hf(cls_name, cfg_name, inputs, **cfg):
+    def make():
+        import_torchvision()  # before transformers, which imports it
+        import transformers as tr
+
+        model = getattr(tr, cls_name)(getattr(tr, cfg_name)(**cfg))
+        return model, inputs
+
+    return make
+
+
+HF = {
+    "BERT": _hf("BertModel", "BertConfig", _ids(100, 8), vocab_size=100, **_TEXT),
+    "DistilBERT": _hf(
+        "DistilBertModel",
+        "DistilBertConfig",
+        _ids(100, 8),
+        vocab_size=100,
+        dim=32,
+        n_layers=2,
+        n_heads=4,
+        hidden_dim=64,
+    ),
+    "RoBERTa": _hf("RobertaModel", "RobertaConfig", _ids(100, 8), vocab_size=100, **_TEXT),
+    "ALBERT": _hf(
+        "AlbertModel", "AlbertConfig", _ids(100, 8), vocab_size=100, embedding_size=16, **_TEXT
+    ),
+    "DeBERTa": _hf("DebertaV2Model", "DebertaV2Config", _ids(100, 8), vocab_size=100, **_TEXT),
+    "T5-encoder": _hf(
+        "T5EncoderModel",
+        "T5Config",
+        _ids(100, 8),
+        vocab_size=100,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+    ),
+    "BART-encoder": _hf(
+        "BartModel",
+        "BartConfig",
+        _ids(100, 8),
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+    ),
+    "GPT-2": _hf(
+        "GPT2Model",
+        "GPT2Config",
+        _ids(100, 8),
+        vocab_size=100,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=64,
+        use_cache=False,
+    ),
+    "GPT-NeoX": _hf(
+        "GPTNeoXModel", "GPTNeoXConfig", _ids(100, 8), vocab_size=100, use_cache=False, **_TEXT
+    ),
+    "Llama": _hf(
+        "LlamaModel",
+        "LlamaConfig",
+        _ids(100, 8),
+        vocab_size=100,
+        num_key_value_heads=2,
+        use_cache=False,
+        **_TEXT,
+    ),
+    "Mistral": _hf(
+        "MistralModel",
+        "MistralConfig",
+        _ids(100, 8),
+        vocab_size=100,
+        num_key_value_heads=2,
+        use_cache=False,
+        **_TEXT,
+    ),
+    "Qwen2": _hf(
+        "Qwen2Model",
+        "Qwen2Config",
+        _ids(100, 8),
+        vocab_size=100,
+        num_key_value_heads=2,
+        use_cache=False,
+        **_TEXT,
+    ),
+    "Phi": _hf("PhiModel", "PhiConfig", _ids(100, 8), vocab_size=100, use_cache=False, **_TEXT),
+    "ViT": _hf("ViTModel", "ViTConfig", _pixels(3, 32), image_size=32, patch_size=8, **_TEXT),
+    "DeiT": _hf("DeiTModel", "DeiTConfig", _pixels(3, 32), image_size=32, patch_size=8, **_TEXT),
+    "Swin": _hf(
+        "SwinModel",
+        "SwinConfig",
+        _pixels(3, 32),
+        image_size=32,
+        patch_size=4,
+        embed_dim=16,
+        depths=[1, 1],
+        num_heads=[2, 2],
+        window_size=4,
+    ),
+    "ConvNeXt": _hf(
+        "ConvNextModel",
+        "ConvNextConfig",
+        _pixels(3, 32),
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        num_stages=2,
+    ),
+    "MobileViT": _hf(
+        "MobileViTModel",
+        "MobileViTConfig",
+        _pixels(3, 64),
+        image_size=64,
+        hidden_sizes=[16, 24, 32],
+        neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64],
+    ),
+    "SegFormer": _hf(
+        "SegformerModel",
+        "SegformerConfig",
+        _pixels(3, 32),
+        num_encoder_blocks=2,
+        depths=[1, 1],
+        sr_ratios=[2, 1],
+        hidden_sizes=[8, 16],
+        num_attention_heads=[1, 2],
+        patch_sizes=[7, 3],
+        strides=[4, 2],
+        mlp_ratios=[2, 2],
+    ),
+    "Whisper-encoder": _hf(
+        "WhisperForAudioClassification",
+        "WhisperConfig",
+        _floats(16, 32),
+        num_mel_bins=16,
+        max_source_positions=16,
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_layers=1,
+        decoder_attention_heads=4,
+        decoder_ffn_dim=64,
+    ),
+    "Wav2Vec2": _hf(
+        "Wav2Vec2Model",
+        "Wav2Vec2Config",
+        _floats(400),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+        do_stable_layer_norm=True,
+    ),
+}
+
+
+def _tv(fn_name, size=32, **kw):
+    def make():
+        tv = import_torchvision()
+        if tv is None:
+            raise ImportError("torchvision is not installed (pip install -e '.[zoo]')")
+        return getattr(tv.models, fn_name)(weights=None, num_classes=10, **kw), _pixels(3, size)
+
+    return make
+
+
+TORCHVISION = {
+    "resnet18": _tv("resnet18"),
+    "vgg11": _tv("vgg11"),
+    "alexnet": _tv("alexnet", 64),
+    "squeezenet1_0": _tv("squeezenet1_0", 64),
+    "densenet121": _tv("densenet121"),
+    "mobilenet_v2": _tv("mobilenet_v2"),
+    "mobilenet_v3_small": _tv("mobilenet_v3_small"),
+    "shufflenet_v2_x0_5": _tv("shufflenet_v2_x0_5"),
+    "mnasnet0_5": _tv("mnasnet0_5"),
+    "efficientnet_b0": _tv("efficientnet_b0"),
+    "regnet_x_400mf": _tv("regnet_x_400mf"),
+    "convnext_tiny": _tv("convnext_tiny"),
+    "googlenet": _tv("googlenet", 64, aux_logits=False, init_weights=True),
+    "inception_v3": _tv("inception_v3", 80, aux_logits=False, init_weights=True),
+}
+
+# The CI subset: quick to convert and compile, one per frontend kind.
+CHEAP = {"keras:LSTM", "keras:conv1d_text", "torch.export:BERT", "onnx:DistilBERT"}
+
+
+def catalog() -> list[ZooModel]:
+    out = []
+    for app, size in KERAS_APPS.items():
+        out.append(ZooModel(app, "keras", "keras.applications", _keras_app(app, size)))
+    for name, b in [
+        ("transformer", _keras_transformer),
+        ("LSTM", _keras_rnn("LSTM")),
+        ("GRU", _keras_rnn("GRU")),
+        ("conv1d_text", _keras_conv1d_text),
+        ("multi_input", _keras_multi_input),
+    ]:
+        out.append(ZooModel(name, "keras", "keras", b))
+    for group, table in (("torchvision", TORCHVISION), ("transformers", HF)):
+        for name, make in table.items():
+            for fe in ("torch.export", "onnx"):
+                out.append(
+                    ZooModel(
+                        name,
+                        fe,
+                        group,
+                        lambda wd, make=make, fe=fe, name=name: _torch_prepared(make, fe, wd, name),
+                    )
+                )
+    for m in out:
+        m.cheap = m.id in CHEAP
+    return out
+
+
+def workdir() -> str:
+    return tempfile.mkdtemp(prefix="relay-zoo-")
