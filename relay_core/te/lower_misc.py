@@ -276,12 +276,20 @@ def _einsum(inputs, attrs, out_type):
             shape = shape[:i] + shape[i + k :]
             lab = lab.replace("*", "")
         for c, d in zip(lab, shape):
-            if c not in extent or (isinstance(extent[c], int) and extent[c] == 1):
-                extent[c] = d
-    from .lowering import broadcast_shape
+            old = extent.get(c)
+            if (
+                old is None
+                or (isinstance(old, int) and old == 1)
+                or (not isinstance(old, int) and isinstance(d, int) and d != 1)
+            ):
+                extent[c] = d  # a static extent wins over a run-time one
+    from .lowering import broadcast_shape, out_shape
 
     ell_shape = broadcast_shape(*ell_shapes) if ell_shapes else ()
-    oshape = tuple(out_type.shape)
+    computed = []
+    for c in out_labels:
+        computed.extend(ell_shape if c == "*" else (extent[c],))
+    oshape = out_shape(out_type, tuple(computed))
     contracted = sorted({c for lab in labels for c in lab if c != "*" and c not in out_labels})
 
     def body(*o):

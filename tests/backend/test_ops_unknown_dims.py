@@ -19,6 +19,7 @@ from relay_core.errors import RelayTypeError
 from relay_core.ir import Any, Function, IRModule, TensorType, Tuple, Var, call
 from relay_core.ir import dtype as dt
 from relay_core.ops import all_ops
+from relay_core.ops.registry import OpPattern
 from tests.expected import ExpectedFailures
 
 from .test_ops_compiled import EXPECTED_FAIL, _flat, _supported, _tolerance
@@ -29,13 +30,16 @@ EXPECTED = ExpectedFailures(
 )
 
 
-def _batched(s) -> list[int]:
-    """Inputs whose axis 0 is the first input's (same rank and size): they share the batch."""
+def _batched(op, s) -> list[int]:
+    """Inputs that share the first input's batch: for elementwise / broadcast ops those of the
+    same rank and axis-0 size, for the others (conv, dense: weights) those of the same shape."""
     xs = s.inputs
     if not xs or xs[0].ndim == 0 or xs[0].shape[0] == 0:
         return []
-    n, r = xs[0].shape[0], xs[0].ndim
-    return [k for k, x in enumerate(xs) if x.ndim == r and x.shape[0] == n]
+    x0 = xs[0]
+    if op.pattern <= OpPattern.BROADCAST:
+        return [k for k, x in enumerate(xs) if x.ndim == x0.ndim and x.shape[0] == x0.shape[0]]
+    return [k for k, x in enumerate(xs) if x.shape == x0.shape]
 
 
 def _typed(op, s, si, batched):
@@ -72,7 +76,7 @@ def _cases(name):
     for si, s in enumerate(op.samples(rng)):
         if not _supported(op, s):
             continue
-        batched = _batched(s)
+        batched = _batched(op, s)
         if not batched:
             continue
         typed = _typed(op, s, si, batched)

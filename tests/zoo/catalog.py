@@ -283,13 +283,13 @@ def _floats(*shape):
 _TEXT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 
 
-def _hf(cls_name, cfg_name, inputs, **cfg):
+def _hf(cls_name, cfg_name, inputs, encoder=False, **cfg):
     def make():
         import_torchvision()  # before transformers, which imports it
         import transformers as tr
 
         model = getattr(tr, cls_name)(getattr(tr, cfg_name)(**cfg))
-        return model, inputs
+        return (model.get_encoder() if encoder else model), inputs
 
     return make
 
@@ -326,6 +326,7 @@ HF = {
         "BartModel",
         "BartConfig",
         _ids(100, 8),
+        encoder=True,
         vocab_size=100,
         d_model=32,
         encoder_layers=2,
@@ -421,9 +422,10 @@ HF = {
         mlp_ratios=[2, 2],
     ),
     "Whisper-encoder": _hf(
-        "WhisperForAudioClassification",
+        "WhisperModel",
         "WhisperConfig",
         _floats(16, 32),
+        encoder=True,
         num_mel_bins=16,
         max_source_positions=16,
         d_model=32,
