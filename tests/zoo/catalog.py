@@ -58,7 +58,6 @@ KERAS_APPS = {
     "EfficientNetB0": 32,
     "EfficientNetV2B0": 32,
     "ConvNeXtTiny": 32,
-    "RegNetX002": 32,
 }
 
 
