@@ -432,7 +432,9 @@ def _einsum_rel(args, attrs):
 def _einsum(xs, attrs):
     src = dt.from_numpy(xs[0].dtype)
     cd = dt.compute_dtype(src)
-    arrs = [x.astype(np.float32 if cd == "float16" else dt.to_numpy(cd)) for x in xs]
+    # floats sum in float64 and round once (order-independent, as nn.dense / conv)
+    acc = np.float64 if dt.is_float(cd) else dt.to_numpy(cd)
+    arrs = [x.astype(acc) for x in xs]
     eq = attrs.equation.replace(" ", "")
     return np.asarray(np.einsum(eq, *arrs)).astype(xs[0].dtype)
 
