@@ -74,12 +74,22 @@ def interface_key(mod: IRModule) -> str:
     main = mod["main"]
     return repr(
         [
-            [(p.name_hint, repr(p.type_annotation)) for p in main.params],
-            repr(main.ret_type),
+            [(p.name_hint, _type_key(p.type_annotation)) for p in main.params],
+            _type_key(main.ret_type),
             _attrs_repr(main.attrs or {}),
             _attrs_repr(mod.attrs or {}),
         ]
     )
+
+
+def _type_key(t) -> str:
+    """A type with its shape variables' bounds (the structural hash keeps their names only)."""
+    from ..ir.types import ShapeVar, TensorType
+
+    if isinstance(t, TensorType):
+        dims = [(d.name, d.min, d.max) if isinstance(d, ShapeVar) else repr(d) for d in t.shape]
+        return repr((t.dtype, dims))
+    return repr(t)
 
 
 def cache_key(mod: IRModule, opt_level: int, pass_context=None) -> str:
