@@ -77,7 +77,8 @@ def interface_key(mod: IRModule) -> str:
             [(p.name_hint, _type_key(p.type_annotation)) for p in main.params],
             _type_key(main.ret_type),
             _attrs_repr(main.attrs or {}),
-            _attrs_repr(mod.attrs or {}),
+            # only the names: the module's other attrs (source maps for verify) are large
+            [repr(mod.attrs.get(k)) for k in ("input_names", "output_names")],
         ]
     )
 
