@@ -7,7 +7,8 @@ in order:
     int32_t relay_run(void *const *inputs, void *const *outputs, void *const *constants,
                       void *workspace, int32_t nthreads);
 
-Outputs are written in place by the kernels that produce them; an output that is an input, a
+It returns 0, or 1 when the model met an error at run time (an index out of range); the message
+is then in `relay_last_error()`. Outputs are written in place by the kernels that produce them; an output that is an input, a
 constant or a repeated value is copied.
 """
 
@@ -329,6 +330,11 @@ class GraphCompiler:
                 args.append(em.cast(v, dtype, vdt))
             args.append(nth)
             b.call(kfn, args)
+            if self.llctx.has_checks:  # an index out of range: stop with code 1
+                pending = self.llctx.declare("relay_error_pending", I32, [])
+                failed = b.icmp_signed("!=", b.call(pending, []), ir.Constant(I32, 0))
+                with b.if_then(failed, likely=False):
+                    b.ret(ir.Constant(I32, 1))
             if prof:
                 b.call(tick, [ir.Constant(I32, k)])
         if self.copies:

@@ -195,6 +195,7 @@ class CompiledModule:
             fn.argtypes = [_c_ptr, _c_ptr, _c_ptr, _c_ptr, ctypes.c_int32]
             fn.restype = ctypes.c_int32
             self._fn = fn
+            self._lib.relay_last_error.restype = ctypes.c_char_p
         self._ws = int(m["workspace_bytes"])
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
@@ -306,7 +307,8 @@ class CompiledModule:
             st.in_addr, st.out_addr, self._const_table.ctypes.data, st.ws_addr, self.num_threads
         )
         if rc != 0:
-            raise RuntimeError_(f"the compiled model failed with code {rc}")
+            msg = self._lib.relay_last_error().decode(errors="replace")
+            raise RuntimeError_(f"the compiled model failed: {msg or f'code {rc}'}")
         return outs
 
     # -- onnxruntime's dialect -----------------------------------------------------------------

@@ -42,13 +42,15 @@ def _index_tensor(t, op, what="indices"):
 class TakeAttrs:
     axis: int | None = None  # None: index the flattened tensor
     batch_dims: int = 0  # leading dims shared by data and indices
-    mode: str = "clip"  # out-of-range indices: "clip" to the ends, "wrap" around, "fast": error
+    # out-of-range indices: "clip" to the ends, "wrap" around, "fast": negatives count from the
+    # end and outside [-n, n) is an error (ONNX), "strict": outside [0, n) is an error (torch, TF)
+    mode: str = "clip"
 
 
 def _take_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "take")
-    if attrs.mode not in ("clip", "wrap", "fast"):
-        raise OpTypeError(f"take: mode must be clip, wrap or fast, got {attrs.mode!r}")
+    if attrs.mode not in ("clip", "wrap", "fast", "strict"):
+        raise OpTypeError(f"take: mode must be clip, wrap, fast or strict, got {attrs.mode!r}")
     if attrs.axis is None:
         if attrs.batch_dims:
             raise OpTypeError("take: batch_dims needs an axis")
@@ -70,6 +72,11 @@ def _take_indices(idx, n, mode):
     idx = np.asarray(idx).astype(np.int64)
     if mode == "fast":
         return normalize_indices(idx, n)
+    if mode == "strict":
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = idx[(idx < 0) | (idx >= n)].flat[0]
+            raise EvalError(f"index {bad} is out of range for an axis of size {n}")
+        return idx
     if n == 0:
         if idx.size:
             raise EvalError("take: cannot index an empty axis")
@@ -129,7 +136,8 @@ register(
         TakeAttrs,
         (2, 2),
         "take(data, indices): gather slices along `axis` (None: of the flattened data); "
-        "negative indices count from the end; out-of-range ones clip, wrap or (fast) are errors",
+        "negative indices count from the end; out-of-range ones clip, wrap or (fast, strict) "
+        "are errors",
         samples=_take_samples,
     )
 )

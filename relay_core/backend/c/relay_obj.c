@@ -208,6 +208,28 @@ void relay_check_dim(int64_t a, int64_t b, const char *msg) {
 
 const char *relay_last_error(void) { return relay_msg; }
 
+/* An index outside its axis, met by generated code (which then reads element 0 instead, so
+ * nothing out of bounds is touched). Under relay_guarded_call it fails at once; otherwise the
+ * first one is kept for relay_error_pending, which the static entry asks after each step. */
+static __thread int relay_pending;
+
+void relay_index_error(int64_t v, int64_t n) {
+  char buf[200];
+  if (relay_pending) return;
+  snprintf(buf, sizeof buf, "index %lld is out of range for an axis of size %lld", (long long)v,
+           (long long)n);
+  if (relay_jmp) relay_fail(buf);
+  snprintf(relay_msg, sizeof relay_msg, "%s", buf);
+  relay_pending = 1;
+}
+
+/* 1 if an error was met since the last ask (message in relay_last_error), then cleared. */
+int32_t relay_error_pending(void) {
+  int32_t r = relay_pending;
+  relay_pending = 0;
+  return r;
+}
+
 typedef int32_t (*relay_entry_fn)(RObj **, RObj **, void *const *, int32_t);
 
 /* Runs a generated entry; returns 0, or 1 with the message in relay_last_error(). */
