@@ -36,9 +36,17 @@ def read_inputs(pairs: list[str] | None, npz: str | None, names: list[str] | Non
     return feed
 
 
+def _storable(v) -> np.ndarray:
+    """An array np.load reads back without pickle: string tensors become unicode arrays."""
+    v = np.asarray(v)
+    if v.dtype == object:
+        return np.array(v.tolist(), dtype=str).reshape(v.shape)
+    return v
+
+
 def write_outputs(path: str, names: list[str], outs: list) -> Path:
     p = Path(path)
-    np.savez(p, **{n: np.asarray(v) for n, v in zip(names, outs)})
+    np.savez(p, **{n: _storable(v) for n, v in zip(names, outs)})
     return p
 
 

@@ -169,6 +169,7 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     t = time.perf_counter()
     with events.stage("optimising"):
         fused = prepare(mod, opt_level, ctx)
+        refuse_strings(fused["main"])
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
     with events.stage("generating code"):
@@ -259,6 +260,46 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def _has_string(t) -> bool:
+    from ..ir.types import TensorType, TupleType
+
+    if isinstance(t, TensorType):
+        return t.dtype == "string"
+    return isinstance(t, TupleType) and any(_has_string(f) for f in t.fields)
+
+
+def refuse_strings(main) -> None:
+    """String tensors may only pass through: an input returned as an output. Native code holds
+    no Python objects, so anything computing on strings is refused here, naming the op."""
+    from ..ir.expr import Call, Constant, Function
+    from ..ir.visitor import post_order
+    from .llvm_target import BuildError
+
+    for e in post_order(main):
+        if isinstance(e, Constant) and e.data.dtype == object:
+            raise BuildError(
+                "the compiled backend cannot hold string constants; "
+                "run this model with the interpreter (relay_core.interp)"
+            )
+        if not isinstance(e, Call):
+            continue
+        if _has_string(e.checked_type) or any(_has_string(a.checked_type) for a in e.args):
+            op = e.op
+            if isinstance(op, Function):  # a fused group: name its first op on strings
+                inner = [
+                    x
+                    for x in post_order(op.body)
+                    if isinstance(x, Call) and not isinstance(x.op, Function)
+                ]
+                op = inner[0].op if inner else op
+            name = getattr(op, "name", None) or getattr(op, "name_hint", None) or "a function"
+            raise BuildError(
+                f"the compiled backend does not compute on string tensors (op {name!r}); it "
+                "can only pass a string input through to an output. Run this model with the "
+                "interpreter (relay_core.interp)"
+            )
 
 
 def _io_json(name, t, desc, param=None) -> dict:

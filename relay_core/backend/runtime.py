@@ -196,6 +196,7 @@ class CompiledModule:
             fn.restype = ctypes.c_int32
             self._fn = fn
             self._lib.relay_last_error.restype = ctypes.c_char_p
+        self._has_strings = any(d == object for d in self._out_dtypes)
         self._ws = int(m["workspace_bytes"])
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
@@ -299,7 +300,13 @@ class CompiledModule:
         ins = st.inputs
         for i, v in enumerate(vals):
             ins[i] = v.__array_interface__["data"][0]
-        outs = [np.empty(s, d) for s, d in zip(self._out_shapes, self._out_dtypes)]
+        # string tensors hold object pointers: the code only passes inputs through (build
+        # refuses computing on them), so it writes addresses into a plain buffer, mapped back
+        # to the input's objects below (never dereferenced, never stored uncounted)
+        outs = [
+            np.empty(s, np.uintp if d == object else d)
+            for s, d in zip(self._out_shapes, self._out_dtypes)
+        ]
         optr = st.outputs
         for i, o in enumerate(outs):
             optr[i] = o.__array_interface__["data"][0]
@@ -309,7 +316,24 @@ class CompiledModule:
         if rc != 0:
             msg = self._lib.relay_last_error().decode(errors="replace")
             raise RuntimeError_(f"the compiled model failed: {msg or f'code {rc}'}")
+        if self._has_strings:
+            outs = self._string_outputs(vals, outs)
         return outs
+
+    def _string_outputs(self, vals, outs) -> list:
+        objs = {id(o): o for v in vals if v.dtype == object for o in v.flat}
+        res = []
+        for o, d in zip(outs, self._out_dtypes):
+            if d == object:
+                try:
+                    items = [objs[int(p)] for p in o.flat]
+                except KeyError:
+                    raise RuntimeError_("a string output is not one of the inputs") from None
+                arr = np.empty(o.shape, object)
+                arr.flat[:] = items
+                o = arr
+            res.append(o)
+        return res
 
     # -- onnxruntime's dialect -----------------------------------------------------------------
     def get_inputs(self) -> list[NodeArg]:
