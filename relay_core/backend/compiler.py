@@ -74,12 +74,16 @@ def build(
     num_threads: int | None = None,
     cache: bool = True,
     pass_context=None,
+    max_tensor_bytes: int | None = None,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
     `pass_context` (a relay_core.passes.PassContext) runs the pipeline with its options:
     disabled passes, config, and a `dump_ir` hook called after each pass (a build with a
     hook always compiles, so the hook sees every pass).
+
+    `max_tensor_bytes` bounds every tensor with a static shape the model computes (default:
+    $RELAY_MAX_TENSOR_BYTES, else 4 GiB); over it, a ResourceLimitError names the node.
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
@@ -95,8 +99,14 @@ def build(
             mod = IRModule.from_expr(mod)
         else:
             raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
+    from ..passes._util import ensure_typed
+    from .budget import check_tensor_budget
+    from .budget import max_tensor_bytes as _budget
     from .llvm_target import target_key
 
+    limit = _budget(max_tensor_bytes)
+    mod = ensure_typed(mod)
+    check_tensor_budget(mod, limit)
     t0 = time.perf_counter()
     key_src = json.dumps(
         [
@@ -129,7 +139,7 @@ def build(
         prefix=f"relay-build-{os.getpid()}-", dir=cdir if cdir and _mkdir(cdir) else None
     )
     try:
-        _compile_to(mod, tmp, opt_level, key, pass_context)
+        _compile_to(mod, tmp, opt_level, key, pass_context, limit=limit)
         if cdir:
             entry = os.path.join(cdir, key)
             try:
@@ -158,7 +168,9 @@ def _mkdir(d: str) -> bool:
         return False
 
 
-def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None) -> None:
+def _compile_to(
+    mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None, limit: int | None = None
+) -> None:
     from llvmlite import ir
 
     from .codegen import ModuleContext
@@ -170,6 +182,10 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     with events.stage("optimising"):
         fused = prepare(mod, opt_level, ctx)
         refuse_strings(fused["main"])
+        if limit is not None:  # shapes the passes made static
+            from .budget import check_tensor_budget
+
+            check_tensor_budget(fused, limit)
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
     with events.stage("generating code"):

@@ -8,8 +8,8 @@ in order:
                       void *workspace, int32_t nthreads);
 
 It returns 0, or 1 when the model met an error at run time (an index out of range); the message
-is then in `relay_last_error()`. Outputs are written in place by the kernels that produce them; an output that is an input, a
-constant or a repeated value is copied.
+is then in `relay_last_error()`. Outputs are written in place by the kernels that produce them;
+an output that is an input, a constant or a repeated value is copied.
 """
 
 from __future__ import annotations

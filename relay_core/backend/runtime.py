@@ -196,7 +196,7 @@ class CompiledModule:
             fn.restype = ctypes.c_int32
             self._fn = fn
             self._lib.relay_last_error.restype = ctypes.c_char_p
-        self._has_strings = any(d == object for d in self._out_dtypes)
+        self._has_strings = any(np.dtype(d).kind == "O" for d in self._out_dtypes)
         self._ws = int(m["workspace_bytes"])
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
@@ -304,7 +304,7 @@ class CompiledModule:
         # refuses computing on them), so it writes addresses into a plain buffer, mapped back
         # to the input's objects below (never dereferenced, never stored uncounted)
         outs = [
-            np.empty(s, np.uintp if d == object else d)
+            np.empty(s, np.uintp if np.dtype(d).kind == "O" else d)
             for s, d in zip(self._out_shapes, self._out_dtypes)
         ]
         optr = st.outputs
@@ -324,7 +324,7 @@ class CompiledModule:
         objs = {id(o): o for v in vals if v.dtype == object for o in v.flat}
         res = []
         for o, d in zip(outs, self._out_dtypes):
-            if d == object:
+            if np.dtype(d).kind == "O":
                 try:
                     items = [objs[int(p)] for p in o.flat]
                 except KeyError:
