@@ -177,3 +177,33 @@ def make_runner(source, framework: str, convert_kw: dict | None = None) -> Sourc
 
         return TfRunner(source, **(convert_kw or {}))
     raise InputError(f"no runner for framework {framework!r}")
+
+
+def run_bounded(fn, timeout: float | None, what: str):
+    """`fn()`, or a ResourceLimitError when it runs past `timeout` seconds. A framework's own
+    runtime cannot be interrupted, so it runs on a daemon thread left behind (a CLI process
+    exits right after the error)."""
+    if not timeout:
+        return fn()
+    import threading
+
+    from relay_core.errors import ResourceLimitError
+
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # re-raised on the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="relay-source-run", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise ResourceLimitError(
+            f"{what} ran past the timeout of {timeout:g} s; raise --timeout if meant"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
