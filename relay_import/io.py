@@ -119,7 +119,15 @@ def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:
         if not a.dtype:
             raise InputError(f"input {a.name!r} is a {a.type}: give it with --input / --inputs")
         shape = tuple(d if isinstance(d, int) else 1 for d in a.shape)
+        if a.dtype == "string":
+            raise InputError(f"input {a.name!r} holds strings: give it with --input / --inputs")
         npd = dt.to_numpy(a.dtype)
+        nbytes = math.prod(shape) * np.dtype(npd).itemsize
+        if nbytes > _budget():
+            raise ResourceLimitError(
+                f"input {a.name!r} would be a {list(shape)} {a.dtype} tensor of {nbytes:,} "
+                f"bytes, over the budget of {_budget():,} (RELAY_MAX_TENSOR_BYTES)"
+            )
         if mode == "zeros":
             v = np.zeros(shape, npd)
         elif mode == "ones":
