@@ -201,6 +201,15 @@ def _compile_to(
         else:
             from .vm import VMCompiler
 
+            if any(_has_string(p.checked_type) for p in main.params) or _has_string(
+                main.body.checked_type
+            ):
+                from .llvm_target import BuildError
+
+                raise BuildError(
+                    "string tensors pass through compiled code only with static shapes and no "
+                    "control flow; run this model with the interpreter (relay_core.interp)"
+                )
             kind = "vm"
             plan = VMCompiler(fused, ctx).run()
         timings["lower"] = time.perf_counter() - t

@@ -110,6 +110,21 @@ def build_cases(d: Path) -> list[Case]:
         )
     )
     m = _onnx(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [_vi("x", TP.STRING, ["n"])],
+        [_vi("y", TP.STRING, ["n"])],
+    )
+    cases.append(
+        Case(
+            "string_identity_dynamic",
+            _save(m, d, "str_id_dyn"),
+            feed,
+            ref=_ort(m, feed),
+            errors=frozenset({"api", "compile", "run"}),
+            note="object pointers would cross the boxed-value runtime: refused",
+        )
+    )
+    m = _onnx(
         [helper.make_node("Concat", ["x", "z"], ["y"], axis=0)],
         [_vi("x", TP.STRING, [2]), _vi("z", TP.STRING, [1])],
         [_vi("y", TP.STRING, [3])],

@@ -18,6 +18,7 @@ from tests.relay_import import hostile  # noqa: E402
 FAST_API = ("string_identity", "gather_7", "gather_-1_ok", "loop_1e12", "expand_4TiB")
 NAMES = [
     "string_identity",
+    "string_identity_dynamic",
     "string_concat",
     "gather_7",
     "gather_-9",
