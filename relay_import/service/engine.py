@@ -404,7 +404,7 @@ class Engine:
         if self.cfg.isolate_inference or not _static_outputs(lib):
             return self._run_isolated(lib, feed)
         nbytes = sum(
-            int(np.prod(o["shape"], dtype=np.int64)) * np.dtype(o["dtype"]).itemsize
+            int(np.prod(o["shape"], dtype=np.int64)) * _itemsize(o["dtype"])
             for o in lib.manifest["outputs"]
         )
         if nbytes > self.limits.max_output_bytes:
@@ -463,6 +463,12 @@ class Engine:
         self.names[name] = rec
         self.lib(meta["id"])
         return rec
+
+
+def _itemsize(dtype: str) -> int:
+    from relay_core.ir import dtype as dt
+
+    return 8 if dtype == "string" else dt.itemsize(dtype)
 
 
 def _static_outputs(lib) -> bool:

@@ -534,31 +534,31 @@ def run_serve(case: Case, srv, work: Path) -> str:
     status, info = jrequest(
         srv.url + f"/v1/models?filename={case.model.name}", case.model.read_bytes()
     )
-    if status >= 500:
-        return f"SERVER ERROR {status}: {_short(str(info))}"
     if status >= 400:
         return _serve_error(status, info)
     mid = info["id"]
     status, info = jrequest(srv.url + f"/v1/models/{mid}/compile", b"", method="POST")
-    if status >= 500:
-        return f"SERVER ERROR {status}: {_short(str(info))}"
     if status >= 400:
         return _serve_error(status, info)
     inp = _inputs_npz(case, work)
     if inp is None:
         return "ok"
     status, body = request(srv.url + f"/v1/models/{mid}/run", inp.read_bytes())
-    if status >= 500:
-        return f"SERVER ERROR {status}: {_short(body.decode(errors='replace'))}"
     if status >= 400:
-        return _serve_error(status, json.loads(body))
+        try:
+            return _serve_error(status, json.loads(body))
+        except ValueError:
+            return f"UNCLEAR {status}: {_short(body.decode(errors='replace'))}"
     out = work / f"{case.name}.serve.npz"
     out.write_bytes(body)
     return _result(case, out, True)
 
 
 def _serve_error(status, info) -> str:
+    """A JSON error with a stable code (a 504 worker_timeout too) is a clear error."""
     e = info.get("error", info) if isinstance(info, dict) else None
+    if isinstance(e, dict) and e.get("code") == "internal_error":
+        return f"SERVER ERROR {status}: {_short(e.get('message', ''))}"
     if isinstance(e, dict) and "code" in e:
         return f"error {status} {e['code']}: {_short(e.get('message', ''))}"
     return f"UNCLEAR {status}: {_short(str(info))}"
@@ -582,7 +582,7 @@ def start_server(work: Path):
             "--allow-format",
             "keras",
             "--worker-timeout",
-            "60",
+            "30",
         ],
         env={"RELAY_CACHE_DIR": str(work / "srvcache")},
         tmp=str(work / "srvtmp"),
