@@ -112,6 +112,7 @@ def _take_samples(rng):
     x = random_array(rng, (4, 5, 3), "float32")
     for idx, kw in [
         (np.array([0, 3, -1, 2]), {"axis": 0, "mode": "fast"}),
+        (np.array([[0, 3], [1, 2]]), {"axis": 0, "mode": "strict"}),
         (np.array([[1, -5], [4, 0]]), {"axis": 1, "mode": "fast"}),
         (np.array(2), {"axis": -1}),
         (np.array([7, -9, 2]), {"axis": 1, "mode": "clip"}),

@@ -201,3 +201,33 @@ def test_tf_gather_refuses_like_tf():
             continue
         for g, w in zip(lib(i), want):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize(
+    "mode,ok,bad",
+    [("strict", (0, 2), (-1, 3, 10**9)), ("fast", (-3, -1, 2), (-4, 3, 10**9))],
+)
+def test_take_modes_check_indices(mode, ok, bad):
+    """take's strict mode (torch, TF) refuses negatives, fast (ONNX) takes [-n, n); both raise
+    out of range in the interpreter and in compiled code; in range they agree with numpy."""
+    import relay_core
+    from relay_core.errors import RelayError
+
+    mod = relay_core.parse(
+        '#[version = "0.0.5"]\n'
+        "def @main(%d: Tensor[(3, 2), float32], %i: Tensor[(2), int64]) {\n"
+        f'  take(%d, %i, axis=0, mode="{mode}")\n'
+        "}\n"
+    )
+    lib = relay_core.build(mod)
+    d = np.arange(6, dtype=np.float32).reshape(3, 2)
+    for v in ok:
+        i = np.array([1, v], np.int64)
+        np.testing.assert_array_equal(relay_core.evaluate(mod, d, i), d[i])
+        np.testing.assert_array_equal(lib(d, i)[0], d[i])
+    for v in bad:
+        i = np.array([1, v], np.int64)
+        with pytest.raises(RelayError, match=f"index {v} is out of range"):
+            relay_core.evaluate(mod, d, i)
+        with pytest.raises(RelayError, match=f"index {v} is out of range"):
+            lib(d, i)
