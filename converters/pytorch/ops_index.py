@@ -118,7 +118,9 @@ def index_select(ctx, self, dim, index):
 def gather(ctx, self, dim, index, sparse_grad=False):
     if ctx.ndim(self) == 0:
         return self
-    return ctx.call("gather", self, ctx.cast(index, "int64"), axis=_norm(dim, ctx.ndim(self)))
+    # torch refuses negative indices here, unlike ONNX
+    idx = ctx.cast(index, "int64")
+    return ctx.call("gather", self, idx, axis=_norm(dim, ctx.ndim(self)), mode="strict")
 
 
 @aten("take_along_dim.default")

@@ -148,6 +148,7 @@ register(
 @dataclass(frozen=True)
 class GatherAttrs:
     axis: int = 0
+    mode: str = "fast"  # "fast": negatives count from the end (ONNX); "strict": [0, n) (torch)
 
 
 def _gather_rel(args, attrs):
@@ -156,6 +157,8 @@ def _gather_rel(args, attrs):
         raise OpTypeError(
             f"gather needs data and indices of one rank >= 1, got {d.ndim} and {i.ndim}"
         )
+    if attrs.mode not in ("fast", "strict"):
+        raise OpTypeError(f"gather: mode must be fast or strict, got {attrs.mode!r}")
     ax = R.normalize_axis(attrs.axis, d.ndim)
     for k, (a, b) in enumerate(zip(d.shape, i.shape)):
         if k != ax and isinstance(a, int) and isinstance(b, int) and b > a:
@@ -172,7 +175,7 @@ def _grid(shape, axis, idx):
 def _gather(xs, attrs):
     data, idx = xs
     ax = attrs.axis % data.ndim
-    idx = normalize_indices(idx, data.shape[ax])
+    idx = _take_indices(idx, data.shape[ax], attrs.mode)
     return np.asarray(data[_grid(idx.shape, ax, idx)])
 
 
@@ -189,6 +192,7 @@ def _gather_samples(rng):
         idx = rng.integers(-n, n, size=shape)
         yield Sample([x, idx], {"axis": axis})
     yield Sample([random_array(rng, (5,), "int8"), np.array([4, -5, 0], np.int32)], {})
+    yield Sample([x, rng.integers(0, 3, size=(3, 4, 2))], {"axis": 0, "mode": "strict"})
 
 
 register(

@@ -426,7 +426,7 @@ def _gather(inputs, attrs, out_type):
 
     def body(*i):
         src = list(i)
-        src[ax] = _fix_index(idx[i], data.shape[ax])
+        src[ax] = _fix_index(idx[i], data.shape[ax], attrs.mode)
         return data[tuple(src)]
 
     return compute(idx.shape, body, "gather")

@@ -151,7 +151,7 @@ def test_onnx_indices_match_onnxruntime(label):
 
 
 @pytest.mark.slow
-def test_torch_embedding_and_index_select_refuse_like_torch():
+def test_torch_embedding_index_select_gather_refuse_like_torch():
     torch = pytest.importorskip("torch")
     import relay_import as ri
     from relay_core.errors import RelayError
@@ -162,7 +162,9 @@ def test_torch_embedding_and_index_select_refuse_like_torch():
             self.emb = torch.nn.Embedding(3, 2)
 
         def forward(self, i):
-            return self.emb(i), torch.index_select(self.emb.weight, 0, i)
+            w = self.emb.weight
+            picked = torch.gather(w, 0, i.reshape(-1, 1).expand(-1, 2))
+            return self.emb(i), torch.index_select(w, 0, i), picked
 
     m = M().eval()
     lib = ri.compile(ri.from_pytorch(m, example_inputs=(torch.tensor([0, 1]),)))
