@@ -13,6 +13,13 @@ Grammar, informally:
               | "(" block ")" | "(" expr, ... ")" | "{" block "}" | fn ... | if ... | match ...
               | ref(e) | ref_read(e) | ref_write(e, e)
 
+TVM's dialect: `int` is int32 and `uint1` bool; vector dtypes (`int8x4`) parse, print and
+typecheck but do not compute. Attributes on a call of a non-operator (`@f(%x, k=v)`) and on a
+parameter (`%a {virtual_device=...}: T`) are read and dropped: they carry placement and lowering
+hints of TVM's passes that no part of this project consumes. Attribute values that are
+references (`meta[VirtualDevice][0]`) or objects (`VirtualDevice(...)`) are kept as their text.
+A `%x` used after the scope that binds it closed is an error, also in a standalone expression.
+
 Every nonterminal that can nest is a generator run by a trampoline (`text_format.trampoline`),
 so a 10,000-long chain or a 2,000-deep nested call costs heap, not Python stack. A text without
 `def` is an expression and becomes the body of @main; its undeclared `%x` become parameters.
@@ -54,15 +61,16 @@ from .text_format import parse_number, trampoline
 from .types import GlobalTypeVar, TypeData
 
 # Infix operators (TVM accepts them in hand-written text): token -> (precedence, op name).
+# As in TVM, `<` `>` `<=` `>=` bind tighter than `==` `!=`.
 _BINOPS = {
-    "*": (3, "multiply"),
-    "/": (3, "divide"),
-    "+": (2, "add"),
-    "-": (2, "subtract"),
-    "<": (1, "less"),
-    ">": (1, "greater"),
-    "<=": (1, "less_equal"),
-    ">=": (1, "greater_equal"),
+    "*": (4, "multiply"),
+    "/": (4, "divide"),
+    "+": (3, "add"),
+    "-": (3, "subtract"),
+    "<": (2, "less"),
+    ">": (2, "greater"),
+    "<=": (2, "less_equal"),
+    ">=": (2, "greater_equal"),
     "==": (1, "equal"),
     "!=": (1, "not_equal"),
 }
@@ -91,6 +99,7 @@ class Parser(TypeSyntax):
         self.global_uses: dict[str, Token] = {}
         self.free: list[Var] | None = None  # standalone expression: its free variables
         self.free_by_name: dict[str, Var] = {}
+        self.scoped: dict[str, Var] = {}  # every local bound so far (for out-of-scope uses)
         self.meta: dict | None = None
         self.meta_consts: dict[tuple[str, int], Constant] = {}
 
@@ -146,6 +155,8 @@ class Parser(TypeSyntax):
             table[key] = [value]
         else:
             stack.append(value)
+        if table is self.locals:
+            self.scoped[key] = value
         self.undo.append((table, key))
 
     def restore(self, mark: int) -> None:
@@ -175,6 +186,7 @@ class Parser(TypeSyntax):
                 g = self.expect("global", "a global name @name after 'def'")
                 if g.value in self.functions:
                     raise self.error(g, f"@{g.value} is defined twice")
+                self.scoped.clear()
                 self.functions[g.value] = trampoline(self.parse_function(g))
             else:  # a standalone expression: the body of @main
                 self.free = []
@@ -271,6 +283,8 @@ class Parser(TypeSyntax):
                 if t.value in seen:
                     raise self.error(t, f"parameter %{t.value} appears twice")
                 seen.add(t.value)
+                if self.peek().kind == "{":  # `%a {virtual_device=...}`: dropped (see above)
+                    yield from self._attr_dict()
                 ann = (yield self.parse_type()) if self.accept(":") else None
                 params.append(Var(t.value, ann, span=self.span(t)))
             elif t.kind == "ident" and self.peek(1).kind == "=":
@@ -292,6 +306,19 @@ class Parser(TypeSyntax):
             tuple(params), body, ret, tuple(tparams), attrs or None, span=self.span(start)
         )
 
+    def _attr_dict(self):
+        """`{key=value, ...}`, as a dict."""
+        self.expect("{", "'{'")
+        out = {}
+        while not self.accept("}"):
+            k = self.expect("ident", "an attribute key")
+            self.expect("=", "'=' after the attribute key")
+            out[k.value] = yield self.parse_attr_value()
+            if not self.accept(","):
+                self.expect("}", "',' or '}'")
+                break
+        return out
+
     def _let_head(self, let_tok: Token):
         """`%x [: T] = value ;` after `let`; the variable is in scope in its value."""
         t = self.expect("local", "a variable %name after 'let'")
@@ -303,8 +330,10 @@ class Parser(TypeSyntax):
         self.expect(";", "';' after the let-bound value")
         return v, value, self.span(let_tok)
 
-    def parse_block(self, closer: str):
-        """Bindings, then one expression; `closer` (not consumed) ends a trailing `;`."""
+    def parse_block(self, closer):
+        """Bindings, then one expression; `closer` (a token kind or a tuple of them, not
+        consumed) ends a trailing `;`."""
+        closers = (closer,) if isinstance(closer, str) else closer
         mark = self.mark()
         lets = []
         while True:
@@ -325,7 +354,7 @@ class Parser(TypeSyntax):
                 continue
             e = yield self.parse_expr()
             if self.peek().kind == ";":
-                if self.peek(1).kind == closer:  # trailing `;`
+                if self.peek(1).kind in closers:  # trailing `;`
                     self.next()
                     break
                 sep = self.next()
@@ -427,8 +456,7 @@ class Parser(TypeSyntax):
                 break
         if type(callee) is Op:
             return self._op_call(start, callee.name, args, kw, kw_tok)
-        if kw:
-            raise self.error(kw_tok, "attributes (key=value) are only allowed in operator calls")
+        # attributes of a call of a non-operator are dropped (see the module docstring)
         if type(callee) is Constructor and len(args) != len(callee.inputs):
             raise self.error(
                 open_tok,
@@ -508,8 +536,14 @@ class Parser(TypeSyntax):
                     for p in parts[k:]:
                         e = TupleGetItem(e, int(p), span=self.span(t))
                     return e
+        v = self.free_by_name.get(name)
+        if v is not None:
+            return v
+        bound = self.scoped.get(name)
+        if bound is not None:
+            where = f" (bound at line {bound.span.line})" if bound.span is not None else ""
+            raise self.error(t, f"%{name} is used outside the scope that binds it{where}")
         if self.free is not None:  # standalone expression: an undeclared free variable
-            v = self.free_by_name.get(name)
             if v is None:
                 v = self.free_by_name[name] = Var(name, span=self.span(t))
                 self.free.append(v)
@@ -576,8 +610,8 @@ class Parser(TypeSyntax):
             if self.accept("{"):
                 rhs = yield self.parse_block("}")
                 self.expect("}", "'}' to close the clause")
-            else:
-                rhs = yield self.parse_expr()
+            else:  # TVM: an arm is a block without braces (`let %y = ...; %y`)
+                rhs = yield self.parse_block((",", "}"))
             self.restore(mark)
             clauses.append(Clause(pat, rhs))
             if not self.accept(","):

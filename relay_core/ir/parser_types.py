@@ -167,6 +167,8 @@ class TypeSyntax:
             return t.value
         if k == "ident":
             v = t.value
+            if self.peek().kind in ("[", "(") and (v == "meta" or v[:1].isupper()):
+                return self._raw_attr(t)  # `meta[VirtualDevice][0]`, `VirtualDevice(...)`
             if v in ("True", "False"):
                 return v == "True"
             if v in ("None", "nullptr"):
@@ -191,6 +193,24 @@ class TypeSyntax:
             return tuple(items)
         raise self.expected("an attribute value", t)
 
+    def _raw_attr(self, start: Token) -> str:
+        """An attribute value kept as text: `meta[K][i]` or `Name(...)`, brackets balanced."""
+        end = start.pos + len(start.value)
+        while self.peek().kind in ("[", "("):
+            depth = 0
+            while True:
+                t = self.next()
+                if t.kind == "eof":
+                    raise self.expected("a closing bracket", t)
+                if t.kind in ("[", "(", "{"):
+                    depth += 1
+                elif t.kind in ("]", ")", "}"):
+                    depth -= 1
+                    if depth == 0:
+                        end = t.pos + 1
+                        break
+        return self.src.text[start.pos : end]
+
     def parse_type(self):
         t = self.next()
         if t.kind == "(":
@@ -207,8 +227,9 @@ class TypeSyntax:
         stack = self.tvars.get(v)
         if stack:
             return stack[-1]
-        if v in DTYPES:
-            return TensorType((), v)
+        d = _dt.canonical(v)
+        if d is not None:
+            return TensorType((), d)
         if v == "_":
             return IncompleteType()
         if v == "Tensor":
@@ -216,10 +237,11 @@ class TypeSyntax:
             shape = self._shape()
             self.expect(",", "',' after the shape")
             d = self.expect("ident", "a dtype")
-            if d.value not in DTYPES:
+            name = _dt.canonical(d.value)
+            if name is None:
                 raise self.error(d, f"unknown dtype {d.value}{did_you_mean(d.value, DTYPES)}")
             self.expect("]", "']'")
-            return TensorType(shape, d.value)
+            return TensorType(shape, name)
         if v == "fn":
             mark = self.mark()
             tps = self._type_params()
