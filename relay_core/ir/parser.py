@@ -58,7 +58,7 @@ from .lexer import Source, Token, split_metadata, tokenize
 from .module import IRModule
 from .parser_types import TypeSyntax, did_you_mean, is_kw
 from .text_format import parse_number, trampoline
-from .types import GlobalTypeVar, TypeData
+from .types import GlobalTypeVar, TupleType, TypeData
 
 # Infix operators (TVM accepts them in hand-written text): token -> (precedence, op name).
 # As in TVM, `<` `>` `<=` `>=` bind tighter than `==` `!=`.
@@ -73,6 +73,16 @@ _BINOPS = {
     ">=": (2, "greater_equal"),
     "==": (1, "equal"),
     "!=": (1, "not_equal"),
+}
+# TVM's signatures where ours differ (issue 18): these ops take one tuple in TVM and
+# are variadic here; a tuple written in the text is spread into the arguments.
+TUPLE_IN = frozenset({"concatenate", "stack", "einsum", "meshgrid"})
+# These return a tuple in TVM and their first field here: the text `nn.batch_norm(...)` is the
+# tuple (normalized, moving_mean, moving_var) (what TVM computes at inference) and
+# `nn.dropout(x)` is (x, ones_like(x)); the printer writes our op as `nn.batch_norm(...).0`.
+TUPLE_OUT = {
+    "nn.batch_norm": lambda call: (call, call.args[3], call.args[4]),
+    "nn.dropout": lambda call: (call, Call(Op.get("ones_like"), (call.args[0],))),
 }
 _KEYWORDS = frozenset(
     "fn let if else match ref ref_read ref_write def type extern free_var meta".split()
@@ -100,6 +110,8 @@ class Parser(TypeSyntax):
         self.free: list[Var] | None = None  # standalone expression: its free variables
         self.free_by_name: dict[str, Var] = {}
         self.scoped: dict[str, Var] = {}  # every local bound so far (for out-of-scope uses)
+        self.tuple_out: set[int] = set()  # ids of the tuples TUPLE_OUT made
+        self.let_tuples: dict[Var, int] = {}  # let-bound tuples: their arity
         self.meta: dict | None = None
         self.meta_consts: dict[tuple[str, int], Constant] = {}
 
@@ -327,6 +339,8 @@ class Parser(TypeSyntax):
         self.bind(self.locals, t.value, v)
         self.expect("=", "'=' in let")
         value = yield self.parse_expr()
+        if type(value) is Tuple:
+            self.let_tuples[v] = len(value.fields)
         self.expect(";", "';' after the let-bound value")
         return v, value, self.span(let_tok)
 
@@ -430,7 +444,10 @@ class Parser(TypeSyntax):
             elif t.kind == ".":
                 self.next()
                 n = self.expect("number", "a tuple index after '.'")
-                e = TupleGetItem(e, int(n.value), span=self.span(n))
+                if id(e) in self.tuple_out and int(n.value) < len(e.fields):
+                    e = e.fields[int(n.value)]  # `nn.batch_norm(...).0`: our op itself
+                else:
+                    e = TupleGetItem(e, int(n.value), span=self.span(n))
             else:
                 return e
 
@@ -465,7 +482,9 @@ class Parser(TypeSyntax):
             )
         return Call(callee, tuple(args), span=self.span(start))
 
-    def _op_call(self, tok: Token, name: str, args: list, kw: dict, kw_tok=None) -> Call:
+    def _op_call(self, tok: Token, name: str, args: list, kw: dict, kw_tok=None):
+        if name in TUPLE_IN and len(args) == 1:
+            args = self._spread(args[0])
         op = Op.get(name)
         opdef = op.opdef
         try:
@@ -476,7 +495,26 @@ class Parser(TypeSyntax):
             opdef.check_arity(len(args))
         except OpTypeError as e:
             raise self.error(tok, str(e)) from None
-        return Call(op, tuple(args), attrs, span=self.span(tok))
+        call = Call(op, tuple(args), attrs, span=self.span(tok))
+        make = TUPLE_OUT.get(name)
+        if make is None:
+            return call
+        tup = Tuple(make(call), span=call.span)
+        self.tuple_out.add(id(tup))
+        return tup
+
+    def _spread(self, arg) -> list:
+        """The fields of a tuple argument: written out, let-bound, or typed (TVM's form)."""
+        if type(arg) is Tuple:
+            return list(arg.fields)
+        n = None
+        if type(arg) is Var:
+            n = self.let_tuples.get(arg)
+            if n is None and type(arg.type_annotation) is TupleType:
+                n = len(arg.type_annotation.fields)
+        if n is None:
+            return [arg]
+        return [TupleGetItem(arg, i) for i in range(n)]
 
     def _primary(self):
         t = self.next()

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 
+import relay_core
 from relay_core import ParseError, RelayTypeError, parse
 from relay_core.ir.structural import structural_equal
 
@@ -108,3 +109,74 @@ def test_slash_in_names_and_a_bare_global():
 def test_a_variable_used_outside_its_scope_is_refused(text):
     with pytest.raises(ParseError, match="outside the scope that binds it"):
         parse(text)
+
+
+# -- TVM's operator signatures: tuple in, tuple out ---------------------------------------------
+
+_BN = """def @main(%x: Tensor[(1, 2, 3), float32], %g: Tensor[(2), float32],
+          %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+  %0 = nn.batch_norm(%x, %g, %b, %m, %v, epsilon=1e-3f);
+  %1 = %0.0;
+  %2 = nn.dropout(%1, rate=0.25f);
+  %3 = (%2.0, %x);
+  %4 = concatenate(%3, axis=1);
+  let %t = (%4, %4);
+  %5 = stack(%t, axis=0);
+  (%5, %0.1, %0.2, %2.1)
+}"""
+
+
+def _bn_inputs():
+    rng = np.random.default_rng(0)
+    x, g, b, m, v = (rng.standard_normal(s).astype("float32") for s in [(1, 2, 3)] + [(2,)] * 4)
+    return x, g, b, m, np.abs(v) + 0.5
+
+
+def _bn_expected(x, g, b, m, v):
+    c = (-1, 1)
+    y = (x - m.reshape(c)) / np.sqrt(v.reshape(c) + 1e-3) * g.reshape(c) + b.reshape(c)
+    cat = np.concatenate([y, x], axis=1)
+    return [np.stack([cat, cat]), m, v, np.ones_like(y)]
+
+
+def test_tuple_in_and_tuple_out_ops_mean_what_they_mean_in_tvm():
+    mod = parse(_BN)
+    out = mod["main"].checked_type.ret_type
+    assert str(out) == (
+        "(Tensor[(2, 1, 4, 3), float32], Tensor[(2), float32], Tensor[(2), float32], "
+        "Tensor[(1, 2, 3), float32])"
+    )
+    _round_trip(mod)
+    # the printer writes the op's first field: text TVM reads the same way
+    assert "nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0.001f).0" in mod.astext()
+    inputs = _bn_inputs()
+    got = relay_core.evaluate(mod, *inputs)
+    for g, w in zip(got, _bn_expected(*inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_tuple_typed_parameter_is_spread_into_a_tuple_in_op():
+    mod = parse("def @main(%t: (Tensor[(2), float32], Tensor[(3), float32])) { concatenate(%t) }")
+    assert str(mod["main"].checked_type.ret_type) == "Tensor[(5), float32]"
+    a, b = np.arange(2, dtype="float32"), np.arange(3, dtype="float32")
+    np.testing.assert_array_equal(relay_core.evaluate(mod, (a, b)), np.concatenate([a, b]))
+
+
+def test_whole_batch_norm_tuple_is_the_normalized_value_and_the_moving_stats():
+    mod = parse(
+        "def @main(%x: Tensor[(2, 2), float32], %g: Tensor[(2), float32], "
+        "%b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) "
+        "{ nn.batch_norm(%x, %g, %b, %m, %v) }"
+    )
+    t = mod["main"].checked_type.ret_type
+    assert str(t) == "(Tensor[(2, 2), float32], Tensor[(2), float32], Tensor[(2), float32])"
+    _round_trip(mod)
+
+
+@pytest.mark.slow
+def test_tuple_in_and_tuple_out_ops_compiled():
+    mod = parse(_BN)
+    inputs = _bn_inputs()
+    got = relay_core.build(mod)(*inputs)
+    for g, w in zip(got, _bn_expected(*inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
