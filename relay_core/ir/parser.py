@@ -620,6 +620,8 @@ class Parser(TypeSyntax):
             return RefWrite(r, e, span=sp)
         if v == "meta":
             return self._meta_ref(t)
+        if v == "call_lowered" and self.peek().kind == "(":
+            return (yield from self._call_lowered(t))
         if v in ("True", "False"):
             return Constant(np.array(v == "True"), span=sp)
         if v in _KEYWORDS:
@@ -635,6 +637,22 @@ class Parser(TypeSyntax):
         if not ctor.inputs and self.peek().kind != "(":
             return Call(ctor, (), span=sp)  # `Nil` is a call of the nullary constructor
         return ctor
+
+    def _call_lowered(self, t: Token):
+        """TVM's `call_lowered(f, (args), attrs)` is the call `f(args)`; its attrs are
+        dropped (they name the lowered primitive functions)."""
+        self.expect("(", "'(' after call_lowered")
+        callee = yield self.parse_expr()
+        self.expect(",", "',' after the function called by call_lowered")
+        args = self._spread((yield self.parse_expr()))
+        while self.accept(","):
+            if self.peek().kind == ")":
+                break
+            self.expect("ident", "an attribute key")
+            self.expect("=", "'=' after the attribute key")
+            yield self.parse_attr_value()
+        self.expect(")", "')' to close call_lowered")
+        return Call(callee, tuple(args), span=self.span(t))
 
     def _match(self, t: Token):
         complete = self.accept("?") is None

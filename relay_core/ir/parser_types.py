@@ -178,6 +178,9 @@ class TypeSyntax:
             if v in ("nan", "nanf"):
                 return float("nan")
             return v  # a bare word: read as a string
+        if k == "{":  # a map (TVM's call_lowered metadata): kept as its text
+            self.i -= 1
+            return self._raw_attr(t, opened=True)
         if k in ("[", "("):
             closer = "]" if k == "[" else ")"
             items = []
@@ -193,10 +196,12 @@ class TypeSyntax:
             return tuple(items)
         raise self.expected("an attribute value", t)
 
-    def _raw_attr(self, start: Token) -> str:
-        """An attribute value kept as text: `meta[K][i]` or `Name(...)`, brackets balanced."""
-        end = start.pos + len(start.value)
-        while self.peek().kind in ("[", "("):
+    def _raw_attr(self, start: Token, opened: bool = False) -> str:
+        """An attribute value kept as text: `meta[K][i]`, `Name(...)` or `{...}`, brackets
+        balanced."""
+        end = start.pos + len(start.value) if not opened else start.pos
+        while self.peek().kind in ("[", "(") or (opened and self.peek().kind == "{"):
+            opened = False
             depth = 0
             while True:
                 t = self.next()

@@ -216,7 +216,20 @@ def _tree_case():
     return (a, b), (a + b + (-b + b), 4)
 
 
-CORPUS = {"ops": _ops_case, "list_nat": _list_nat_case, "tree": _tree_case}
+def _lowered_case():
+    x, s = _f32(2, 8, 3, 3), np.array([8, 18], "int64")
+    y = 2 * x
+    nchw4c = y.reshape(2, 2, 4, 3, 3).transpose(0, 1, 3, 4, 2)
+    flat = y.transpose(0, 2, 3, 1).reshape(2, -1).reshape(8, 18)
+    return (x, s), (flat, nchw4c, np.zeros((8, 18), "float32"))
+
+
+CORPUS = {
+    "ops": _ops_case,
+    "list_nat": _list_nat_case,
+    "tree": _tree_case,
+    "lowered": _lowered_case,
+}
 
 
 def _close(got, want):
