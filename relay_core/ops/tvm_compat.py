@@ -243,19 +243,45 @@ for _name, _attrs, _doc in [
     register(
         OpDef(
             _name,
-            lambda args, a: R.tensor(args[0]),
+            lambda args, a: args[0],
             lambda xs, a: xs[0],
             OpPattern.ELEMWISE,
             _attrs,
             (1, 1),
             _doc,
             samples=_identity_samples,
+            extra={"type_identity": True},  # any value: the type checker unifies directly
         )
     )
     defgrad(_name)(lambda c, g, ctx: [g])
 
 
 # -- the VM's memory ops --------------------------------------------------------------------------
+
+
+@attrs
+class VmShapeOfAttrs:
+    dtype: str = "int64"
+
+
+def _vm_shape_of_samples(rng):
+    for shape in [(2, 3), (), (0, 4, 1)]:
+        yield Sample([random_array(rng, shape, "float32")])
+
+
+register(
+    OpDef(
+        "vm.shape_of",
+        lambda args, a: TensorType((R.tensor(args[0]).ndim,), dt.check_dtype(a.dtype)),
+        lambda xs, a: np.array(xs[0].shape, dt.to_numpy(a.dtype)),
+        OpPattern.OPAQUE,
+        VmShapeOfAttrs,
+        (1, 1),
+        "the VM's shape_of: the shape of a tensor as a 1-D tensor",
+        shape_only=True,
+        samples=_vm_shape_of_samples,
+    )
+)
 
 
 @attrs

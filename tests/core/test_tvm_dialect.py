@@ -307,3 +307,18 @@ def test_polymorphic_functions_that_cannot_be_inferred_say_so():
         )
     with pytest.raises(RelayTypeError, match="polymorphic function @loop"):
         parse("def @loop[A](%x: A) { @loop(%x) }\ndef @main(%x: int32) { @loop(%x) }")
+
+
+def test_placement_ops_pass_any_value_and_let_the_types_flow():
+    text = """def @main(%x: bool, %y: Tensor[(2), float32], %z: Tensor[(2), float32]) {
+  let %f = fn (%a {virtual_device=meta[VirtualDevice][0]}) { add(%a, %y) };
+  let %g = fn (%b) { subtract(%b, %y) };
+  let %h = on_device(if (%x) { %f } else { %g }, virtual_device=meta[VirtualDevice][0]);
+  device_copy((%h(%z), %z))
+}"""
+    mod = parse(text)
+    assert str(mod["main"].checked_type.ret_type) == "(Tensor[(2), float32], Tensor[(2), float32])"
+    y, z = np.arange(2, dtype="float32"), np.ones(2, "float32")
+    got = relay_core.evaluate(mod, np.bool_(False), y, z)
+    np.testing.assert_array_equal(got[0], z - y)
+    _round_trip(mod)
