@@ -322,3 +322,23 @@ def test_placement_ops_pass_any_value_and_let_the_types_flow():
     got = relay_core.evaluate(mod, np.bool_(False), y, z)
     np.testing.assert_array_equal(got[0], z - y)
     _round_trip(mod)
+
+
+_PAD = """def @main(%x: Tensor[(2, 3), float16]) {
+  nn.pad(%x, 1, pad_width=[[0, 1], [2, 0]])
+}"""
+
+
+def test_pad_value_of_another_dtype_is_cast_as_in_tvm():
+    mod = parse(_PAD)
+    assert str(mod["main"].checked_type.ret_type) == "Tensor[(3, 5), float16]"
+    x = _f32(2, 3).astype("float16")
+    want = np.pad(x, [(0, 1), (2, 0)], constant_values=np.float16(1))
+    np.testing.assert_array_equal(relay_core.evaluate(mod, x), want)
+
+
+@pytest.mark.slow
+def test_pad_value_of_another_dtype_compiled():
+    x = _f32(2, 3).astype("float16")
+    want = np.pad(x, [(0, 1), (2, 0)], constant_values=np.float16(1))
+    np.testing.assert_array_equal(relay_core.build(parse(_PAD))(x)[0], want)
