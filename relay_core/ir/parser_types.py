@@ -271,6 +271,10 @@ class TypeSyntax:
             inner = yield self.parse_type()
             self.expect(")", "')'")
             return RefType(inner)
+        if v == "Storage" and v not in self.headers and v not in self.adts:
+            if self.peek().kind == "[" and self.peek(1).kind == "]":
+                self.i += 2  # `Storage[]`
+            return TypeCall(GlobalTypeVar(v), ())  # TVM's extern storage type (memory.*)
         if v in self.headers:
             header = self.headers[v]
         elif v in self.adts or self._prelude_adt(v) is not None:

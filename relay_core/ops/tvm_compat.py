@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import OpTypeError
 from ..ir import dtype as dt
-from ..ir.types import Any, TensorType
+from ..ir.types import Any, GlobalTypeVar, TensorType, TupleType, TypeCall
 from . import relations as R
 from .factories import random_array
 from .grads import defgrad
@@ -372,4 +372,54 @@ register(
     )
 )
 
-__all__ = ["parse_layout"]
+
+# TVM's `extern type Storage`: a block of memory tensors are allocated in. Here a byte array.
+STORAGE = TypeCall(GlobalTypeVar("Storage"), ())
+
+
+@attrs
+class AllocStorageAttrs:
+    virtual_device: str | None = None
+    dtype_hint: str = "float32"
+    device_type: int = 0  # older TVM
+    device_id: int = 0
+
+
+def _alloc_storage_rel(args, a):
+    R.tensor(args[0], "size")
+    R.tensor(args[1], "alignment")
+    return STORAGE
+
+
+def _alloc_storage_samples(rng):
+    yield Sample([np.array(64, "int64"), np.array(64, "int64")])
+
+
+register(
+    OpDef(
+        "memory.alloc_storage",
+        _alloc_storage_rel,
+        lambda xs, a: np.zeros(int(xs[0]), np.uint8),
+        OpPattern.OPAQUE,
+        AllocStorageAttrs,
+        (2, 2),
+        "the VM's allocation of a storage (of type Storage): interpreted only",
+        stateful=True,
+        samples=_alloc_storage_samples,
+    )
+)
+register(
+    OpDef(
+        "memory.kill",
+        lambda args, a: TupleType(()),
+        lambda xs, a: (),
+        OpPattern.OPAQUE,
+        None,
+        (1, 1),
+        "the VM's end of a tensor's or storage's lifetime: nothing here, returns ()",
+        stateful=True,
+        samples=_identity_samples,
+    )
+)
+
+__all__ = ["STORAGE", "parse_layout"]

@@ -224,7 +224,13 @@ def _lowered_case():
     return (x, s), (flat, nchw4c, np.zeros((8, 18), "float32"))
 
 
+def _memory_case():
+    x = _f32(2, 3)
+    return (np.zeros(24, np.uint8), x), (x, np.zeros((2, 3), "float32"), ())
+
+
 CORPUS = {
+    "memory": _memory_case,
     "ops": _ops_case,
     "list_nat": _list_nat_case,
     "tree": _tree_case,
