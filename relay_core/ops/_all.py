@@ -35,6 +35,7 @@ from . import (  # noqa: F401  # noqa: E402, F401, I001  # noqa: E402, F401, I00
     transform,
     transform_index,
     transform_slice,
+    tvm_compat,
     vision,
     vision_grad,
 )

@@ -27,6 +27,7 @@ _FAMILIES = [
     "lower_dyn",
     "lower_signal",
     "lower_ml",
+    "lower_tvm_compat",
 ]
 _loaded = False
 
