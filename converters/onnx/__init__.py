@@ -7,8 +7,8 @@
 - one module per op family, each converter registered in `table.TABLES` by domain, op and
   opset: elementwise, tensor, reduce, nn, image, control_flow, sequence, rnn, quantized,
   signal, text, misc, random, ml, training;
-- conformance.py / report.py: ONNX's own conformance cases
-  (`python -m converters.onnx.report --folders`).
+- ONNX's own conformance cases run from tools/onnx_conformance.py and tools/onnx_report.py
+  (`python -m tools.onnx_report --folders`).
 """
 
 from .frontend import from_onnx, run_cleanup

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import OpTypeError
+from ..ir.hooks import install_op_lookup
 
 
 class OpPattern(enum.IntEnum):
@@ -118,6 +119,7 @@ def all_ops() -> dict[str, OpDef]:
 
 
 _loaded = False
+install_op_lookup(lookup)  # ir/ resolves `Op.get` / `call` through this table
 
 
 def _ensure_loaded() -> None:

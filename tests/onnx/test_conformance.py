@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from converters.onnx.conformance import (  # noqa: E402
+from tools.onnx_conformance import (  # noqa: E402
     folder_cases,
     light_cases,
     load_expected_failures,

@@ -1,4 +1,4 @@
-"""Ops the ONNX frontend needs that the other families do not provide.
+"""Dynamic twins whose parameters (axes, pads, split sizes, resize scales) come as tensors.
 
 - dynamic twins whose parameter comes as a tensor (ONNX passes axes / pads / split sizes as
   inputs): dyn.sum ... dyn.sum_square (reductions with an axes tensor), dyn.squeeze,
@@ -477,7 +477,7 @@ _reg(
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
-def onnx_resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
+def resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
     """ONNX Resize's inputs (values for every axis, or for `axes`) as the spatial
     (size, scale, roi) of image.resizeNd; the batch and channel axes must stay as they are."""
     r = len(shape)
@@ -562,7 +562,7 @@ def _resize_rel(args, attrs):
 
 
 def _resize_static_attrs(shape, roi, scales, sizes, attrs):
-    size, scale, sp_roi = onnx_resize_plan(
+    size, scale, sp_roi = resize_plan(
         shape, roi, scales, sizes, attrs.axes, attrs.keep_aspect_ratio_policy
     )
     kw = {k: getattr(attrs, k) for k in _RESIZE_KEYS}

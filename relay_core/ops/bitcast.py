@@ -1,5 +1,5 @@
-"""Ops the TensorFlow frontend needs that no other family has: bitcast (TF Bitcast, which Keras
-uses for signbit, e.g. inside keras.ops.argmax)."""
+"""bitcast: reinterpret the bits of each element as another dtype, splitting or joining the last
+axis when the widths differ (TF Bitcast semantics; Keras uses it for signbit)."""
 
 from __future__ import annotations
 

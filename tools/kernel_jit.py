@@ -11,8 +11,8 @@ import functools
 import llvmlite.binding as llvm
 import numpy as np
 
-from ...ir.types import TensorType
-from .common import KernelInfo
+from relay_core.backend.kernels.common import KernelInfo
+from relay_core.ir.types import TensorType
 
 
 @functools.cache
@@ -128,7 +128,7 @@ class Compiled:
 
 
 def _np_dtype(dtype: str):
-    from ...ir import dtype as dt
+    from relay_core.ir import dtype as dt
 
     return dt.to_numpy(dtype)
 

@@ -170,8 +170,8 @@ def _read_pb(path: str, type_proto):
 def run_case(case: Case, cleanup: bool = True, compiled: bool = False) -> None:
     """Convert, typecheck and evaluate `case` (with the interpreter, or compiled by
     relay_core.build); AssertionError when an output differs."""
-    from . import from_onnx
-    from .values import run
+    from converters.onnx import from_onnx
+    from converters.onnx.values import run
 
     mod = from_onnx(case.model, cleanup=cleanup, shapes=_open_shapes(case))
     if compiled:

@@ -1,4 +1,4 @@
-"""Ops ONNX defines that the other families do not: det, reinterpret (BitCast),
+"""Ops no other family has: det, reinterpret (a bit-level view in another dtype),
 col2im, nn.deformable_conv2d, tensor_scatter (KV-cache writes)."""
 
 from __future__ import annotations
