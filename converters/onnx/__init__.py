@@ -11,6 +11,24 @@
   (`python -m tools.onnx_report --folders`).
 """
 
+# The converter families: importing each registers its converters in `table.TABLES`.
+from . import (  # noqa: E402, F401, I001
+    control_flow,
+    elementwise,
+    image,
+    misc,
+    ml,
+    nn,
+    quantized,
+    random,
+    reduce,
+    rnn,
+    sequence,
+    signal,
+    tensor,
+    text,
+    training,
+)
 from .frontend import from_onnx, run_cleanup
 from .loader import DEFAULT_BYTE_BUDGET, load_model
 from .table import MAX_OPSET, SUPPORTED_OPSETS, TABLES, converter

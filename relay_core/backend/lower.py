@@ -18,7 +18,9 @@ from ..errors import RelayError
 from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import post_order
-from ..te.lowering import load_all
+
+# The loop-IR rules (sort, scatter, unique, ...): importing them fills their ops' `lower`.
+from . import lower_loops, lower_select  # noqa: E402, F401, I001
 from . import tir as T
 from .schedule import Scheduler, extern
 
@@ -83,10 +85,8 @@ def _flatten_value(v) -> list:
 
 def kernel_for(op_name: str):
     """The hand-written kernel generator of an op, if the kernels package provides one."""
-    try:
-        from .kernels import KERNELS
-    except ImportError:
-        return None
+    from .kernels import KERNELS
+
     return KERNELS.get(op_name)
 
 
@@ -95,8 +95,6 @@ class GroupLowering:
     (kernels may prepack them)."""
 
     def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
-        load_all()
-        from . import lower_loops, lower_select  # noqa: F401  (loop-IR and runtime lowerings)
 
         self.func = func
         self.name = name

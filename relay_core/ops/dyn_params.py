@@ -364,28 +364,18 @@ def _pad_samples(rng):
     yield Sample([x, np.array([0, -1, 0, 2], np.int64)], {"pad_mode": "edge"})
 
 
-def _have(name: str) -> bool:
-    # Twins of ops from other families register only when that family is present
-    # (_all.py imports this module last).
-    from .registry import _REGISTRY, _ensure_loaded
-
-    _ensure_loaded()  # when this module is imported directly, load the families first
-    return name in _REGISTRY
-
-
-if _have("nn.pad"):
-    _reg(
-        "dyn.nn.pad",
-        _pad_rel,
-        _pad_ref,
-        DynPadAttrs,
-        (2, 3),
-        "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
-        "then all ends)",
-        _pad_samples,
-        _pad_static,
-        OpPattern.INJECTIVE,
-    )
+_reg(
+    "dyn.nn.pad",
+    _pad_rel,
+    _pad_ref,
+    DynPadAttrs,
+    (2, 3),
+    "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
+    "then all ends)",
+    _pad_samples,
+    _pad_static,
+    OpPattern.INJECTIVE,
+)
 
 
 # -- cumsum / cumprod with an axis tensor --------------------------------------------------------
@@ -610,19 +600,18 @@ def _resize_samples(rng):
     )
 
 
-if _have("image.resize2d"):
-    _reg(
-        "dyn.image.resize",
-        _resize_rel,
-        _resize_ref,
-        DynResizeAttrs,
-        (4, 4),
-        "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
-        "(empty tensors for absent ones); spatial axes only",
-        _resize_samples,
-        _resize_static,
-        shape_inputs=(),
-    )
+_reg(
+    "dyn.image.resize",
+    _resize_rel,
+    _resize_ref,
+    DynResizeAttrs,
+    (4, 4),
+    "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
+    "(empty tensors for absent ones); spatial axes only",
+    _resize_samples,
+    _resize_static,
+    shape_inputs=(),
+)
 
 
 # -- affine_grid with a size tensor ---------------------------------------------------------
@@ -666,14 +655,13 @@ def _affine_samples(rng):
     )
 
 
-if _have("image.affine_grid"):
-    _reg(
-        "dyn.image.affine_grid",
-        _affine_rel,
-        _affine_ref,
-        DynAffineGridAttrs,
-        (2, 2),
-        "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
-        _affine_samples,
-        _affine_static,
-    )
+_reg(
+    "dyn.image.affine_grid",
+    _affine_rel,
+    _affine_ref,
+    DynAffineGridAttrs,
+    (2, 2),
+    "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
+    _affine_samples,
+    _affine_static,
+)

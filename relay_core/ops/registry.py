@@ -102,7 +102,6 @@ def register(opdef: OpDef) -> OpDef:
 
 
 def lookup(name: str) -> OpDef:
-    _ensure_loaded()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -114,19 +113,10 @@ def lookup(name: str) -> OpDef:
 
 
 def all_ops() -> dict[str, OpDef]:
-    _ensure_loaded()
     return dict(_REGISTRY)
 
 
-_loaded = False
 install_op_lookup(lookup)  # ir/ resolves `Op.get` / `call` through this table
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import _all  # noqa: F401  (imports every op family module)
 
 
 # ---------------------------------------------------------------------------------------------
