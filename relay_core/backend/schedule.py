@@ -94,6 +94,11 @@ def _producers(t: Tensor) -> list[Tensor]:
     return out
 
 
+# An inlined compute read more than once is copied into each reader; above this many nodes it is
+# computed once into a buffer instead.
+_MAX_DUPLICATED_NODES = 48
+
+
 def topo_tensors(outputs: list[Tensor]) -> list[Tensor]:
     """Every tensor the outputs depend on, producers first."""
     order, seen = [], set()
@@ -159,6 +164,7 @@ class Scheduler:
                 for x in t.attrs["extern"].inputs:
                     if x.op is not None:
                         self.materialized.add(x.id)
+        self._bound_duplication()
         self.inlined: dict[int, PrimExpr] = {}
         self._inline_memo: dict = {}
         self.simp = Simplifier()
@@ -167,6 +173,48 @@ class Scheduler:
         self.contract = not any(t.attrs.get("exact") for t in self.order)
 
     # -- inlining ------------------------------------------------------------------------------
+    def _bound_duplication(self) -> None:
+        """Materialize an inlined compute that is read more than once and whose inlined body is
+        large: inlining it would copy the body into every reader, and copies of copies grow
+        exponentially along a chain like x[i] = x[i-1] + x[i-2] (TVM's fusion tests). Small
+        bodies (a bias add, a cast) stay inlined: recomputing them is cheaper than a buffer."""
+        uses: dict[int, int] = {}
+        bodies = {}
+        for t in self.order:
+            if t.op is None or _is_extern(t):
+                continue
+            body = t.op.body
+            roots = [body] if type(body) is not Reduce else [body.source, body.where]
+            bodies[t.id] = [r for r in roots if r is not None]
+            for r in bodies[t.id]:
+                for n in post_order(r):
+                    for c in operands(n):
+                        if type(c) is Read:
+                            uses[c.tensor.id] = uses.get(c.tensor.id, 0) + 1
+                    if n is r and type(n) is Read:
+                        uses[n.tensor.id] = uses.get(n.tensor.id, 0) + 1
+        size: dict[int, int] = {}  # tensor id -> node count of its body once inlined
+        for t in self.order:
+            if t.id not in bodies:
+                continue
+            total = 0
+            for r in bodies[t.id]:
+                tree: dict[int, int] = {}
+                for n in post_order(r):
+                    k = 1 + sum(tree[id(c)] for c in operands(n))
+                    if type(n) is Read and n.tensor.id not in self.materialized:
+                        k += size.get(n.tensor.id, 1) - 1
+                    tree[id(n)] = k
+                total += tree[id(r)]
+            size[t.id] = total
+            if (
+                t.id not in self.materialized
+                and uses.get(t.id, 0) > 1
+                and total > _MAX_DUPLICATED_NODES
+            ):
+                self.materialized.add(t.id)
+                size[t.id] = 1
+
     def inline(self, e: PrimExpr) -> PrimExpr:
         """`e` with reads of non-materialized computes replaced by their bodies."""
         key = self.simp.key

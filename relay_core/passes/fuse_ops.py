@@ -248,18 +248,27 @@ class _Partitioner:
         self.max_depth = max_depth
         self.groups = [_Group(n.pattern, n.ref) for n in graph]
 
-    def _walk(self, src: _Node, sink: _Node):
-        """Nodes on paths from src's outputs up to sink (inclusive), each once."""
-        seen, out = set(), []
-        stack = [o for o, _ in src.outputs]
+    def _walk(self, src: _Node, sink: _Node, limit: int | None = None):
+        """Nodes on paths from src's outputs up to sink (inclusive), each once; None as soon as
+        there are more than `limit` of them."""
+        seen: set[int] = set()
+        out: list = []
+        stack = []
+        for o, _ in src.outputs:
+            if o.index not in seen:
+                seen.add(o.index)
+                stack.append(o)
+        limit = len(self.graph) if limit is None else limit
         while stack:
             n = stack.pop()
-            if n.index in seen:
-                continue
-            seen.add(n.index)
             out.append(n)
+            if len(out) > limit:
+                return None
             if n is not sink:
-                stack.extend(o for o, _ in n.outputs)
+                for o, _ in n.outputs:
+                    if o.index not in seen:
+                        seen.add(o.index)
+                        stack.append(o)
         return out
 
     def check_path(self, src, sink, fcond) -> bool:
@@ -286,8 +295,14 @@ class _Partitioner:
             parent.pattern = max(child.pattern, parent.pattern)
 
     def count_fused(self, src, sink) -> int:
+        # Every node belongs to one group, so the walk's length bounds the count from below: a
+        # walk longer than max_depth is over the limit (and stopping it keeps fusion linear when
+        # the post-dominator is far away, as in a chain where each node feeds the next two).
+        walk = self._walk(src, sink, self.max_depth)
+        if walk is None:
+            return self.max_depth + 1
         roots = {id(self.groups[src.index].find_root()): self.groups[src.index].find_root()}
-        for n in self._walk(src, sink):
+        for n in walk:
             g = self.groups[n.index].find_root()
             roots[id(g)] = g
         return sum(g.num_nodes for g in roots.values())

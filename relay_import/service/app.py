@@ -336,7 +336,10 @@ def _routes(app: FastAPI, state: State) -> None:
     @app.get("/ready", tags=["ops"])
     async def ready():
         if state.ready:
-            return {"status": "ready", "models": state.engine.names}
+            names = dict(state.engine.names)
+            for n in cfg.store_names:
+                names.setdefault(n, state.engine.named(n))
+            return {"status": "ready", "models": names}
         return error_response(
             ApiError(
                 "not_ready",

@@ -59,6 +59,9 @@ class ServiceConfig:
     token: str | None = None  # bearer token; required off loopback
     workers: int = 2
     models: dict[str, str] = field(default_factory=dict)  # name -> path, compiled at start
+    # names compiled by someone else into the store (a Ray driver for its replicas): /ready lists
+    # them and waits for nothing
+    store_names: tuple[str, ...] = ()
     allow_formats: tuple[str, ...] = ()  # of CODE_FORMATS; ONNX is always accepted
     limits: Limits = field(default_factory=Limits)
     shutdown_timeout: float = 30.0
@@ -94,6 +97,7 @@ class ServiceConfig:
         d = dict(d)
         d["limits"] = Limits(**d.get("limits", {}))
         d["allow_formats"] = tuple(d.get("allow_formats", ()))
+        d["store_names"] = tuple(d.get("store_names", ()))
         return cls(**d)
 
 

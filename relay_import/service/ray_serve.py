@@ -26,7 +26,8 @@ def deployment(cfg: ServiceConfig, replicas: int = 1, max_replicas: int = 0):
         from relay_import.service.config import ServiceConfig
 
         c = ServiceConfig.from_dict(cfg_dict)
-        c.models = {}  # compiled by the driver before deploying; replicas find them in the store
+        # compiled by the driver before deploying; replicas find them in the store
+        c.store_names, c.models = tuple(c.models), {}
         return create_app(c)
 
     opts = {
@@ -49,9 +50,16 @@ def deployment(cfg: ServiceConfig, replicas: int = 1, max_replicas: int = 0):
 
 
 def start(
-    cfg: ServiceConfig, address: str | None = None, replicas: int = 1, max_replicas: int = 0
+    cfg: ServiceConfig,
+    address: str | None = None,
+    replicas: int = 1,
+    max_replicas: int = 0,
+    stop: threading.Event | None = None,
 ) -> str:
-    """Deploy on Ray (connecting to `address`, or a local Ray); returns the base URL."""
+    """Deploy on Ray (connecting to `address`, or a local Ray); returns the base URL.
+
+    With `stop`, SIGTERM / SIGINT set it from the moment Ray is up (ray.init installs its own
+    SIGTERM handler, which would kill the driver while serve.run waits for the replicas)."""
     from ray import serve
 
     from .batch import init_ray
@@ -62,6 +70,8 @@ def start(
     if cfg.models:
         _precompile(cfg)
     init_ray(address)
+    if stop is not None:
+        _catch_signals(stop)
     serve.start(
         http_options={
             "host": cfg.host,
@@ -95,6 +105,11 @@ def _precompile(cfg: ServiceConfig) -> None:
             engine.close()
 
 
+def _catch_signals(event: threading.Event) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: event.set())
+
+
 def stop() -> None:
     from ray import serve
 
@@ -108,8 +123,11 @@ def serve_on_ray(
     import ray
     from ray import serve
 
+    # A SIGTERM while the replicas start must drain like one after them.
+    done = threading.Event()
+    _catch_signals(done)
     try:
-        url = start(cfg, address, replicas, max_replicas)
+        url = start(cfg, address, replicas, max_replicas, stop=done)
     except Exception as e:  # noqa: BLE001 - one clear line for the operator
         from .errors import ApiError
 
@@ -118,9 +136,6 @@ def serve_on_ray(
         return 1
     n = f"{replicas}-{max_replicas}" if max_replicas > replicas else str(replicas)
     print(f"relay serve: listening on {url} (Ray Serve, {n} replicas)", flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
     done.wait()
     print("relay serve: stopping: draining the replicas", flush=True)
     try:

@@ -92,6 +92,10 @@ def test_ray_serve_two_replicas_share_the_store(ray_cluster, tmp_path):
                 with np.load(io.BytesIO(r.read())) as z:
                     np.testing.assert_allclose(z["probs"], want, rtol=1e-5, atol=1e-6)
         assert len(seen) == 2, seen  # both replicas answered
+        with urllib.request.urlopen(url + "/ready", timeout=60) as r:
+            import json
+
+            assert "cnn" in json.load(r)["models"]  # the driver's preloaded name, from the store
         model = mlp(21)
         status, info = jrequest(url + "/v1/models", model)
         assert status == 201, info
@@ -109,3 +113,50 @@ def test_ray_serve_two_replicas_share_the_store(ray_cluster, tmp_path):
         assert status == 400 and err["code"] == "invalid_inputs"
     finally:
         stop()
+
+
+def test_cli_serve_on_ray_drains_on_sigterm(ray_cluster, tmp_path):
+    """`relay serve --ray` as typed, joining the running cluster: it answers, and SIGTERM (even
+    as it starts) drains the deployment and exits 0 instead of dying in Ray's own handler."""
+    import os
+    import signal
+    import socket
+    import time
+
+    from ray import serve
+
+    serve.shutdown()  # Serve keeps its first HTTP options; the CLI starts its own on its port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "relay_import", "serve", "--ray", "--address", ray_cluster]
+    cmd += ["--port", str(port), "--store", str(tmp_path / "store"), "--model", f"cnn={DEMO}"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "listening on" in line:
+                break
+        assert any("listening on" in x for x in lines), "".join(lines)
+        x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/models/cnn/run", data=npz(image=x)
+        )
+        with urllib.request.urlopen(req, timeout=300) as r, np.load(io.BytesIO(r.read())) as z:
+            np.testing.assert_allclose(
+                z["probs"], ort_run(DEMO, {"image": x})[0], rtol=1e-5, atol=1e-6
+            )
+        os.kill(p.pid, signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = "".join(lines) + out
+    assert p.returncode == 0, text
+    assert "draining" in text and "SIGTERM received" not in text, text
