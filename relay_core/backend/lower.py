@@ -18,6 +18,7 @@ from ..errors import RelayError
 from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import post_order
+from ..te.lowering import rule_of
 
 # The loop-IR rules (sort, scatter, unique, ...): importing them fills their ops' `lower`.
 from . import lower_loops, lower_select  # noqa: E402, F401, I001
@@ -297,7 +298,7 @@ class GroupLowering:
             r = self._try_kernel(gen, call, args, out_type)
             if r is not None:
                 return r
-        lower = opdef.lower
+        lower = rule_of(opdef)
         if not opdef.name.startswith("complex.") and any(
             t.dtype in COMPLEX_PARTS
             for a in (*call.args, call)

@@ -5,9 +5,10 @@ attrs     a frozen dataclass of its attributes with defaults (None: no attribute
 type_rel  (arg_types, attrs) -> result type; raises OpTypeError for incompatible inputs
 ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
 pattern   the fusion kind (OpPattern)
-lower     filled by the backend: a tensor-expression rule or an opaque kernel's name
+lower     how it is computed: an `Elementwise` spec declared with the op, or a tensor-expression
+          rule filled by relay_core/te/lower_*.py (relay_core.te.lowering.rule_of reads both)
 grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
-          (relay_core/ops/grads*.py fill it for every differentiable op)
+          (declared with the op, as `unary(..., grad=...)` does, or by relay_core/ops/grads*.py)
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else (f"{lo}..{hi}" if hi is not None else f"at least {lo}")
             raise OpTypeError(f"operator {self.name} takes {want} inputs, got {n}")
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """How an elementwise op is computed, declared with the op: `fn(x, E)` is one output element
+    from one input element in the tensor-expression language, `E` being relay_core.te.expr
+    (handed in by the lowering, so that ops/ never imports te/). Used as `OpDef.lower`."""
+
+    fn: Callable
 
 
 @dataclass

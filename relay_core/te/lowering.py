@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir.types import TensorType, TupleType
-from ..ops.registry import lookup
+from ..ops.registry import Elementwise, lookup
+from . import expr as E
 from .expr import INDEX, PrimExpr, Var, const_value, eq, select
-from .tensor import Tensor
+from .tensor import Tensor, compute
 
 
 def register_lower(*names: str):
@@ -38,6 +39,21 @@ def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
     (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
     for n in names:
         lookup(n).extra["batch_axis0"] = pred
+
+
+def rule_of(opdef):
+    """The lowering rule of an op, `(inputs, attrs, out_type) -> Tensor(s)`, or None: its
+    `lower`, with a declarative spec (`Elementwise`) turned into a rule."""
+    lower = opdef.lower
+    if isinstance(lower, Elementwise):
+        fn, name = lower.fn, opdef.name
+
+        def rule(inputs, attrs, out_type):
+            x = inputs[0]
+            return compute(x.shape, lambda *i: fn(x[i], E), name)
+
+        return rule
+    return lower
 
 
 def set_lower(name: str, fn: Callable) -> None:
