@@ -268,18 +268,3 @@ def assert_close(expected, actual, rtol: float, atol: float, where: str = "outpu
 
 def _as_str(x):
     return x.decode("utf-8") if isinstance(x, bytes) else str(x)
-
-
-def load_expected_failures(path: str) -> dict[str, str]:
-    """`name  reason` per line (# comments); returns {name: reason}."""
-    out: dict[str, str] = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            name, _, reason = line.partition(" ")
-            out[name] = reason.strip() or "no reason given"
-    return out

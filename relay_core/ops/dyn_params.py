@@ -161,7 +161,8 @@ def _none_attrs(static: str):
     return lookup(static).make_attrs(axis=(), keepdims=True)
 
 
-for _r in [
+# The reductions with a dynamic twin `dyn.<name>` (te/lower_dyn.py and grads_misc.py use it).
+DYN_REDUCTIONS = (
     "sum",
     "mean",
     "max",
@@ -172,7 +173,8 @@ for _r in [
     "log_sum",
     "logsumexp",
     "sum_square",
-]:
+)
+for _r in DYN_REDUCTIONS:
     _dyn_reduce(_r)
 
 

@@ -21,6 +21,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Constant, call, const
 from ..ir.types import TensorType
 from .decompose import decomposition
+from .dyn_params import DYN_REDUCTIONS
 from .grads import defgrad
 from .grads_tensor import gather_rule, nondiff
 from .registry import all_ops
@@ -38,16 +39,7 @@ def _via_static(call_, types):
 
 
 for _name in (
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "prod",
-    "l1_norm",
-    "l2_norm",
-    "log_sum",
-    "logsumexp",
-    "sum_square",
+    *DYN_REDUCTIONS,
     "squeeze",
     "unsqueeze",
     "split",

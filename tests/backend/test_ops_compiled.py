@@ -11,6 +11,7 @@ import relay_core
 from relay_core.ir import Function, IRModule, TensorType, Tuple, Var, call
 from relay_core.ir import dtype as dt
 from relay_core.ops import all_ops
+from tests.expected import ExpectedFailures
 
 OPS = sorted(all_ops())
 
@@ -27,6 +28,7 @@ EXPECTED_FAIL: dict[str, str] = {
 # Single samples that do not compile yet (op -> {sample index: reason}); the others of the op
 # are tested, and each listed sample is checked to still fail on its own.
 EXPECTED_FAIL_SAMPLES: dict[str, dict[int, str]] = {}
+EXPECTED = ExpectedFailures(__file__, EXPECTED_FAIL)
 
 # Dtypes the backend cannot store yet; samples using them are left out of the op tests, and
 # test_unsupported_dtypes_still_unsupported fails once one becomes supported.
@@ -159,13 +161,8 @@ def test_random_distributions():
 
 @pytest.mark.parametrize("name", OPS)
 def test_op_compiled(name):
-    if name in EXPECTED_FAIL:
-        try:
-            _compile_and_check(name)
-        except Exception:
-            pytest.xfail(EXPECTED_FAIL[name])
-        pytest.fail(f"{name} now compiles and matches: remove it from EXPECTED_FAIL")
-    _compile_and_check(name)
+    with EXPECTED.check(name):
+        _compile_and_check(name)
     for si, why in EXPECTED_FAIL_SAMPLES.get(name, {}).items():
         with pytest.raises(Exception):  # noqa: B017 - any failure: compile error or mismatch
             _compile_and_check(name, only=si)
