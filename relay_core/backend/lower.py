@@ -267,8 +267,8 @@ class GroupLowering:
     def _batch_split(self, call: Call, in_types, out_types):
         """Static types for one batch element when only axis 0 of the data input and of the
         single output is dynamic and the op treats batch elements independently
-        (`OpDef.extra["batch_axis0"]`: convolutions, pooling, dense)."""
-        pred = call.op.opdef.extra.get("batch_axis0")
+        (`OpDef.batch_axis0`: convolutions, pooling, dense)."""
+        pred = call.op.opdef.batch_axis0
         if pred is None or len(out_types) != 1 or not pred(call.attrs):
             return None
         d, o = in_types[0], out_types[0]

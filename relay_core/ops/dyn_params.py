@@ -76,7 +76,7 @@ def _reg(
     shape_inputs=(1,),
     **kw,
 ):
-    # extra["shape_inputs"]: inputs whose static length fixes the result's rank (as dyn.py).
+    # shape_inputs: inputs whose static length fixes the result's rank (as dyn.py).
     return register(
         OpDef(
             name,
@@ -88,7 +88,7 @@ def _reg(
             doc,
             samples=samples,
             to_static=to_static,
-            extra={"shape_inputs": shape_inputs},
+            shape_inputs=tuple(shape_inputs),
             **kw,
         )
     )

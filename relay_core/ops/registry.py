@@ -62,7 +62,14 @@ class OpDef:
     shape_only: bool = False
     # (rng) -> iterable of Sample: valid inputs + attrs for registry-driven tests.
     samples: Callable | None = None
-    extra: dict = field(default_factory=dict)
+    # Dynamic ops: the inputs (shape tensors) whose static *length* fixes the result's rank.
+    shape_inputs: tuple[int, ...] = ()
+    # Only reinterprets its first input's data (reshape, squeeze, ...): the backend may alias
+    # the result to the input instead of copying.
+    view: bool = False
+    # `(attrs) -> bool`: axis 0 of the first input and of the output is an independent batch
+    # axis, so a kernel for one element can serve a run-time batch (convolution, pooling, dense).
+    batch_axis0: Callable | None = None
 
     def make_attrs(self, **kw):
         """An attrs instance from keyword arguments, lists coerced to tuples."""

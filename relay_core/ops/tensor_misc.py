@@ -135,7 +135,7 @@ register(
         "col2im(data, image_shape, block_shape): sum sliding blocks "
         "(N, C * prod(block), L) back into images (ONNX Col2Im)",
         samples=_col2im_samples,
-        extra={"shape_inputs": (1,)},
+        shape_inputs=(1,),
     )
 )
 

@@ -31,14 +31,14 @@ def mark_view(*names: str) -> None:
     """These ops only reinterpret their first input's data (reshape, squeeze, ...): the
     backend may alias the result to the input instead of copying."""
     for n in names:
-        lookup(n).extra["view"] = True
+        lookup(n).view = True
 
 
 def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
     """Axis 0 of these ops' first input and of their output is an independent batch axis
     (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
     for n in names:
-        lookup(n).extra["batch_axis0"] = pred
+        lookup(n).batch_axis0 = pred
 
 
 def rule_of(opdef):
