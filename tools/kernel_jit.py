@@ -28,13 +28,12 @@ def target_machine():
     """Host target with the CPU name *and* features (the name alone may enable AVX-512).
 
     A fresh one per engine: MCJIT takes ownership of the target machine it is given."""
+    from relay_core.backend.llvm_target import host
+
     _init()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=3,
-    )
+    triple, cpu, features = host()  # RELAY_CPU_FEATURES applies here too
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
 def compile_module(llmod, opt: int = 3):

@@ -172,6 +172,8 @@ class ArithMixin:
                 v = b.fpext(v, dt_) if dt_ == F64 else b.fptrunc(v, dt_)
             return self.round_to(v, dst)
         if sf:
+            if dst in _SUB_BYTE:
+                return self.float_to_sub_byte(v, st, dst)
             return self.wrap_int(self.float_to_int(v, st, dt_, dst), dst)
         if df:
             if dst in _ROUNDED:
@@ -206,6 +208,23 @@ class ArithMixin:
         if dt_.width < wide.width:
             r = b.trunc(r, dt_)
         return r
+
+    def float_to_sub_byte(self, v, st, dst: str):
+        """ONNX's reference for floats to int4 / uint2 ...: truncate toward zero; a result out
+        of the type's range, +-inf and NaN give 0 (ml_dtypes >= 0.7), not the wrapped bits."""
+        b = self.b
+        bits = _SUB_BYTE[dst]
+        lo, hi = (
+            (0, (1 << bits) - 1)
+            if is_unsigned(dst)
+            else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        )
+        # trunc(v) in [lo, hi]  <=>  lo - 1 < v < hi + 1
+        ok = b.and_(
+            b.fcmp_ordered(">", v, ir.Constant(st, lo - 1.0)),
+            b.fcmp_ordered("<", v, ir.Constant(st, hi + 1.0)),
+        )
+        return b.fptosi(b.select(ok, v, ir.Constant(st, 0.0)), I8)
 
     def wrap_int(self, v, dtype: str):
         """Sub-byte integers (int4, uint2, ...) live in an i8: keep them in their range."""

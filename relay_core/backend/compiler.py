@@ -1,10 +1,11 @@
 """`build(mod)`: optimise, fuse, lower, generate code, link, cache, load.
 
 The compiled artifact (library + weights + manifest) is cached on disk under
-`$RELAY_CACHE_DIR` (default `~/.cache/relay`), keyed by the module's structural hash, the
-target (CPU name and features, llvmlite version), the options and a fingerprint of the compiler's
-own sources; a second build of the same model only loads it. `RELAY_CACHE_DIR=` (empty)
-disables the cache; `make clean-cache` clears it.
+`$RELAY_CACHE_DIR` (default `~/.cache/relay`), keyed by `cache_key`: the module's structural
+hash and its interface (input / output names and order), the target (CPU name and features,
+llvmlite version), the options and a fingerprint of the compiler (all relay_core sources, the
+llvmlite / numpy / ml_dtypes versions); a second build of the same model only loads it.
+`RELAY_CACHE_DIR=` (empty) disables the cache; `make clean-cache` clears it.
 """
 
 from __future__ import annotations
@@ -38,19 +39,80 @@ def cache_dir() -> str | None:
 
 @functools.cache
 def compiler_fingerprint() -> str:
-    """Hash of the compiler's sources: a changed compiler never reuses stale cached code."""
+    """Hash of every relay_core source (the interpreter folds constants, the IR prints and
+    hashes, ...) and of the versions of the libraries that shape the code or the constants
+    (llvmlite, numpy, ml_dtypes): a changed compiler never reuses stale cached code."""
+    import llvmlite
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.blake2b(digest_size=8)
-    for sub in ("backend", "te", "ops", "passes", "typing"):
-        for dirpath, dirs, files in sorted(os.walk(os.path.join(root, sub))):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith((".py", ".c")):
-                    p = os.path.join(dirpath, f)
-                    h.update(p[len(root) :].encode())
-                    with open(p, "rb") as fh:
-                        h.update(fh.read())
+    for dirpath, dirs, files in sorted(os.walk(root)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith((".py", ".c", ".h")):
+                p = os.path.join(dirpath, f)
+                h.update(p[len(root) :].encode())
+                with open(p, "rb") as fh:
+                    h.update(fh.read())
+    try:
+        import ml_dtypes
+
+        mld = ml_dtypes.__version__
+    except ImportError:
+        mld = ""
+    h.update(f"llvmlite {llvmlite.__version__} numpy {np.__version__} ml_dtypes {mld}".encode())
     return h.hexdigest()
+
+
+def interface_key(mod: IRModule) -> str:
+    """What the structural hash leaves out on purpose (it is alpha-invariant): the names of
+    `@main`'s parameters and their order, and the names the framework gave the inputs and
+    outputs (`@main`'s and the module's attributes). Two models equal up to those names must not
+    share a compiled module: its manifest binds inputs and outputs by name."""
+    from ..ir.structural import _attrs_repr
+
+    main = mod["main"]
+    return repr(
+        [
+            [(p.name_hint, _type_key(p.type_annotation)) for p in main.params],
+            _type_key(main.ret_type),
+            _attrs_repr(main.attrs or {}),
+            _attrs_repr(mod.attrs or {}),
+        ]
+    )
+
+
+def _type_key(t) -> str:
+    """A type with its shape variables' bounds (the structural hash keeps their names only)."""
+    from ..ir.types import ShapeVar, TensorType
+
+    if isinstance(t, TensorType):
+        dims = [(d.name, d.min, d.max) if isinstance(d, ShapeVar) else repr(d) for d in t.shape]
+        return repr((t.dtype, dims))
+    return repr(t)
+
+
+def cache_key(mod: IRModule, opt_level: int, pass_context=None) -> str:
+    """The compile cache key: everything that changes the compiled module's behaviour — the
+    program (structure, types, attributes, constants), its interface (input / output names and
+    order), the target (CPU and features, after RELAY_CPU_FEATURES), the options and the
+    compiler's version."""
+    from .llvm_target import target_key
+
+    key_src = json.dumps(
+        [
+            structural_hash(mod),
+            interface_key(mod),
+            target_key(),
+            opt_level,
+            compiler_fingerprint(),
+            FORMAT_VERSION,
+            os.environ.get("RELAY_PROFILE") == "1",
+            sorted(pass_context.disabled) if pass_context is not None else [],
+            repr(sorted(pass_context.config.items())) if pass_context is not None else "",
+        ]
+    )
+    return hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
 
 
 def prepare(mod: IRModule, opt_level: int = 3, ctx=None) -> IRModule:
@@ -95,22 +157,8 @@ def build(
             mod = IRModule.from_expr(mod)
         else:
             raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
-    from .llvm_target import target_key
-
     t0 = time.perf_counter()
-    key_src = json.dumps(
-        [
-            structural_hash(mod),
-            target_key(),
-            opt_level,
-            compiler_fingerprint(),
-            FORMAT_VERSION,
-            os.environ.get("RELAY_PROFILE") == "1",
-            sorted(pass_context.disabled) if pass_context is not None else [],
-            repr(sorted(pass_context.config.items())) if pass_context is not None else "",
-        ]
-    )
-    key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
+    key = cache_key(mod, opt_level, pass_context)
     cdir = cache_dir() if cache else None
     if cdir:
         entry = os.path.join(cdir, key)

@@ -40,6 +40,7 @@ from . import (
     transform,
     transform_index,
     transform_slice,
+    tvm_compat,
     vision,
     vision_grad,
 )

@@ -70,6 +70,9 @@ class OpDef:
     # `(attrs) -> bool`: axis 0 of the first input and of the output is an independent batch
     # axis, so a kernel for one element can serve a run-time batch (convolution, pooling, dense).
     batch_axis0: Callable | None = None
+    # The result has the argument's type, whatever it is (on_device, device_copy): the type
+    # checker unifies them directly instead of calling `type_rel`.
+    type_identity: bool = False
 
     def make_attrs(self, **kw):
         """An attrs instance from keyword arguments, lists coerced to tuples."""

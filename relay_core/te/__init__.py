@@ -153,4 +153,5 @@ from . import (  # noqa: E402, F401, I001
     lower_dyn,
     lower_signal,
     lower_ml,
+    lower_tvm_compat,
 )
