@@ -366,7 +366,7 @@ def _is_view(fn: Function) -> bool:
     e = fn.body
     if type(e) is not Call:
         return False
-    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.extra.get("view"):
+    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.view:
         if len(e.args) > 1 and any(type(a) is not Var for a in e.args[1:]):
             return False
         e = e.args[0]

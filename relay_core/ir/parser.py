@@ -54,6 +54,7 @@ from .expr import (
     TupleGetItem,
     Var,
 )
+from .hooks import type_check
 from .lexer import Source, Token, split_metadata, tokenize
 from .module import IRModule
 from .parser_types import TypeSyntax, did_you_mean, is_kw
@@ -722,9 +723,7 @@ def parse(
     """
     mod = Parser(text, source_name, use_prelude).parse_module()
     if typecheck:
-        from ..typing import infer_type
-
-        infer_type(mod)
+        type_check(mod)  # typing.infer_type, installed by relay_core.typing
     return mod
 
 

@@ -250,7 +250,7 @@ for _name, _attrs, _doc in [
             (1, 1),
             _doc,
             samples=_identity_samples,
-            extra={"type_identity": True},  # any value: the type checker unifies directly
+            type_identity=True,  # any value: the type checker unifies directly
         )
     )
     defgrad(_name)(lambda c, g, ctx: [g])

@@ -295,7 +295,7 @@ class TypeInferencer:
             opdef.check_arity(len(arg_terms))
         except OpTypeError as err:
             raise self.error(e, str(err)) from None
-        if opdef.extra.get("type_identity"):  # on_device, device_copy: of any type
+        if opdef.type_identity:  # on_device, device_copy: of any type
             return arg_terms[0]
         out = IncompleteType()
 

@@ -84,7 +84,7 @@ def test_type_rel_matches_ref(name):
         _check(out, out_t, where, allow_any=op.data_dependent_shape or _has_any(out_t))
         # With every input dim unknown the relation still works and stays compatible. Inputs
         # whose static length fixes the result's rank (dyn.* shape tensors) keep their dims.
-        keep = op.extra.get("shape_inputs", ())
+        keep = op.shape_inputs
         erased = op.type_rel(
             [t if i in keep else _erase_dims(t) for i, t in enumerate(types)], attrs
         )
