@@ -42,8 +42,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
 lint: $(STAMP)
-	$(BIN)/ruff check relay_core converters relay_import tests benchmarks
-	$(BIN)/ruff format --check relay_core converters relay_import tests benchmarks
+	$(BIN)/ruff check relay_core converters relay_import tests benchmarks tools
+	$(BIN)/ruff format --check relay_core converters relay_import tests benchmarks tools
 
 clean-cache:
 	rm -rf $${RELAY_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/relay}

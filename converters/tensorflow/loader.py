@@ -69,6 +69,9 @@ def _load_path(path: str, input_signature, signature: str, outputs) -> FrozenGra
     if not os.path.isfile(path):
         raise ModelLoadError(f"no such file or directory: {path}")
     if path.endswith(".keras"):
+        from ..archive import check_zip
+
+        check_zip(path, f"Keras file {path}")
         keras = _keras()
         try:
             model = keras.models.load_model(path, safe_mode=True, compile=False)

@@ -247,6 +247,8 @@ class ArithMixin:
         b = self.b
         if e.name == "entropy":  # the C runtime's fresh 64-bit seed
             return b.call(self.ctx.declare("relay_entropy", I64, []), [])
+        if e.name == "check_index":
+            return self.check_index(*[self.val(a) for a in e.args])
         args = [self.val(a) for a in e.args]
         name = e.name
         a0 = args[0]
@@ -284,6 +286,21 @@ class ArithMixin:
         if name in _LIBM:
             return self.libm(name, t, args)
         raise CodegenError(f"unknown intrinsic {name}")
+
+    def check_index(self, v, n, shown):
+        """v if 0 <= v < n; else report it to the C runtime and read element 0 instead."""
+        b = self.b
+        self.ctx.has_checks = True
+        ok = b.icmp_unsigned("<", v, n)
+        bad = self.fn.append_basic_block("oob")
+        cont = self.fn.append_basic_block("oob.end")
+        with b.goto_block(bad):
+            fn = self.ctx.declare("relay_index_error", ir.VoidType(), [I64, I64])
+            b.call(fn, [shown, n])
+            b.branch(cont)
+        b.cbranch(ok, cont, bad).set_weights([1000, 1])
+        b.position_at_end(cont)
+        return b.select(ok, v, ir.Constant(I64, 0))
 
     def libm(self, name: str, t, args):
         cname = name + ("f" if t == F32 else "")

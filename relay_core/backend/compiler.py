@@ -137,12 +137,16 @@ def build(
     num_threads: int | None = None,
     cache: bool = True,
     pass_context=None,
+    max_tensor_bytes: int | None = None,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
     `pass_context` (a relay_core.passes.PassContext) runs the pipeline with its options:
     disabled passes, config, and a `dump_ir` hook called after each pass (a build with a
     hook always compiles, so the hook sees every pass).
+
+    `max_tensor_bytes` bounds every tensor with a static shape the model computes (default:
+    $RELAY_MAX_TENSOR_BYTES, else 4 GiB); over it, a ResourceLimitError names the node.
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
@@ -158,6 +162,13 @@ def build(
             mod = IRModule.from_expr(mod)
         else:
             raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
+    from ..passes._util import ensure_typed
+    from .budget import check_tensor_budget
+    from .budget import max_tensor_bytes as _budget
+
+    limit = _budget(max_tensor_bytes)
+    mod = ensure_typed(mod)
+    check_tensor_budget(mod, limit)
     t0 = time.perf_counter()
     key = cache_key(mod, opt_level, pass_context)
     cdir = cache_dir() if cache else None
@@ -178,7 +189,7 @@ def build(
         prefix=f"relay-build-{os.getpid()}-", dir=cdir if cdir and _mkdir(cdir) else None
     )
     try:
-        _compile_to(mod, tmp, opt_level, key, pass_context)
+        _compile_to(mod, tmp, opt_level, key, pass_context, limit=limit)
         if cdir:
             entry = os.path.join(cdir, key)
             try:
@@ -207,7 +218,9 @@ def _mkdir(d: str) -> bool:
         return False
 
 
-def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None) -> None:
+def _compile_to(
+    mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None, limit: int | None = None
+) -> None:
     from llvmlite import ir
 
     from .codegen import ModuleContext
@@ -218,6 +231,11 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     t = time.perf_counter()
     with events.stage("optimising"):
         fused = prepare(mod, opt_level, ctx)
+        refuse_strings(fused["main"])
+        if limit is not None:  # shapes the passes made static
+            from .budget import check_tensor_budget
+
+            check_tensor_budget(fused, limit)
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
     with events.stage("generating code"):
@@ -233,6 +251,15 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
         else:
             from .vm import VMCompiler
 
+            if any(_has_string(p.checked_type) for p in main.params) or _has_string(
+                main.body.checked_type
+            ):
+                from .llvm_target import BuildError
+
+                raise BuildError(
+                    "string tensors pass through compiled code only with static shapes and no "
+                    "control flow; run this model with the interpreter (relay_core.interp)"
+                )
             kind = "vm"
             plan = VMCompiler(fused, ctx).run()
         timings["lower"] = time.perf_counter() - t
@@ -308,6 +335,46 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def _has_string(t) -> bool:
+    from ..ir.types import TensorType, TupleType
+
+    if isinstance(t, TensorType):
+        return t.dtype == "string"
+    return isinstance(t, TupleType) and any(_has_string(f) for f in t.fields)
+
+
+def refuse_strings(main) -> None:
+    """String tensors may only pass through: an input returned as an output. Native code holds
+    no Python objects, so anything computing on strings is refused here, naming the op."""
+    from ..ir.expr import Call, Constant, Function
+    from ..ir.visitor import post_order
+    from .llvm_target import BuildError
+
+    for e in post_order(main):
+        if isinstance(e, Constant) and e.data.dtype == object:
+            raise BuildError(
+                "the compiled backend cannot hold string constants; "
+                "run this model with the interpreter (relay_core.interp)"
+            )
+        if not isinstance(e, Call):
+            continue
+        if _has_string(e.checked_type) or any(_has_string(a.checked_type) for a in e.args):
+            op = e.op
+            if isinstance(op, Function):  # a fused group: name its first op on strings
+                inner = [
+                    x
+                    for x in post_order(op.body)
+                    if isinstance(x, Call) and not isinstance(x.op, Function)
+                ]
+                op = inner[0].op if inner else op
+            name = getattr(op, "name", None) or getattr(op, "name_hint", None) or "a function"
+            raise BuildError(
+                f"the compiled backend does not compute on string tensors (op {name!r}); it "
+                "can only pass a string input through to an output. Run this model with the "
+                "interpreter (relay_core.interp)"
+            )
 
 
 def _io_json(name, t, desc, param=None) -> dict:

@@ -4,7 +4,7 @@ The result rank comes from the *length* of the shape tensor, which must be stati
 `Any` where they depend on the tensor's values. `to_static(call)` gives the equivalent static
 call when those inputs are Constants (DynamicToStatic uses it), else None.
 
-`extra["shape_inputs"]` names the inputs whose static length fixes the result's rank.
+`OpDef.shape_inputs` names the inputs whose static length fixes the result's rank.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _dyn(
             doc,
             to_static=to_static,
             samples=samples,
-            extra={"shape_inputs": shape_inputs},
+            shape_inputs=tuple(shape_inputs),
         )
     )
 

@@ -170,8 +170,8 @@ def _read_pb(path: str, type_proto):
 def run_case(case: Case, cleanup: bool = True, compiled: bool = False) -> None:
     """Convert, typecheck and evaluate `case` (with the interpreter, or compiled by
     relay_core.build); AssertionError when an output differs."""
-    from . import from_onnx
-    from .values import run
+    from converters.onnx import from_onnx
+    from converters.onnx.values import run
 
     mod = from_onnx(case.model, cleanup=cleanup, shapes=_open_shapes(case))
     if compiled:
@@ -268,18 +268,3 @@ def assert_close(expected, actual, rtol: float, atol: float, where: str = "outpu
 
 def _as_str(x):
     return x.decode("utf-8") if isinstance(x, bytes) else str(x)
-
-
-def load_expected_failures(path: str) -> dict[str, str]:
-    """`name  reason` per line (# comments); returns {name: reason}."""
-    out: dict[str, str] = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            name, _, reason = line.partition(" ")
-            out[name] = reason.strip() or "no reason given"
-    return out
