@@ -5,13 +5,29 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast bench lint clean-cache zoo
+.PHONY: demo test test-fast bench lint clean-cache lock zoo
 
-$(STAMP): setup.cfg pyproject.toml
+# constraints.txt pins every package to the version the suite was last tested with (`make lock`
+# regenerates it from a fresh resolve), so a fresh clone installs what CI tested.
+LOCK    := constraints.txt
+
+$(STAMP): setup.cfg pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[all,dev]'
+	$(BIN)/pip install -q --upgrade pip -c $(LOCK)
+	$(BIN)/pip install -q -e '.[all,dev]' -c $(LOCK)
 	touch $(STAMP)
+
+# Resolve the newest allowed versions in a scratch venv and pin them all (minus the project).
+lock:
+	rm -rf .venv-lock
+	$(PY) -m venv .venv-lock
+	.venv-lock/bin/pip install -q --upgrade pip
+	.venv-lock/bin/pip install -q -e '.[all,dev]'
+	{ echo "# Versions the test suite was run with: make installs with -c $(LOCK)."; \
+	  echo "# Regenerate with 'make lock' (a fresh resolve of .[all,dev]), then run make test."; \
+	  .venv-lock/bin/pip freeze --all --exclude-editable; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf .venv-lock
 
 demo: $(STAMP)
 	$(BIN)/relay demo
@@ -32,8 +48,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
 lint: $(STAMP)
-	$(BIN)/ruff check relay_core converters relay_import tests benchmarks
-	$(BIN)/ruff format --check relay_core converters relay_import tests benchmarks
+	$(BIN)/ruff check relay_core converters relay_import tests benchmarks tools
+	$(BIN)/ruff format --check relay_core converters relay_import tests benchmarks tools
 
 clean-cache:
 	rm -rf $${RELAY_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/relay}

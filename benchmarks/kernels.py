@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from relay_core.backend.kernels import KERNELS  # noqa: E402
-from relay_core.backend.kernels.jit import KernelModule, tt  # noqa: E402
+from tools.kernel_jit import KernelModule, tt  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Cases: (name, op, input arrays, constant input indices, attrs, out shape, flops, torch fn,

@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from benchmarks.run import _load, _machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(ROOT, "examples", "demo_cnn.onnx")
 MARK = "<!-- section: serve -->"
@@ -197,27 +199,6 @@ def start_ray(store: str, replicas: int):
     url = start(cfg, replicas=replicas)
     _wait_ready(url)
     return url
-
-
-def _machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
-
-
-def _load() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
 
 
 def write_section(path: str, text: str) -> None:

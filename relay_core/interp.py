@@ -10,6 +10,7 @@ Values: numpy arrays (tensors), tuples, `Closure`, `RefValue`, `ConstructorValue
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,11 +139,23 @@ def _tail_positions(func: Function) -> frozenset:
 
 
 class Interpreter:
-    """Evaluates expressions of a module. `max_bytes` bounds every tensor an op produces."""
+    """Evaluates expressions of a module. `max_bytes` bounds every tensor an op produces;
+    `max_iterations` the function calls (loop iterations) of one evaluation, `timeout` its
+    seconds: over either, a ResourceLimitError."""
 
-    def __init__(self, mod: IRModule | None = None, max_bytes: int | None = None):
+    def __init__(
+        self,
+        mod: IRModule | None = None,
+        max_bytes: int | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+    ):
         self.mod = mod or IRModule()
         self.max_bytes = max_bytes
+        self.max_iterations = max_iterations
+        self.timeout = timeout
+        self._calls = 0
+        self._deadline = None
         self._globals: dict[GlobalVar, Closure] = {}
         self._tails: dict[int, frozenset] = {}
 
@@ -165,7 +178,25 @@ class Interpreter:
     # -- entry points ------------------------------------------------------------------------
     def eval(self, expr: Expr, env: Env | None = None):
         """Evaluate a closed expression (or one whose free vars are bound in `env`)."""
+        self._start()
         return self._run(expr, _Frame(env or Env(), frozenset()))
+
+    def _start(self) -> None:
+        self._calls = 0
+        self._deadline = time.monotonic() + self.timeout if self.timeout else None
+
+    def _tick(self) -> None:
+        """One more function call: loops are recursion, so this bounds them."""
+        self._calls += 1
+        if self.max_iterations is not None and self._calls > self.max_iterations:
+            raise ResourceLimitError(
+                f"the model made more than {self.max_iterations:,} loop iterations / calls "
+                "(max_iterations); raise it if the loop is meant to run that long"
+            )
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise ResourceLimitError(
+                f"the model ran longer than {self.timeout:g} s (timeout); raise it if meant"
+            )
 
     def apply(self, fn, args: list):
         """Apply a closure / op / constructor value to argument values."""
@@ -306,6 +337,7 @@ class Interpreter:
                     continue
                 fn = vals.pop()
                 if isinstance(fn, Closure):
+                    self._tick()
                     if id(node) not in fr.tail:
                         push((_STORE, node, fr))
                     new = self._enter(fn, args)
@@ -422,19 +454,27 @@ def _coerce_input(value, t, name: str):
     return arr
 
 
-def evaluate(mod, *args, max_bytes: int | None = None, **kwargs):
+def evaluate(
+    mod,
+    *args,
+    max_bytes: int | None = None,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
+    **kwargs,
+):
     """Run `@main` (or a Function / closed expression) with numpy inputs.
 
     >>> evaluate(mod, np.ones((1, 4), "float32"))          # positional
     >>> evaluate(mod, x=np.ones((1, 4), "float32"))        # by parameter name
     Tensors come back as numpy arrays, tuples as tuples, ADT values as ConstructorValue.
+    `max_iterations` / `timeout` (seconds) bound loops: over either, a ResourceLimitError.
     """
     if isinstance(mod, IRModule):
         main = mod["main"]
     elif isinstance(mod, Function):
         main, mod = mod, IRModule.from_expr(mod)
     elif isinstance(mod, Expr):
-        return Interpreter(None, max_bytes).eval(mod)
+        return Interpreter(None, max_bytes, max_iterations, timeout).eval(mod)
     else:
         raise TypeError(f"evaluate needs an IRModule, Function or Expr, not {type(mod).__name__}")
     params = main.params
@@ -454,5 +494,6 @@ def evaluate(mod, *args, max_bytes: int | None = None, **kwargs):
     for p, v in zip(params, values):
         t = p.type_annotation or p._checked_type
         coerced.append(_coerce_input(v, t, p.name_hint) if t is not None else v)
-    interp = Interpreter(mod, max_bytes)
+    interp = Interpreter(mod, max_bytes, max_iterations, timeout)
+    interp._start()
     return interp.apply(Closure(main, Env(), "main"), coerced)

@@ -187,7 +187,8 @@ def load(source: ModelSource, **kw: Any) -> IRModule:
 def compile(mod: IRModule, opt_level: int = 3, **kw: Any) -> CompiledModule:  # noqa: A001
     """Compile a Relay module to native code: a callable CompiledModule.
 
-    `num_threads=`, `pass_context=` (a relay_core.passes.PassContext) and `cache=False` go to
+    `num_threads=`, `pass_context=` (a relay_core.passes.PassContext), `max_tensor_bytes=` (the
+    compile-time byte budget of any one tensor) and `cache=False` go to
     relay_core.build.
 
     >>> lib = ri.compile(ri.load("model.onnx"))

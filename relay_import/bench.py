@@ -182,14 +182,17 @@ def bench(
     warmup: int = 5,
     pass_context: Any = None,
     spin: bool = False,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
     **convert_kw: Any,
 ) -> BenchReport:
-    """Latency of the compiled module vs the source runtime at `threads` threads each."""
+    """Latency of the compiled module vs the source runtime at `threads` threads each.
+    `max_iterations` / `timeout` bound each call of a model with loops (ResourceLimitError)."""
     import relay_core
 
     from .api import detect_framework, load
-    from .runners import make_runner
-    from .verifier import input_specs, make_inputs
+    from .runners import make_runner, run_bounded
+    from .verifier import _budget, check_feed, check_specs, input_specs, make_inputs
 
     if runs < 1:
         raise ValueError("runs must be at least 1")
@@ -213,8 +216,12 @@ def bench(
     bkw = {"pass_context": pass_context} if pass_context is not None else {}
     lib = relay_core.build(mod, opt_level=opt_level, num_threads=threads, **bkw)
     compile_s = time.perf_counter() - t0
+    lib.max_iterations, lib.timeout = max_iterations, timeout
     specs = input_specs(mod, shapes)
+    if inputs is None:
+        check_specs(specs, _budget())
     feed = dict(inputs) if inputs is not None else make_inputs(specs, seed)
+    feed = check_feed(specs, feed, _budget())
     args = [feed[s.name] for s in specs]
     runner = make_runner(source, framework, convert_kw)
     if hasattr(runner, "threads"):
@@ -225,7 +232,7 @@ def bench(
     lib(*args)
     first = (time.perf_counter() - t0) * 1e3
     t0 = time.perf_counter()
-    runner.run(feed)
+    run_bounded(lambda: runner.run(feed), timeout, runner.label or framework)
     their_first = (time.perf_counter() - t0) * 1e3
     with events.stage(f"timing {runs} pairs against {runner.label}"):
         ta, tb, warm = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs, warmup)

@@ -36,6 +36,16 @@ def _opt_level(v: str) -> int:
     return n
 
 
+def _seconds(v: str) -> float:
+    try:
+        t = float(v)
+    except ValueError:
+        t = 0.0
+    if not t > 0 or t == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {v!r}")
+    return t
+
+
 def _positive(v: str) -> int:
     try:
         n = int(v)
@@ -203,6 +213,7 @@ def cmd_run(args) -> int:
         for name, shape in fill_inputs(lib, feed, args.fill, args.seed).items():
             if not args.quiet:
                 print(f"filled {name}: {args.fill} {list(shape)}", file=sys.stderr)
+    lib.max_iterations, lib.timeout = args.max_iterations, args.timeout
     t0 = time.perf_counter()
     outs = lib(**feed)
     first = time.perf_counter() - t0
@@ -248,6 +259,8 @@ def cmd_verify(args) -> int:
         save_results=args.save_results,
         load_results=args.load_results,
         pass_context=_pass_context(args),
+        max_iterations=args.max_iterations,
+        timeout=args.timeout,
     )
     if not args.quiet or not report.ok:
         print(report.summary())
@@ -268,6 +281,8 @@ def cmd_bench(args) -> int:
         warmup=args.warmup,
         pass_context=_pass_context(args),
         spin=args.spin,
+        max_iterations=args.max_iterations,
+        timeout=args.timeout,
     )
     print(r.summary())
     return 0
@@ -333,6 +348,19 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--opt-level", type=_opt_level, default=3, metavar="{0-3}", help="optimisation level"
     )
+    limits = _Parser(add_help=False)
+    limits.add_argument(
+        "--max-iterations",
+        type=_positive,
+        metavar="N",
+        help="stop a model whose loops run more than N iterations (per call)",
+    )
+    limits.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="stop a model call (ours or the source runtime's) running longer than this",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     p.commands = sub.choices  # the subcommands' parsers, for their own error messages
 
@@ -361,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="artifact directory")
     s.set_defaults(func=cmd_compile)
 
-    s = add("run", [shape, build, dump, quiet], "run a model or an artifact on inputs")
+    s = add("run", [shape, build, limits, dump, quiet], "run a model or an artifact on inputs")
     s.add_argument("model", help="a model file or a compiled artifact")
     s.add_argument(
         "--input", action="append", metavar="NAME=FILE.npy", help="one input (repeatable)"
@@ -382,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", metavar="OUT.npz", help="write outputs here")
     s.set_defaults(func=cmd_run)
 
-    s = add("verify", [shape, build, dump, quiet], "check parity with the source framework")
+    s = add("verify", [shape, build, limits, dump, quiet], "check parity with the source framework")
     s.add_argument("model", help="a model; with --load-results also a .relay file or artifact")
     s.add_argument(
         "--rtol",
@@ -409,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--inputs", metavar="IN.npz")
     s.set_defaults(func=cmd_verify)
 
-    s = add("bench", [shape, build, dump, quiet], "latency vs the source runtime")
+    s = add("bench", [shape, build, limits, dump, quiet], "latency vs the source runtime")
     s.add_argument("model")
     s.add_argument("--runs", type=_positive, default=50, help="timed pairs (exactly)")
     s.add_argument("--warmup", type=_positive, default=5, help="warm-up pairs (at least)")
@@ -445,7 +473,7 @@ _HINTS = {
     "directories, .keras files, .relay text and compiled artifacts",
     "ParseError": "the text must be Relay (as relay convert writes it, with its metadata)",
     "RelayTypeError": "the program does not typecheck; if relay converted it, report it",
-    "ResourceLimitError": "the model exceeds a size budget",
+    "ResourceLimitError": "the model exceeds a size or time budget",
     "BuildError": "code generation failed; rerun with RELAY_DEBUG=1 and report it",
     "FileNotFoundError": "check the path",
     "PermissionError": "check the file's permissions",
@@ -529,7 +557,20 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("RELAY_DEBUG") == "1":
             raise
         print(error_line(args.command, e), file=sys.stderr)
+        if argv is None:  # the `relay` process itself, not a caller's
+            _abandon_source_runs()
         return 1
+
+
+def _abandon_source_runs() -> None:
+    """A source runtime left running past --timeout cannot be stopped: leave at once, before
+    interpreter shutdown meets its thread."""
+    import threading
+
+    if any(t.name == "relay-source-run" and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 if __name__ == "__main__":

@@ -2,22 +2,81 @@
 
 from __future__ import annotations
 
+import math
+import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from relay_core.errors import InputError
+from relay_core.errors import InputError, ResourceLimitError
+
+
+def _budget() -> int:
+    from relay_core.backend.budget import max_tensor_bytes
+
+    return max_tensor_bytes()
+
+
+def read_npy(f, size: int, what: str, budget: int) -> np.ndarray:
+    """One .npy array from the stream `f` holding `size` bytes: the header is checked (no
+    Python objects, data size matching the file, within `budget`) before any data is read."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    except (ValueError, OSError, EOFError) as e:
+        raise InputError(f"{what} is not a .npy array: {e}") from None
+    if dtype.hasobject:
+        raise InputError(f"{what} holds Python objects (a pickle); save plain arrays")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > budget:
+        raise ResourceLimitError(
+            f"{what} declares a {list(shape)} {dtype} array of {nbytes:,} bytes, over the budget "
+            f"of {budget:,} (RELAY_MAX_TENSOR_BYTES)"
+        )
+    if size - f.tell() != nbytes:
+        raise InputError(
+            f"{what}: its header declares {list(shape)} {dtype} ({nbytes:,} bytes) but it holds "
+            f"{size - f.tell():,} bytes of data"
+        )
+    data = f.read(nbytes)
+    arr = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+    return np.array(arr, order="C")
+
+
+def _read_npz(path: str, budget: int) -> dict:
+    from converters.archive import check_zip
+
+    check_zip(path, f"inputs archive {path}", budget, InputError)
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                name = info.filename.removesuffix(".npy")
+                with z.open(info) as f:
+                    out[name] = read_npy(f, info.file_size, f"{path}: member {name!r}", budget)
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as e:
+        raise InputError(f"cannot read inputs from {path}: {e}") from None
+    return out
+
+
+def load_array(path: str, what: str) -> np.ndarray:
+    """An array from a .npy file, checked before its data is read."""
+    try:
+        with open(path, "rb") as f:
+            return read_npy(f, os.fstat(f.fileno()).st_size, what, _budget())
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror or e}") from None
 
 
 def read_inputs(pairs: list[str] | None, npz: str | None, names: list[str] | None) -> dict:
     """Inputs from `name=file.npy` pairs and / or an .npz of arrays by name."""
     feed: dict[str, np.ndarray] = {}
     if npz:
-        try:
-            with np.load(npz, allow_pickle=False) as z:
-                feed.update({k: z[k] for k in z.files})
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read inputs from {npz}: {e}") from None
+        feed.update(_read_npz(npz, _budget()))
     for p in pairs or []:
         name, sep, path = p.partition("=")
         if not sep:
@@ -25,10 +84,7 @@ def read_inputs(pairs: list[str] | None, npz: str | None, names: list[str] | Non
                 name, path = names[0], p
             else:
                 raise InputError(f"--input wants NAME=FILE.npy, got {p!r}")
-        try:
-            feed[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read input {name} from {path}: {e}") from None
+        feed[name] = load_array(path, f"input {name} ({path})")
     if names is not None:
         unknown = [k for k in feed if k not in names]
         if unknown:
@@ -36,9 +92,17 @@ def read_inputs(pairs: list[str] | None, npz: str | None, names: list[str] | Non
     return feed
 
 
+def _storable(v) -> np.ndarray:
+    """An array np.load reads back without pickle: string tensors become unicode arrays."""
+    v = np.asarray(v)
+    if v.dtype == object:
+        return np.array(v.tolist(), dtype=str).reshape(v.shape)
+    return v
+
+
 def write_outputs(path: str, names: list[str], outs: list) -> Path:
     p = Path(path)
-    np.savez(p, **{n: np.asarray(v) for n, v in zip(names, outs)})
+    np.savez(p, **{n: _storable(v) for n, v in zip(names, outs)})
     return p
 
 
@@ -55,7 +119,15 @@ def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:
         if not a.dtype:
             raise InputError(f"input {a.name!r} is a {a.type}: give it with --input / --inputs")
         shape = tuple(d if isinstance(d, int) else 1 for d in a.shape)
+        if a.dtype == "string":
+            raise InputError(f"input {a.name!r} holds strings: give it with --input / --inputs")
         npd = dt.to_numpy(a.dtype)
+        nbytes = math.prod(shape) * np.dtype(npd).itemsize
+        if nbytes > _budget():
+            raise ResourceLimitError(
+                f"input {a.name!r} would be a {list(shape)} {a.dtype} tensor of {nbytes:,} "
+                f"bytes, over the budget of {_budget():,} (RELAY_MAX_TENSOR_BYTES)"
+            )
         if mode == "zeros":
             v = np.zeros(shape, npd)
         elif mode == "ones":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from relay_core.errors import InputError
+from relay_core.errors import InputError, RelayError
 
 
 class SourceRunner:
@@ -86,6 +86,7 @@ class OnnxRunner(SourceRunner):
     def _session(self, model, optimize: bool = True):
         import onnxruntime as ort
 
+        ort.set_default_logger_severity(4)  # kernel errors are logged there too
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
@@ -112,7 +113,11 @@ class OnnxRunner(SourceRunner):
     def run(self, feed):
         if self._sess is None:
             self._sess = self._session(self.model())
-        return [np.asarray(o) for o in self._sess.run(None, self._feed(feed))]
+        import onnxruntime as ort
+
+        ro = ort.RunOptions()
+        ro.log_severity_level = 4  # its errors reach the user as ours, without log lines
+        return [np.asarray(o) for o in self._sess.run(None, self._feed(feed), ro)]
 
     def output_names(self):
         return [o.name for o in self.model().graph.output]
@@ -177,3 +182,47 @@ def make_runner(source, framework: str, convert_kw: dict | None = None) -> Sourc
 
         return TfRunner(source, **(convert_kw or {}))
     raise InputError(f"no runner for framework {framework!r}")
+
+
+class SourceRunError(RelayError, RuntimeError):
+    """The source framework's own runtime refused the inputs or failed on them."""
+
+
+def _source_run(fn, what: str):
+    try:
+        return fn()
+    except RelayError:
+        raise
+    except Exception as e:  # the framework's own error types: one line of ours
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[-1].strip()
+        raise SourceRunError(f"{what} failed on these inputs: {msg[:400]}") from e
+
+
+def run_bounded(fn, timeout: float | None, what: str):
+    """`fn()`, or a ResourceLimitError when it runs past `timeout` seconds; the framework's
+    own errors become a SourceRunError. A framework's runtime cannot be interrupted, so it
+    runs on a daemon thread left behind (a CLI process exits right after the error)."""
+    if not timeout:
+        return _source_run(fn, what)
+    import threading
+
+    from relay_core.errors import ResourceLimitError
+
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = _source_run(fn, what)
+        except BaseException as e:  # re-raised on the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="relay-source-run", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise ResourceLimitError(
+            f"{what} ran past the timeout of {timeout:g} s; raise --timeout if meant"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -36,7 +36,7 @@ class TorchRunner(SourceRunner):
     def run(self, feed):
         import torch
 
-        from converters.pytorch.harness_util import flatten_outputs
+        from converters.pytorch.outputs import flatten_outputs
 
         self.program()
         torch.set_num_threads(self.threads)

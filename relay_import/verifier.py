@@ -12,6 +12,7 @@ inputs agree is where the conversion (or the compiler) went wrong.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from relay_core import IRModule, events
-from relay_core.errors import InputError
+from relay_core.errors import InputError, ResourceLimitError
 from relay_core.ir import Call, Expr, Function, Op, TensorType, Tuple, TupleType
 from relay_core.ir import dtype as dt
 from relay_core.ir.visitor import free_vars, post_order
@@ -28,7 +29,7 @@ from relay_core.ir.visitor import free_vars, post_order
 from .compare import compare, stats
 from .report import LayerDiff, VerifyReport
 from .results import Results
-from .runners import SourceRunner, StoredRunner, make_runner
+from .runners import SourceRunner, StoredRunner, make_runner, run_bounded
 
 
 @dataclass
@@ -37,6 +38,7 @@ class InputSpec:
     shape: tuple
     dtype: str
     high: int | None = None  # exclusive upper bound for integer inputs
+    declared: tuple | None = None  # the model's own dims: ints, None where free
 
 
 def _index_bounds(main: Function) -> dict:
@@ -89,7 +91,8 @@ def input_specs(mod: IRModule, shapes: dict | None = None) -> list[InputSpec]:
             shape = tuple(int(d) for d in given)
         else:
             shape = tuple(d if isinstance(d, int) else 1 for d in t.shape)
-        specs.append(InputSpec(name, shape, t.dtype, bounds.get(p)))
+        declared = tuple(d if isinstance(d, int) else None for d in t.shape)
+        specs.append(InputSpec(name, shape, t.dtype, bounds.get(p), declared))
     return specs
 
 
@@ -183,6 +186,8 @@ def verify(
     save_results: str | None = None,
     load_results: str | None = None,
     pass_context: Any = None,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
     **convert_kw: Any,
 ) -> VerifyReport:
     """Prove (or disprove) that the compiled Relay module computes what the source computes.
@@ -198,6 +203,10 @@ def verify(
     `save_results="ref.npz"` keeps the source's inputs and outputs (and layers, with
     `per_layer`); `load_results="ref.npz"` compares against them instead of running the source
     framework, so `source` may then also be a `.relay` file or a compiled artifact.
+    `max_iterations` / `timeout` (seconds) bound each run of a model with loops: ours stops
+    with a ResourceLimitError; the source runtime's run is abandoned after `timeout`.
+    Inputs are checked against the model (names, shapes, dtypes, size) before any runtime
+    sees them.
     """
     import relay_core
 
@@ -227,12 +236,22 @@ def verify(
         mod = load(source, **kw)
     timings["convert"] = time.perf_counter() - t0
     specs = _specs(mod, lib, shapes)
+    budget = _budget()
     if inputs is None:
+        if stored is None:
+            check_specs(specs, budget)
         feed = dict(stored.inputs) if stored is not None else make_inputs(specs, seed)
     elif isinstance(inputs, Mapping):
-        feed = {k: np.asarray(v) for k, v in inputs.items()}
+        feed = dict(inputs)
     else:
-        feed = {s.name: np.asarray(v) for s, v in zip(specs, inputs)}
+        inputs = list(inputs)
+        if len(inputs) != len(specs):
+            raise InputError(
+                f"{len(inputs)} inputs given, the model takes {len(specs)}: "
+                f"{[s.name for s in specs]}"
+            )
+        feed = {s.name: v for s, v in zip(specs, inputs)}
+    feed = check_feed(specs, feed, budget)
     missing = [s.name for s in specs if s.name not in feed]
     if missing:
         raise InputError(
@@ -241,7 +260,7 @@ def verify(
 
     with events.stage(f"running {runner.label}" if not runner.origin else "reading results"):
         t0 = time.perf_counter()
-        expected = runner.run(feed)
+        expected = run_bounded(lambda: runner.run(feed), timeout, runner.label or "the source")
         timings["source run"] = time.perf_counter() - t0
     args = [feed[s.name] for s in specs]
     if compiled or lib is not None:
@@ -250,6 +269,7 @@ def verify(
             kw = {"pass_context": pass_context} if pass_context is not None else {}
             lib = relay_core.build(mod, opt_level=opt_level, **kw)
             timings["compile"] = time.perf_counter() - t0
+        lib.max_iterations, lib.timeout = max_iterations, timeout
         with events.stage("running relay"):
             t0 = time.perf_counter()
             actual = lib(*args)
@@ -257,7 +277,9 @@ def verify(
     else:
         with events.stage("running the interpreter"):
             t0 = time.perf_counter()
-            actual = _flatten(relay_core.evaluate(mod, *args))
+            actual = _flatten(
+                relay_core.evaluate(mod, *args, max_iterations=max_iterations, timeout=timeout)
+            )
             timings["relay run"] = time.perf_counter() - t0
 
     names = runner.output_names()
@@ -325,8 +347,76 @@ def _specs(mod: IRModule | None, lib, shapes) -> list[InputSpec]:
     for a in lib.get_inputs():
         given = (shapes or {}).get(a.name)
         shape = tuple(given) if given else tuple(d if isinstance(d, int) else 1 for d in a.shape)
-        specs.append(InputSpec(a.name, shape, a.dtype))
+        declared = tuple(d if isinstance(d, int) else None for d in a.shape)
+        specs.append(InputSpec(a.name, shape, a.dtype, declared=declared))
     return specs
+
+
+def _budget() -> int:
+    from relay_core.backend.budget import max_tensor_bytes
+
+    return max_tensor_bytes()
+
+
+def _nbytes(shape, dtype: str) -> int:
+    return math.prod(shape) * (8 if dtype == "string" else dt.itemsize(dtype))
+
+
+def check_specs(specs: list[InputSpec], budget: int) -> None:
+    """Inputs verify would generate must fit the byte budget (nothing is allocated yet)."""
+    for s in specs:
+        n = _nbytes(s.shape, s.dtype)
+        if n > budget:
+            raise ResourceLimitError(
+                f"input {s.name!r} is a {list(s.shape)} {s.dtype} tensor of {n:,} bytes, over "
+                f"the budget of {budget:,} (RELAY_MAX_TENSOR_BYTES); give smaller --input-shape"
+            )
+
+
+def check_feed(specs: list[InputSpec], feed: dict, budget: int) -> dict:
+    """The user's inputs checked against the model before any runtime sees them: names,
+    ranks and fixed dims, dtypes (a safe cast within the same kind is made), byte order (made
+    native), size. Returns the arrays to feed."""
+    by_name = {s.name: s for s in specs}
+    unknown = [k for k in feed if k not in by_name]
+    if unknown:
+        raise InputError(f"unknown input(s) {unknown}; the model's inputs are {list(by_name)}")
+    out = {}
+    for name, v in feed.items():
+        s = by_name[name]
+        try:
+            arr = np.asarray(v)
+        except Exception as e:  # ragged lists and the like
+            raise InputError(f"input {name!r} is not an array: {e}") from None
+        want = np.dtype(dt.to_numpy(s.dtype))
+        if arr.dtype.hasobject and s.dtype != "string":
+            raise InputError(f"input {name!r} holds Python objects; the model wants {s.dtype}")
+        if arr.dtype.byteorder not in ("=", "|") and arr.dtype.newbyteorder("=") != arr.dtype:
+            arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian data: same values
+        if s.dtype == "string":
+            if arr.dtype.kind not in "OUS":
+                raise InputError(f"input {name!r} has dtype {arr.dtype}, the model wants strings")
+            arr = arr.astype(object)
+        elif arr.dtype != want:
+            if not np.can_cast(arr.dtype, want, "same_kind"):
+                raise InputError(
+                    f"input {name!r} has dtype {arr.dtype}, the model wants {s.dtype}; "
+                    f"convert it (x.astype({str(want)!r}))"
+                )
+            arr = arr.astype(want)
+        decl = s.declared if s.declared is not None else s.shape
+        if arr.ndim != len(decl) or any(d is not None and d != n for d, n in zip(decl, arr.shape)):
+            shown = tuple("?" if d is None else d for d in decl)
+            raise InputError(
+                f"input {name!r} has shape {arr.shape}, the model wants {shown}".replace("'", "")
+            )
+        if _nbytes(arr.shape, s.dtype) > budget:
+            raise ResourceLimitError(
+                f"input {name!r} takes {_nbytes(arr.shape, s.dtype):,} bytes, over the budget "
+                f"of {budget:,} (RELAY_MAX_TENSOR_BYTES)"
+            )
+        out[name] = np.ascontiguousarray(arr) if arr.ndim else arr
+    return out
 
 
 def _localise(report, mod, runner, feed, rtol, atol, compiled) -> dict:

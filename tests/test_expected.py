@@ -42,3 +42,22 @@ def test_unlisted_failure_propagates(listed):
 
 def test_missing_file_lists_nothing(tmp_path):
     assert ExpectedFailures(str(tmp_path / "none.txt")).items == {}
+
+
+def test_also_excuses_a_failure_without_requiring_it(listed, tmp_path):
+    other = tmp_path / "other.txt"
+    other.write_text("case_c  fails in the interpreter too\n")
+    interp = ExpectedFailures(str(other))
+    with pytest.raises(pytest.xfail.Exception, match="interpreter too"):
+        with listed.check("case_c", also=interp):
+            raise ValueError("boom")
+    with listed.check("case_c", also=interp):  # passing here is fine
+        pass
+    with pytest.raises(pytest.fail.Exception, match="passes now"):
+        with listed.check("case_a", also=interp):
+            pass
+
+
+def test_items_from_a_dict_and_unknown_names(tmp_path):
+    e = ExpectedFailures("tests/x.py", {"a": "why"})
+    assert e.get("a") == "why" and e.unknown(["b"]) == ["a"] and e.unknown(["a"]) == []

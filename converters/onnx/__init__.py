@@ -7,10 +7,28 @@
 - one module per op family, each converter registered in `table.TABLES` by domain, op and
   opset: elementwise, tensor, reduce, nn, image, control_flow, sequence, rnn, quantized,
   signal, text, misc, random, ml, training;
-- conformance.py / report.py: ONNX's own conformance cases
-  (`python -m converters.onnx.report --folders`).
+- ONNX's own conformance cases run from tools/onnx_conformance.py and tools/onnx_report.py
+  (`python -m tools.onnx_report --folders`).
 """
 
+# The converter families: importing each registers its converters in `table.TABLES`.
+from . import (  # noqa: E402, F401, I001
+    control_flow,
+    elementwise,
+    image,
+    misc,
+    ml,
+    nn,
+    quantized,
+    random,
+    reduce,
+    rnn,
+    sequence,
+    signal,
+    tensor,
+    text,
+    training,
+)
 from .frontend import from_onnx, run_cleanup
 from .loader import DEFAULT_BYTE_BUDGET, load_model
 from .table import MAX_OPSET, SUPPORTED_OPSETS, TABLES, converter

@@ -11,7 +11,7 @@ from relay_core.ir import IRModule
 
 from .graph import GraphConverter
 from .loader import DEFAULT_BYTE_BUDGET, load_model
-from .table import SUPPORTED_OPSETS, ensure_loaded, norm_domain
+from .table import SUPPORTED_OPSETS, norm_domain
 
 CLEANUP = ("InferType", "FoldConstant", "DynamicToStatic", "InferType")
 
@@ -46,7 +46,6 @@ def from_onnx(
     Errors: ModelLoadError (malformed / unsafe / unsupported opset), UnsupportedOpsError
     (listing every unsupported operator at once), ConversionError (naming the node).
     """
-    ensure_loaded()
     proto = load_model(model, byte_budget=byte_budget, base_dir=base_dir)
     check_opsets(proto)
     gc = GraphConverter(proto, custom_convert_map, shapes, byte_budget)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from relay_core.errors import OpTypeError
-from relay_core.ops.onnx_extra import onnx_resize_plan
+from relay_core.ops.dyn_params import resize_plan
 
 from .table import converter
 from .util import cast
@@ -54,7 +54,7 @@ def _resize(
     static = all(v is not None or e is None for v, e in zip(vals, (roi, scales, sizes)))
     if static and all(isinstance(d, int) for d in shape):
         try:
-            size, scale, sp_roi = onnx_resize_plan(shape, *vals, axes, policy)
+            size, scale, sp_roi = resize_plan(shape, *vals, axes, policy)
         except OpTypeError as e:
             raise ctx.error(str(e)) from None
         if coord != "tf_crop_and_resize":

@@ -45,34 +45,3 @@ def lookup(domain: str, name: str, opset: int | None):
     if table is None:
         return None
     return table.lookup(name, opset)
-
-
-def _load_families() -> None:
-    # Importing each family module registers its converters.
-    from . import (  # noqa: F401
-        control_flow,
-        elementwise,
-        image,
-        misc,
-        ml,
-        nn,
-        quantized,
-        random,
-        reduce,
-        rnn,
-        sequence,
-        signal,
-        tensor,
-        text,
-        training,
-    )
-
-
-_loaded = False
-
-
-def ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        _load_families()

@@ -340,25 +340,8 @@ def Gather(ctx, x, indices, *, axis=0):
 @converter("GatherElements", 11)
 def GatherElements(ctx, x, indices, *, axis=0):
     axis = normalize_axis(ctx, axis, ctx.ndim(x))
-    return ctx.call("gather", x, _wrap_negative(ctx, indices, x, axis), axis=axis)
-
-
-def _wrap_negative(ctx, indices, x, axis):
-    """Negative indices count from the end of `axis` (ONNX)."""
-    v = ctx.value(indices)
-    dim = ctx.shape_of(x)[axis]
-    if v is not None and isinstance(dim, int):
-        if (v >= 0).all():
-            return indices
-        return ctx.const(np.where(v < 0, v + dim, v).astype(v.dtype))
-    size = ctx.call(
-        "take",
-        ctx.call("shape_of", x, dtype=ctx.dtype(indices)),
-        scalar(ctx, axis, "int64"),
-        axis=0,
-    )
-    neg = ctx.call("less", indices, scalar(ctx, 0, ctx.dtype(indices)))
-    return ctx.call("where", neg, ctx.call("add", indices, size), indices)
+    # negative indices count from the end in gather itself; outside [-n, n) is an error
+    return ctx.call("gather", x, indices, axis=axis)
 
 
 def _indices_first(ctx, indices):
@@ -368,29 +351,10 @@ def _indices_first(ctx, indices):
 
 
 def _nd_indices(ctx, x, indices, batch_dims=0):
-    """Indices for gather_nd / scatter_nd: int64, negatives wrapped, tuples first."""
+    """Indices for gather_nd / scatter_nd: int64, tuples first (negatives count from the end
+    and out-of-range ones are errors in the ops themselves)."""
     indices = cast(ctx, indices, "int64")
-    m = ctx.shape_of(indices)[-1]
-    shape = ctx.shape_of(x)
-    v = ctx.value(indices)
-    if (
-        v is not None
-        and isinstance(m, int)
-        and all(isinstance(d, int) for d in shape[batch_dims : batch_dims + m])
-    ):
-        dims = np.array(shape[batch_dims : batch_dims + m], np.int64)
-        indices = ctx.const(np.where(v < 0, v + dims, v))
-    elif isinstance(m, int):
-        dims = ctx.call(
-            "strided_slice",
-            ctx.call("shape_of", x, dtype="int64"),
-            begin=(batch_dims,),
-            end=(batch_dims + m,),
-            strides=(1,),
-        )
-        neg = ctx.call("less", indices, scalar(ctx, 0, "int64"))
-        indices = ctx.call("where", neg, ctx.call("add", indices, dims), indices)
-    return _indices_first(ctx, indices), m
+    return _indices_first(ctx, indices), ctx.shape_of(indices)[-1]
 
 
 @converter("GatherND", 11)
@@ -415,7 +379,7 @@ def ScatterElements(ctx, x, indices, updates, *, axis=0, reduction="none"):
     return ctx.call(
         "scatter_elements",
         x,
-        _wrap_negative(ctx, indices, x, axis),
+        indices,  # negatives from the end, out of range an error: in scatter_elements
         updates,
         axis=axis,
         reduction=mode,

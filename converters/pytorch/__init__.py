@@ -18,7 +18,6 @@ from . import (  # noqa: F401  (each module registers its converters)
     ops_rnn,
     ops_shape,
 )
-from .coverage import core_aten_overloads, coverage
 from .frontend import decompose_unsupported, from_pytorch
 from .table import TORCH, aten, register, target_name
 
@@ -29,6 +28,4 @@ __all__ = [
     "aten",
     "register",
     "target_name",
-    "core_aten_overloads",
-    "coverage",
 ]

@@ -149,6 +149,9 @@ def load_pt2(path) -> object:
         )
     if not zipfile.is_zipfile(path):
         raise ModelLoadError(f"{path} is not a valid .pt2 archive (not a zip file)")
+    from ..archive import check_zip
+
+    check_zip(path, f".pt2 archive {path}")
     try:
         with zipfile.ZipFile(path) as z:
             return _load_archive(z, path)

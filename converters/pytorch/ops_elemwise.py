@@ -34,6 +34,7 @@ for _name in [
     "cos",
     "cosh",
     "erf",
+    "erfinv",
     "exp",
     "exp2",
     "expm1",

@@ -110,7 +110,7 @@ def index_select(ctx, self, dim, index):
     if ctx.ndim(self) == 0:
         return ctx.call("reshape", self, newshape=(1,))
     return ctx.call(
-        "take", self, ctx.call("reshape", idx, newshape=(-1,)), axis=_norm(dim, nd), mode="wrap"
+        "take", self, ctx.call("reshape", idx, newshape=(-1,)), axis=_norm(dim, nd), mode="strict"
     )
 
 
@@ -118,7 +118,9 @@ def index_select(ctx, self, dim, index):
 def gather(ctx, self, dim, index, sparse_grad=False):
     if ctx.ndim(self) == 0:
         return self
-    return ctx.call("gather", self, ctx.cast(index, "int64"), axis=_norm(dim, ctx.ndim(self)))
+    # torch refuses negative indices here, unlike ONNX
+    idx = ctx.cast(index, "int64")
+    return ctx.call("gather", self, idx, axis=_norm(dim, ctx.ndim(self)), mode="strict")
 
 
 @aten("take_along_dim.default")
@@ -215,7 +217,7 @@ def scatter_reduce(ctx, self, dim, index, src, reduce, *, include_self=True):
 
 @aten("embedding.default")
 def embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return ctx.call("take", weight, ctx.cast(indices, "int64"), axis=0, mode="wrap")
+    return ctx.call("take", weight, ctx.cast(indices, "int64"), axis=0, mode="strict")
 
 
 @aten("masked_fill.Scalar", "masked_fill.Tensor")

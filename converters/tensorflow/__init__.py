@@ -14,6 +14,17 @@ from __future__ import annotations
 from relay_core.errors import InputError
 from relay_core.ir import IRModule
 
+# The converter families: importing each registers its converters on `TF`.
+from . import (  # noqa: E402, F401, I001
+    control_flow,
+    ops_array,
+    ops_image,
+    ops_index,
+    ops_math,
+    ops_misc,
+    ops_nn,
+    tensor_list,
+)
 from .table import TF
 
 
@@ -52,7 +63,6 @@ def from_tensorflow(
     """
     from relay_core.typing import infer_type
 
-    from . import _all  # noqa: F401  (registers the converters)
     from .graph import GraphDriver
     from .loader import load
 
@@ -89,8 +99,6 @@ def _cleanup(mod: IRModule) -> IRModule:
 
 def supported_ops() -> list[str]:
     """The TF op types with a converter."""
-    from . import _all  # noqa: F401
-
     return TF.names()
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from relay_core.errors import InputError, ModelLoadError
 
+from .quiet import quiet
 from .safety import prescan_saved_model
 
 
@@ -36,7 +37,13 @@ class FrozenGraph:
 def load(
     obj, input_signature=None, signature: str = "serving_default", outputs=None
 ) -> FrozenGraph:
-    """Freeze `obj` into a FrozenGraph (see `from_tensorflow` for what `obj` may be)."""
+    """Freeze `obj` into a FrozenGraph (see `from_tensorflow` for what `obj` may be).
+    TF's own log lines are dropped meanwhile (quiet.py)."""
+    with quiet():
+        return _load(obj, input_signature, signature, outputs)
+
+
+def _load(obj, input_signature, signature: str, outputs) -> FrozenGraph:
     if isinstance(obj, (str, os.PathLike)):
         return _load_path(os.fspath(obj), input_signature, signature, outputs)
     if type(obj).__name__ == "GraphDef" and hasattr(obj, "node"):
@@ -62,6 +69,9 @@ def _load_path(path: str, input_signature, signature: str, outputs) -> FrozenGra
     if not os.path.isfile(path):
         raise ModelLoadError(f"no such file or directory: {path}")
     if path.endswith(".keras"):
+        from ..archive import check_zip
+
+        check_zip(path, f"Keras file {path}")
         keras = _keras()
         try:
             model = keras.models.load_model(path, safe_mode=True, compile=False)
@@ -322,10 +332,10 @@ def _as_shape(s):
 
 
 def _tf():
-    # TF's C++ start-up chatter (oneDNN, CPU features) is noise for a converter's user.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TF's start-up chatter (oneDNN, CPU features) is noise for a converter's user.
     try:
-        import tensorflow as tf
+        with quiet():
+            import tensorflow as tf
     except ImportError:
         raise ModelLoadError("converting TensorFlow models needs tensorflow installed") from None
     return tf
@@ -333,7 +343,8 @@ def _tf():
 
 def _keras():
     try:
-        import keras
+        with quiet():  # keras imports TF
+            import keras
     except ImportError:
         raise ModelLoadError("loading .keras files needs keras installed") from None
     return keras

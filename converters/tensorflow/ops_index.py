@@ -198,12 +198,13 @@ def GatherV2(ctx, params, indices, axis, batch_dims=0):
     nd = ctx.ndim(params)
     a = ints(ctx, axis, "axis")[0] % nd
     bd = batch_dims % ctx.ndim(indices) if batch_dims < 0 else batch_dims
-    return ctx.call("take", params, indices, axis=a, batch_dims=bd, mode="fast")
+    # TF's CPU kernel refuses any index outside [0, n), negatives included
+    return ctx.call("take", params, indices, axis=a, batch_dims=bd, mode="strict")
 
 
 @TF.register("Gather")
 def Gather(ctx, params, indices):
-    return ctx.call("take", params, indices, axis=0, mode="fast")
+    return ctx.call("take", params, indices, axis=0, mode="strict")
 
 
 def _index_first(ctx, indices):

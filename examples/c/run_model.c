@@ -146,7 +146,11 @@ int main(int argc, char **argv) {
 
   void *workspace = aligned_alloc(64, (RELAY_WORKSPACE_BYTES + 63) / 64 * 64 + 64);
   int32_t rc = run(inputs, outputs, constants, workspace, 2);
-  if (rc != 0) { fprintf(stderr, "relay_run returned %d\n", rc); return 1; }
+  if (rc != 0) { /* a run-time error in the model, e.g. an index out of range */
+    relay_last_error_fn last_error = (relay_last_error_fn)dlsym(lib, "relay_last_error");
+    fprintf(stderr, "relay_run failed: %s\n", last_error ? last_error() : "unknown error");
+    return 1;
+  }
 
   for (int i = 0; i < RELAY_NUM_OUTPUTS; i++) {
     FILE *f = fopen(argv[2 + RELAY_NUM_INPUTS + i], "wb");

@@ -95,9 +95,11 @@ def render(manifest: dict) -> str:
     lines.append("")
     if kind == "graph":
         lines += [
-            "/* int32_t relay_run(inputs, outputs, constants, workspace, num_threads) */",
+            "/* int32_t relay_run(inputs, outputs, constants, workspace, num_threads):",
+            "   0, or 1 on a run-time error (an index out of range): see relay_last_error */",
             "typedef int32_t (*relay_run_fn)(void *const *, void *const *, void *const *,",
             "                                void *, int32_t);",
+            "typedef const char *(*relay_last_error_fn)(void);",
         ]
     lines += ["", "#endif /* RELAY_MODEL_H */", ""]
     return "\n".join(lines)

@@ -50,6 +50,7 @@ class ModuleContext:
         self.externs: set[str] = set()
         self.counter = 0
         self.consts: dict = {}
+        self.has_checks = False  # some kernel checks indices (relay_error_pending after it)
 
     def const_data(self, buf) -> ir.Value:
         """A module-level read-only array holding `buf.data` (deduplicated by content)."""
@@ -246,7 +247,10 @@ class _FuncEmitter(ArithMixin):
 
     def parallel_for(self, s: T.For) -> None:
         """Outline the loop body into `void f(i8* ctx)` and run it with GOMP_parallel."""
-        free_vars, free_bufs = _free(s)
+        free_vars, free_bufs, checks = _free(s)
+        if checks:  # index errors are kept per calling thread: run such loops on it
+            self.stmt(T.For(s.var, s.extent, s.body, "serial", s.begin))
+            return
         captured = [(k, self.env.vars[k]) for k in free_vars if k in self.env.vars]
         captured_bufs = [(k, self.env.bufs[k]) for k in free_bufs if k in self.env.bufs]
         ext = self.index(s.extent)
@@ -561,8 +565,9 @@ class _FuncEmitter(ArithMixin):
 
 
 def _free(s: T.Stmt) -> tuple[list[int], list[int]]:
-    """ids of Vars and Buffers used inside `s` (bound or not; the caller filters)."""
-    vars_, bufs = [], []
+    """ids of Vars and Buffers used inside `s` (bound or not; the caller filters), and whether
+    it checks indices."""
+    vars_, bufs, checks = [], [], False
     seen_v, seen_b = set(), set()
     exprs: list = []
     stack = [s]
@@ -618,5 +623,7 @@ def _free(s: T.Stmt) -> tuple[list[int], list[int]]:
             if e.buffer.id not in seen_b:
                 seen_b.add(e.buffer.id)
                 bufs.append(e.buffer.id)
+        elif type(e) is Call and e.name == "check_index":
+            checks = True
         exprs.extend(operands(e))
-    return vars_, bufs
+    return vars_, bufs, checks

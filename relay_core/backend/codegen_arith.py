@@ -172,6 +172,8 @@ class ArithMixin:
                 v = b.fpext(v, dt_) if dt_ == F64 else b.fptrunc(v, dt_)
             return self.round_to(v, dst)
         if sf:
+            if dst in _SUB_BYTE:
+                return self.float_to_sub_byte(v, st, dst)
             return self.wrap_int(self.float_to_int(v, st, dt_, dst), dst)
         if df:
             if dst in _ROUNDED:
@@ -207,6 +209,23 @@ class ArithMixin:
             r = b.trunc(r, dt_)
         return r
 
+    def float_to_sub_byte(self, v, st, dst: str):
+        """ONNX's reference for floats to int4 / uint2 ...: truncate toward zero; a result out
+        of the type's range, +-inf and NaN give 0 (ml_dtypes >= 0.7), not the wrapped bits."""
+        b = self.b
+        bits = _SUB_BYTE[dst]
+        lo, hi = (
+            (0, (1 << bits) - 1)
+            if is_unsigned(dst)
+            else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        )
+        # trunc(v) in [lo, hi]  <=>  lo - 1 < v < hi + 1
+        ok = b.and_(
+            b.fcmp_ordered(">", v, ir.Constant(st, lo - 1.0)),
+            b.fcmp_ordered("<", v, ir.Constant(st, hi + 1.0)),
+        )
+        return b.fptosi(b.select(ok, v, ir.Constant(st, 0.0)), I8)
+
     def wrap_int(self, v, dtype: str):
         """Sub-byte integers (int4, uint2, ...) live in an i8: keep them in their range."""
         bits = _SUB_BYTE.get(dtype)
@@ -228,6 +247,8 @@ class ArithMixin:
         b = self.b
         if e.name == "entropy":  # the C runtime's fresh 64-bit seed
             return b.call(self.ctx.declare("relay_entropy", I64, []), [])
+        if e.name == "check_index":
+            return self.check_index(*[self.val(a) for a in e.args])
         args = [self.val(a) for a in e.args]
         name = e.name
         a0 = args[0]
@@ -265,6 +286,21 @@ class ArithMixin:
         if name in _LIBM:
             return self.libm(name, t, args)
         raise CodegenError(f"unknown intrinsic {name}")
+
+    def check_index(self, v, n, shown):
+        """v if 0 <= v < n; else report it to the C runtime and read element 0 instead."""
+        b = self.b
+        self.ctx.has_checks = True
+        ok = b.icmp_unsigned("<", v, n)
+        bad = self.fn.append_basic_block("oob")
+        cont = self.fn.append_basic_block("oob.end")
+        with b.goto_block(bad):
+            fn = self.ctx.declare("relay_index_error", ir.VoidType(), [I64, I64])
+            b.call(fn, [shown, n])
+            b.branch(cont)
+        b.cbranch(ok, cont, bad).set_weights([1000, 1])
+        b.position_at_end(cont)
+        return b.select(ok, v, ir.Constant(I64, 0))
 
     def libm(self, name: str, t, args):
         cname = name + ("f" if t == F32 else "")

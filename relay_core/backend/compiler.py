@@ -1,10 +1,11 @@
 """`build(mod)`: optimise, fuse, lower, generate code, link, cache, load.
 
 The compiled artifact (library + weights + manifest) is cached on disk under
-`$RELAY_CACHE_DIR` (default `~/.cache/relay`), keyed by the module's structural hash, the
-target (CPU name and features, llvmlite version), the options and a fingerprint of the compiler's
-own sources; a second build of the same model only loads it. `RELAY_CACHE_DIR=` (empty)
-disables the cache; `make clean-cache` clears it.
+`$RELAY_CACHE_DIR` (default `~/.cache/relay`), keyed by `cache_key`: the module's structural
+hash and its interface (input / output names and order), the target (CPU name and features,
+llvmlite version), the options and a fingerprint of the compiler (all relay_core sources, the
+llvmlite / numpy / ml_dtypes versions); a second build of the same model only loads it.
+`RELAY_CACHE_DIR=` (empty) disables the cache; `make clean-cache` clears it.
 """
 
 from __future__ import annotations
@@ -38,19 +39,81 @@ def cache_dir() -> str | None:
 
 @functools.cache
 def compiler_fingerprint() -> str:
-    """Hash of the compiler's sources: a changed compiler never reuses stale cached code."""
+    """Hash of every relay_core source (the interpreter folds constants, the IR prints and
+    hashes, ...) and of the versions of the libraries that shape the code or the constants
+    (llvmlite, numpy, ml_dtypes): a changed compiler never reuses stale cached code."""
+    import llvmlite
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.blake2b(digest_size=8)
-    for sub in ("backend", "te", "ops", "passes", "typing"):
-        for dirpath, dirs, files in sorted(os.walk(os.path.join(root, sub))):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith((".py", ".c")):
-                    p = os.path.join(dirpath, f)
-                    h.update(p[len(root) :].encode())
-                    with open(p, "rb") as fh:
-                        h.update(fh.read())
+    for dirpath, dirs, files in sorted(os.walk(root)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith((".py", ".c", ".h")):
+                p = os.path.join(dirpath, f)
+                h.update(p[len(root) :].encode())
+                with open(p, "rb") as fh:
+                    h.update(fh.read())
+    try:
+        import ml_dtypes
+
+        mld = ml_dtypes.__version__
+    except ImportError:
+        mld = ""
+    h.update(f"llvmlite {llvmlite.__version__} numpy {np.__version__} ml_dtypes {mld}".encode())
     return h.hexdigest()
+
+
+def interface_key(mod: IRModule) -> str:
+    """What the structural hash leaves out on purpose (it is alpha-invariant): the names of
+    `@main`'s parameters and their order, and the names the framework gave the inputs and
+    outputs (`@main`'s and the module's attributes). Two models equal up to those names must not
+    share a compiled module: its manifest binds inputs and outputs by name."""
+    from ..ir.structural import _attrs_repr
+
+    main = mod["main"]
+    return repr(
+        [
+            [(p.name_hint, _type_key(p.type_annotation)) for p in main.params],
+            _type_key(main.ret_type),
+            _attrs_repr(main.attrs or {}),
+            # only the names: the module's other attrs (source maps for verify) are large
+            [repr(mod.attrs.get(k)) for k in ("input_names", "output_names")],
+        ]
+    )
+
+
+def _type_key(t) -> str:
+    """A type with its shape variables' bounds (the structural hash keeps their names only)."""
+    from ..ir.types import ShapeVar, TensorType
+
+    if isinstance(t, TensorType):
+        dims = [(d.name, d.min, d.max) if isinstance(d, ShapeVar) else repr(d) for d in t.shape]
+        return repr((t.dtype, dims))
+    return repr(t)
+
+
+def cache_key(mod: IRModule, opt_level: int, pass_context=None) -> str:
+    """The compile cache key: everything that changes the compiled module's behaviour — the
+    program (structure, types, attributes, constants), its interface (input / output names and
+    order), the target (CPU and features, after RELAY_CPU_FEATURES), the options and the
+    compiler's version."""
+    from .llvm_target import target_key
+
+    key_src = json.dumps(
+        [
+            structural_hash(mod),
+            interface_key(mod),
+            target_key(),
+            opt_level,
+            compiler_fingerprint(),
+            FORMAT_VERSION,
+            os.environ.get("RELAY_PROFILE") == "1",
+            sorted(pass_context.disabled) if pass_context is not None else [],
+            repr(sorted(pass_context.config.items())) if pass_context is not None else "",
+        ]
+    )
+    return hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
 
 
 def prepare(mod: IRModule, opt_level: int = 3, ctx=None) -> IRModule:
@@ -75,6 +138,7 @@ def build(
     cache: bool = True,
     pass_context=None,
     specialize: bool = True,
+    max_tensor_bytes: int | None = None,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
@@ -85,6 +149,9 @@ def build(
     Inputs with unknown (`?`) or symbolic dims compile once, shape-generic. Where a lowering
     cannot take an unknown extent and `specialize` is on, the result is a SpecializingModule
     that compiles (and caches on disk) one version per concrete input shape at its first call.
+
+    `max_tensor_bytes` bounds every tensor with a static shape the model computes (default:
+    $RELAY_MAX_TENSOR_BYTES, else 4 GiB); over it, a ResourceLimitError names the node.
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
@@ -100,22 +167,15 @@ def build(
             mod = IRModule.from_expr(mod)
         else:
             raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
-    from .llvm_target import target_key
+    from ..passes._util import ensure_typed
+    from .budget import check_tensor_budget
+    from .budget import max_tensor_bytes as _budget
 
+    limit = _budget(max_tensor_bytes)
+    mod = ensure_typed(mod)
+    check_tensor_budget(mod, limit)
     t0 = time.perf_counter()
-    key_src = json.dumps(
-        [
-            structural_hash(mod),
-            target_key(),
-            opt_level,
-            compiler_fingerprint(),
-            FORMAT_VERSION,
-            os.environ.get("RELAY_PROFILE") == "1",
-            sorted(pass_context.disabled) if pass_context is not None else [],
-            repr(sorted(pass_context.config.items())) if pass_context is not None else "",
-        ]
-    )
-    key = hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
+    key = cache_key(mod, opt_level, pass_context)
     cdir = cache_dir() if cache else None
     if cdir:
         entry = os.path.join(cdir, key)
@@ -135,7 +195,7 @@ def build(
     )
     try:
         try:
-            _compile_to(mod, tmp, opt_level, key, pass_context)
+            _compile_to(mod, tmp, opt_level, key, pass_context, limit=limit)
         except _needs_static() as e:
             if not (specialize and _has_unknown_inputs(mod)):
                 raise
@@ -143,6 +203,7 @@ def build(
             from .specialize import SpecializingModule
 
             kw = dict(opt_level=opt_level, num_threads=num_threads, cache=cache)
+            kw["max_tensor_bytes"] = max_tensor_bytes
             lib = SpecializingModule(
                 mod, f"{type(e).__name__}: {e}", pass_context=pass_context, **kw
             )
@@ -197,7 +258,9 @@ def _mkdir(d: str) -> bool:
         return False
 
 
-def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None) -> None:
+def _compile_to(
+    mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None, limit: int | None = None
+) -> None:
     from llvmlite import ir
 
     from .codegen import ModuleContext
@@ -208,6 +271,11 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     t = time.perf_counter()
     with events.stage("optimising"):
         fused = prepare(mod, opt_level, ctx)
+        refuse_strings(fused["main"])
+        if limit is not None:  # shapes the passes made static
+            from .budget import check_tensor_budget
+
+            check_tensor_budget(fused, limit)
     timings["passes"] = time.perf_counter() - t
     t = time.perf_counter()
     with events.stage("generating code"):
@@ -223,6 +291,15 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
         else:
             from .vm import VMCompiler
 
+            if any(_has_string(p.checked_type) for p in main.params) or _has_string(
+                main.body.checked_type
+            ):
+                from .llvm_target import BuildError
+
+                raise BuildError(
+                    "string tensors pass through compiled code only with static shapes and no "
+                    "control flow; run this model with the interpreter (relay_core.interp)"
+                )
             kind = "vm"
             plan = VMCompiler(fused, ctx).run()
         timings["lower"] = time.perf_counter() - t
@@ -298,6 +375,46 @@ def _compile_to(mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None)
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+
+
+def _has_string(t) -> bool:
+    from ..ir.types import TensorType, TupleType
+
+    if isinstance(t, TensorType):
+        return t.dtype == "string"
+    return isinstance(t, TupleType) and any(_has_string(f) for f in t.fields)
+
+
+def refuse_strings(main) -> None:
+    """String tensors may only pass through: an input returned as an output. Native code holds
+    no Python objects, so anything computing on strings is refused here, naming the op."""
+    from ..ir.expr import Call, Constant, Function
+    from ..ir.visitor import post_order
+    from .llvm_target import BuildError
+
+    for e in post_order(main):
+        if isinstance(e, Constant) and e.data.dtype == object:
+            raise BuildError(
+                "the compiled backend cannot hold string constants; "
+                "run this model with the interpreter (relay_core.interp)"
+            )
+        if not isinstance(e, Call):
+            continue
+        if _has_string(e.checked_type) or any(_has_string(a.checked_type) for a in e.args):
+            op = e.op
+            if isinstance(op, Function):  # a fused group: name its first op on strings
+                inner = [
+                    x
+                    for x in post_order(op.body)
+                    if isinstance(x, Call) and not isinstance(x.op, Function)
+                ]
+                op = inner[0].op if inner else op
+            name = getattr(op, "name", None) or getattr(op, "name_hint", None) or "a function"
+            raise BuildError(
+                f"the compiled backend does not compute on string tensors (op {name!r}); it "
+                "can only pass a string input through to an output. Run this model with the "
+                "interpreter (relay_core.interp)"
+            )
 
 
 def _io_json(name, t, desc, param=None) -> dict:

@@ -7,8 +7,9 @@ in order:
     int32_t relay_run(void *const *inputs, void *const *outputs, void *const *constants,
                       void *workspace, int32_t nthreads);
 
-Outputs are written in place by the kernels that produce them; an output that is an input, a
-constant or a repeated value is copied.
+It returns 0, or 1 when the model met an error at run time (an index out of range); the message
+is then in `relay_last_error()`. Outputs are written in place by the kernels that produce them;
+an output that is an input, a constant or a repeated value is copied.
 """
 
 from __future__ import annotations
@@ -329,6 +330,11 @@ class GraphCompiler:
                 args.append(em.cast(v, dtype, vdt))
             args.append(nth)
             b.call(kfn, args)
+            if self.llctx.has_checks:  # an index out of range: stop with code 1
+                pending = self.llctx.declare("relay_error_pending", I32, [])
+                failed = b.icmp_signed("!=", b.call(pending, []), ir.Constant(I32, 0))
+                with b.if_then(failed, likely=False):
+                    b.ret(ir.Constant(I32, 1))
             if prof:
                 b.call(tick, [ir.Constant(I32, k)])
         if self.copies:
@@ -345,7 +351,10 @@ class GraphCompiler:
                         ir.Constant(ir.IntType(1), 0),
                     ],
                 )
-        b.ret(ir.Constant(I32, 0))
+        # and once at the end whatever this module knows of its kernels (a kernel reads
+        # element 0 in place of a bad index, so the steps in between touch nothing out of bounds)
+        pending = self.llctx.declare("relay_error_pending", I32, [])
+        b.ret(b.call(pending, []))
         # workspace size, for C users of an exported library
         g = ir.GlobalVariable(llmod, I64, "relay_workspace_bytes")
         g.initializer = ir.Constant(I64, self.total)
@@ -357,7 +366,7 @@ def _is_view(fn: Function) -> bool:
     e = fn.body
     if type(e) is not Call:
         return False
-    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.extra.get("view"):
+    while type(e) is Call and isinstance(e.op, Op) and e.op.opdef.view:
         if len(e.args) > 1 and any(type(a) is not Var for a in e.args[1:]):
             return False
         e = e.args[0]

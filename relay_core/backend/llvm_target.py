@@ -32,20 +32,76 @@ def _init() -> None:
 
 
 @functools.cache
-def host() -> tuple[str, str, str]:
-    """(triple, cpu name, feature string) of this machine."""
+def _host_raw() -> tuple[str, str, tuple]:
     _init()
     return (
         llvm.get_process_triple(),
         llvm.get_host_cpu_name(),
-        llvm.get_host_cpu_features().flatten(),
+        tuple(llvm.get_host_cpu_features().items()),
     )
 
 
+# Masking a feature masks the host's features that build on it (LLVM clears them too).
+_DEPENDENTS = {
+    "sse4.2": ("avx",),
+    "avx": ("avx2", "fma", "f16c", "avx512", "avxvnni", "vaes", "vpclmulqdq", "amx", "evex512"),
+    "avx2": ("avx512", "avxvnni", "amx", "evex512"),
+    "avx512f": ("avx512", "amx", "evex512"),
+}
+
+
+def cpu_features_mask() -> list[str]:
+    """RELAY_CPU_FEATURES: comma-separated features to turn off (`-avx512f` or `avx512f`), so
+    that code is built as for a smaller CPU of the same family (e.g. one that hides AVX-512).
+    Features can only be removed: code for features the host lacks would die with SIGILL."""
+    raw = os.environ.get("RELAY_CPU_FEATURES", "")
+    out = []
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("+"):
+            raise RelayError(
+                f"RELAY_CPU_FEATURES={raw!r}: {item!r} adds a feature; it can only remove "
+                "features of this CPU (e.g. -avx512f)"
+            )
+        out.append(item.lstrip("-"))
+    return out
+
+
+def host() -> tuple[str, str, str]:
+    """(triple, cpu name, feature string) to build for: this machine's, less the features
+    RELAY_CPU_FEATURES masks."""
+    triple, cpu, feats = _host_raw()
+    return triple, cpu, _feature_string(feats, tuple(cpu_features_mask()))
+
+
 @functools.cache
+def _feature_string(items: tuple, mask: tuple) -> str:
+    feats = dict(items)
+    for name in mask:
+        if name not in feats:
+            raise RelayError(
+                f"RELAY_CPU_FEATURES: {name!r} is not a feature LLVM knows for this CPU "
+                f"(known: {', '.join(sorted(k for k, v in feats.items() if v))})"
+            )
+        for f in feats:
+            if f == name or f.startswith(_DEPENDENTS.get(name, ())):
+                feats[f] = False
+    on = sorted(f for f, v in feats.items() if v)
+    off = sorted(f for f, v in feats.items() if not v)
+    # The "-" entries last: LLVM applies them in order and clears what depends on them.
+    return ",".join([f"+{f}" for f in on] + [f"-{f}" for f in off])
+
+
 def target_machine(opt: int = 3):
-    _init()
     triple, cpu, features = host()
+    return _target_machine(triple, cpu, features, opt)
+
+
+@functools.cache
+def _target_machine(triple: str, cpu: str, features: str, opt: int):
+    _init()
     target = llvm.Target.from_triple(triple)
     return target.create_target_machine(
         cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="default"
@@ -102,12 +158,25 @@ def runtime_objects(cache: str | None) -> list[bytes]:
 
 
 _C_MEMO: dict = {}
+_RT_FLAGS = ("-O2", "-fPIC")
+
+
+@functools.cache
+def _cc_version() -> str:
+    """The C compiler's own version line: the runtime objects' cache key includes it."""
+    try:
+        r = subprocess.run([cc(), "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.splitlines()[0] if r.stdout else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _compile_c(source: str, cache: str | None) -> bytes:
     with open(source, "rb") as f:
         src = f.read()
-    key = hashlib.blake2b(src + cc().encode(), digest_size=8).hexdigest()
+    key = hashlib.blake2b(
+        src + repr((cc(), _cc_version(), _RT_FLAGS)).encode(), digest_size=8
+    ).hexdigest()
     if key in _C_MEMO:  # compiled once per process even without a disk cache
         return _C_MEMO[key]
     obj = _compile_c_cached(source, cache, key)
@@ -123,7 +192,7 @@ def _compile_c_cached(source: str, cache: str | None, key: str) -> bytes:
             return f.read()
     with tempfile.TemporaryDirectory(prefix="relay-rt-") as d:
         out = os.path.join(d, "rt.o")
-        cmd = [cc(), "-O2", "-fPIC", "-c", source, "-o", out]
+        cmd = [cc(), *_RT_FLAGS, "-c", source, "-o", out]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"compiling the C runtime failed:\n{r.stderr[-4000:]}")

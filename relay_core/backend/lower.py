@@ -18,7 +18,10 @@ from ..errors import RelayError
 from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import post_order
-from ..te.lowering import load_all
+from ..te.lowering import rule_of
+
+# The loop-IR rules (sort, scatter, unique, ...): importing them fills their ops' `lower`.
+from . import lower_loops, lower_select  # noqa: E402, F401, I001
 from . import tir as T
 from .schedule import Scheduler, extern
 
@@ -83,10 +86,8 @@ def _flatten_value(v) -> list:
 
 def kernel_for(op_name: str):
     """The hand-written kernel generator of an op, if the kernels package provides one."""
-    try:
-        from .kernels import KERNELS
-    except ImportError:
-        return None
+    from .kernels import KERNELS
+
     return KERNELS.get(op_name)
 
 
@@ -95,8 +96,6 @@ class GroupLowering:
     (kernels may prepack them)."""
 
     def __init__(self, func: Function, name: str, llctx, const_inputs=frozenset(), nthreads=2):
-        load_all()
-        from . import lower_loops, lower_select  # noqa: F401  (loop-IR and runtime lowerings)
 
         self.func = func
         self.name = name
@@ -268,8 +267,8 @@ class GroupLowering:
     def _batch_split(self, call: Call, in_types, out_types):
         """Static types for one batch element when only axis 0 of the data input and of the
         single output is dynamic and the op treats batch elements independently
-        (`OpDef.extra["batch_axis0"]`: convolutions, pooling, dense)."""
-        pred = call.op.opdef.extra.get("batch_axis0")
+        (`OpDef.batch_axis0`: convolutions, pooling, dense)."""
+        pred = call.op.opdef.batch_axis0
         if pred is None or len(out_types) != 1 or not pred(call.attrs):
             return None
         d, o = in_types[0], out_types[0]
@@ -299,7 +298,7 @@ class GroupLowering:
             r = self._try_kernel(gen, call, args, out_type)
             if r is not None:
                 return r
-        lower = opdef.lower
+        lower = rule_of(opdef)
         if not opdef.name.startswith("complex.") and any(
             t.dtype in COMPLEX_PARTS
             for a in (*call.args, call)

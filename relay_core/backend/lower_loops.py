@@ -37,9 +37,9 @@ def _size(shape) -> int:
 
 
 def _fix(v, n):
+    """Negative indices count from the end; outside [-n, n) is a run-time error."""
     v = E.index(v)
-    v = select(v < 0, v + n, v)
-    return E.max_(E.min_(v, E.index(n - 1)), E.index(0))
+    return E.check_index(select(v < 0, v + n, v), n, v)
 
 
 def _combine(mode: str, old, new):

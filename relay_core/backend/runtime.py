@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, ModelLoadError, RelayError
+from ..errors import InputError, ModelLoadError, RelayError, ResourceLimitError
 from ..ir import dtype as _dt
 
 FORMAT_VERSION = 1
@@ -155,6 +155,10 @@ class CompiledModule:
     >>> [(i.name, i.shape, i.type) for i in lib.get_inputs()]
     [('data', ['batch', 3, 224, 224], 'tensor(float)')]
     >>> lib.export("model.relaylib"); lib2 = relay_core.load_module("model.relaylib")
+
+    A model with loops runs under a budget per call when `lib.max_iterations` (loop iterations
+    and function calls) or `lib.timeout` (seconds) is set: past it, a ResourceLimitError.
+    Indices out of range raise RuntimeError_ naming the index (nothing is clamped).
     """
 
     def __init__(self, path: str, num_threads: int | None = None):
@@ -195,6 +199,11 @@ class CompiledModule:
             fn.argtypes = [_c_ptr, _c_ptr, _c_ptr, _c_ptr, ctypes.c_int32]
             fn.restype = ctypes.c_int32
             self._fn = fn
+            self._lib.relay_last_error.restype = ctypes.c_char_p
+        # run-time budget of one call (loops: models with control flow): None is unbounded
+        self.max_iterations: int | None = None
+        self.timeout: float | None = None
+        self._has_strings = any(np.dtype(d).kind == "O" for d in self._out_dtypes)
         self._ws = int(m["workspace_bytes"])
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
@@ -298,7 +307,13 @@ class CompiledModule:
         ins = st.inputs
         for i, v in enumerate(vals):
             ins[i] = v.__array_interface__["data"][0]
-        outs = [np.empty(s, d) for s, d in zip(self._out_shapes, self._out_dtypes)]
+        # string tensors hold object pointers: the code only passes inputs through (build
+        # refuses computing on them), so it writes addresses into a plain buffer, mapped back
+        # to the input's objects below (never dereferenced, never stored uncounted)
+        outs = [
+            np.empty(s, np.uintp if np.dtype(d).kind == "O" else d)
+            for s, d in zip(self._out_shapes, self._out_dtypes)
+        ]
         optr = st.outputs
         for i, o in enumerate(outs):
             optr[i] = o.__array_interface__["data"][0]
@@ -306,8 +321,26 @@ class CompiledModule:
             st.in_addr, st.out_addr, self._const_table.ctypes.data, st.ws_addr, self.num_threads
         )
         if rc != 0:
-            raise RuntimeError_(f"the compiled model failed with code {rc}")
+            msg = self._lib.relay_last_error().decode(errors="replace")
+            raise RuntimeError_(f"the compiled model failed: {msg or f'code {rc}'}")
+        if self._has_strings:
+            outs = self._string_outputs(vals, outs)
         return outs
+
+    def _string_outputs(self, vals, outs) -> list:
+        objs = {id(o): o for v in vals if v.dtype == object for o in v.flat}
+        res = []
+        for o, d in zip(outs, self._out_dtypes):
+            if np.dtype(d).kind == "O":
+                try:
+                    items = [objs[int(p)] for p in o.flat]
+                except KeyError:
+                    raise RuntimeError_("a string output is not one of the inputs") from None
+                arr = np.empty(o.shape, object)
+                arr.flat[:] = items
+                o = arr
+            res.append(o)
+        return res
 
     # -- onnxruntime's dialect -----------------------------------------------------------------
     def get_inputs(self) -> list[NodeArg]:
@@ -366,6 +399,9 @@ class CompiledModule:
         self._guarded.restype = c.c_int32
         self._last_error = lib.relay_last_error
         self._last_error.restype = c.c_char_p
+        self._set_budget = lib.relay_set_budget
+        self._set_budget.argtypes = [c.c_int64, c.c_double]
+        self._set_budget.restype = None
         for name, res, args in (
             ("relay_adt_new", _c_ptr, [c.c_int32, c.c_int64]),
             ("relay_tuple_new", _c_ptr, [c.c_int64]),
@@ -395,11 +431,15 @@ class CompiledModule:
             shape = (c.c_int64 * max(v.ndim, 1))(*v.shape)
             ins[i] = self._wrap(v.ctypes.data, v.ndim, shape, v.itemsize)
         outs = (c.c_void_p * max(nout, 1))()
+        self._set_budget(int(self.max_iterations or 0), float(self.timeout or 0.0))
         rc = self._guarded(
             self._entry_addr, ins, outs, self._const_table.ctypes.data, self.num_threads
         )
         if rc != 0:
             msg = self._last_error().decode(errors="replace")
+            if msg.startswith("limit: "):
+                hint = "raise lib.max_iterations / lib.timeout (--max-iterations / --timeout)"
+                raise ResourceLimitError(f"{msg[7:]}; {hint} if the loop is meant to run on")
             raise RuntimeError_(f"the compiled model failed: {msg}")
         results = []
         for k in range(nout):

@@ -99,6 +99,7 @@ _RT = {
     "relay_field": (OBJ, [OBJ, I64]),
     "relay_set_field": (VOID, [OBJ, I64, OBJ]),
     "relay_fail": (VOID, [PTR]),
+    "relay_tick": (VOID, []),
     "relay_check_dim": (VOID, [I64, I64, PTR]),
     "malloc": (PTR, [I64]),
     "free": (VOID, [PTR]),
@@ -333,6 +334,7 @@ class _FunctionEmitter:
             phis.append(ph)
             self.env[p] = ph
         self.loop = (header, phis)
+        self.rt("relay_tick", [])  # the loop budget: once per call and per iteration
         self.regions.append(_Region())
         v = self.eval_region(f.body, tail=True)
         if v is not None:

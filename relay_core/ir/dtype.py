@@ -6,6 +6,8 @@ Dtypes are plain strings ("float32", "int64", "bool", "float8_e4m3fn", ...). Exo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 try:  # ml_dtypes is a hard dependency, but keep the core importable without it
@@ -60,6 +62,25 @@ NATIVE_DTYPES = frozenset(
 )
 
 
+# TVM's spellings of our dtypes: `int` is int32, `uint1` is bool (TVM's bool is uint1).
+ALIASES = {"int": "int32", "uint1": "bool"}
+_VECTOR_RE = re.compile(r"(?P<base>[a-z]+\d*(?:_[a-z0-9]+)?)x(?P<lanes>\d+)\Z")
+
+
+def canonical(name: str) -> str | None:
+    """The dtype a type name spells (aliases resolved, vector dtypes `int8x4` kept), or None."""
+    name = ALIASES.get(name, name)
+    if name in _NUMPY or is_vector(name):
+        return name
+    return None
+
+
+def is_vector(dtype: str) -> bool:
+    """`int8x4`, `float16x4`: TVM's vector dtypes (lanes > 1 of a scalar dtype)."""
+    m = _VECTOR_RE.match(dtype)
+    return bool(m) and m.group("base") in _NUMPY and int(m.group("lanes")) > 1
+
+
 def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
@@ -77,7 +98,8 @@ def is_bool(dtype: str) -> bool:
 
 
 def check_dtype(dtype: str) -> str:
-    if dtype not in _NUMPY:
+    dtype = ALIASES.get(dtype, dtype)
+    if dtype not in _NUMPY and not is_vector(dtype):
         raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {', '.join(DTYPES)}")
     return dtype
 
@@ -87,6 +109,11 @@ def to_numpy(dtype: str) -> np.dtype:
     try:
         return np.dtype(_NUMPY[dtype])
     except KeyError:
+        if is_vector(dtype):
+            raise ValueError(
+                f"vector dtype {dtype} can be parsed, printed and typechecked but not computed "
+                "on here; convert it to tensors of its scalar dtype (an extra axis of the lanes)"
+            ) from None
         raise ValueError(f"unknown dtype {dtype!r}") from None
 
 

@@ -15,6 +15,7 @@ from typing import Any as _Any
 import numpy as np
 
 from . import dtype as _dt
+from .hooks import lookup_op
 from .types import FuncType, GlobalTypeVar, IncompleteType, TensorType, Type, TypeVar
 
 
@@ -184,9 +185,7 @@ class Op(Expr):
     def get(cls, name: str) -> Op:
         op = cls._table.get(name)
         if op is None:
-            from ..ops.registry import lookup
-
-            lookup(name)  # raises a clear error for unknown operators
+            lookup_op(name)  # raises a clear error for unknown operators
             op = cls._table[name] = cls(name)
         return op
 
@@ -194,9 +193,7 @@ class Op(Expr):
     def opdef(self):
         d = self._opdef
         if d is None:
-            from ..ops.registry import lookup
-
-            d = lookup(self.name)
+            d = lookup_op(self.name)
             object.__setattr__(self, "_opdef", d)
         return d
 
@@ -428,7 +425,5 @@ def var(name: str, shape=None, dtype: str = "float32", type_annotation: Type | N
 
 def call(op_name: str, *args, **attrs) -> Call:
     """Call a registered operator by name: `call("nn.conv2d", x, w, strides=(2, 2))`."""
-    from ..ops.registry import lookup
-
-    opdef = lookup(op_name)
+    opdef = lookup_op(op_name)
     return Call(Op.get(op_name), tuple(_as_expr(a) for a in args), opdef.make_attrs(**attrs))

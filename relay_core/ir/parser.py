@@ -13,6 +13,13 @@ Grammar, informally:
               | "(" block ")" | "(" expr, ... ")" | "{" block "}" | fn ... | if ... | match ...
               | ref(e) | ref_read(e) | ref_write(e, e)
 
+TVM's dialect: `int` is int32 and `uint1` bool; vector dtypes (`int8x4`) parse, print and
+typecheck but do not compute. Attributes on a call of a non-operator (`@f(%x, k=v)`) and on a
+parameter (`%a {virtual_device=...}: T`) are read and dropped: they carry placement and lowering
+hints of TVM's passes that no part of this project consumes. Attribute values that are
+references (`meta[VirtualDevice][0]`) or objects (`VirtualDevice(...)`) are kept as their text.
+A `%x` used after the scope that binds it closed is an error, also in a standalone expression.
+
 Every nonterminal that can nest is a generator run by a trampoline (`text_format.trampoline`),
 so a 10,000-long chain or a 2,000-deep nested call costs heap, not Python stack. A text without
 `def` is an expression and becomes the body of @main; its undeclared `%x` become parameters.
@@ -47,24 +54,36 @@ from .expr import (
     TupleGetItem,
     Var,
 )
+from .hooks import type_check
 from .lexer import Source, Token, split_metadata, tokenize
 from .module import IRModule
 from .parser_types import TypeSyntax, did_you_mean, is_kw
 from .text_format import parse_number, trampoline
-from .types import GlobalTypeVar, TypeData
+from .types import GlobalTypeVar, TupleType, TypeData
 
 # Infix operators (TVM accepts them in hand-written text): token -> (precedence, op name).
+# As in TVM, `<` `>` `<=` `>=` bind tighter than `==` `!=`.
 _BINOPS = {
-    "*": (3, "multiply"),
-    "/": (3, "divide"),
-    "+": (2, "add"),
-    "-": (2, "subtract"),
-    "<": (1, "less"),
-    ">": (1, "greater"),
-    "<=": (1, "less_equal"),
-    ">=": (1, "greater_equal"),
+    "*": (4, "multiply"),
+    "/": (4, "divide"),
+    "+": (3, "add"),
+    "-": (3, "subtract"),
+    "<": (2, "less"),
+    ">": (2, "greater"),
+    "<=": (2, "less_equal"),
+    ">=": (2, "greater_equal"),
     "==": (1, "equal"),
     "!=": (1, "not_equal"),
+}
+# TVM's signatures where ours differ (issue 18): these ops take one tuple in TVM and
+# are variadic here; a tuple written in the text is spread into the arguments.
+TUPLE_IN = frozenset({"concatenate", "stack", "einsum", "meshgrid"})
+# These return a tuple in TVM and their first field here: the text `nn.batch_norm(...)` is the
+# tuple (normalized, moving_mean, moving_var) (what TVM computes at inference) and
+# `nn.dropout(x)` is (x, ones_like(x)); the printer writes our op as `nn.batch_norm(...).0`.
+TUPLE_OUT = {
+    "nn.batch_norm": lambda call: (call, call.args[3], call.args[4]),
+    "nn.dropout": lambda call: (call, Call(Op.get("ones_like"), (call.args[0],))),
 }
 _KEYWORDS = frozenset(
     "fn let if else match ref ref_read ref_write def type extern free_var meta".split()
@@ -91,6 +110,9 @@ class Parser(TypeSyntax):
         self.global_uses: dict[str, Token] = {}
         self.free: list[Var] | None = None  # standalone expression: its free variables
         self.free_by_name: dict[str, Var] = {}
+        self.scoped: dict[str, Var] = {}  # every local bound so far (for out-of-scope uses)
+        self.tuple_out: set[int] = set()  # ids of the tuples TUPLE_OUT made
+        self.let_tuples: dict[Var, int] = {}  # let-bound tuples: their arity
         self.meta: dict | None = None
         self.meta_consts: dict[tuple[str, int], Constant] = {}
 
@@ -146,6 +168,8 @@ class Parser(TypeSyntax):
             table[key] = [value]
         else:
             stack.append(value)
+        if table is self.locals:
+            self.scoped[key] = value
         self.undo.append((table, key))
 
     def restore(self, mark: int) -> None:
@@ -175,6 +199,7 @@ class Parser(TypeSyntax):
                 g = self.expect("global", "a global name @name after 'def'")
                 if g.value in self.functions:
                     raise self.error(g, f"@{g.value} is defined twice")
+                self.scoped.clear()
                 self.functions[g.value] = trampoline(self.parse_function(g))
             else:  # a standalone expression: the body of @main
                 self.free = []
@@ -271,6 +296,8 @@ class Parser(TypeSyntax):
                 if t.value in seen:
                     raise self.error(t, f"parameter %{t.value} appears twice")
                 seen.add(t.value)
+                if self.peek().kind == "{":  # `%a {virtual_device=...}`: dropped (see above)
+                    yield from self._attr_dict()
                 ann = (yield self.parse_type()) if self.accept(":") else None
                 params.append(Var(t.value, ann, span=self.span(t)))
             elif t.kind == "ident" and self.peek(1).kind == "=":
@@ -292,6 +319,19 @@ class Parser(TypeSyntax):
             tuple(params), body, ret, tuple(tparams), attrs or None, span=self.span(start)
         )
 
+    def _attr_dict(self):
+        """`{key=value, ...}`, as a dict."""
+        self.expect("{", "'{'")
+        out = {}
+        while not self.accept("}"):
+            k = self.expect("ident", "an attribute key")
+            self.expect("=", "'=' after the attribute key")
+            out[k.value] = yield self.parse_attr_value()
+            if not self.accept(","):
+                self.expect("}", "',' or '}'")
+                break
+        return out
+
     def _let_head(self, let_tok: Token):
         """`%x [: T] = value ;` after `let`; the variable is in scope in its value."""
         t = self.expect("local", "a variable %name after 'let'")
@@ -300,11 +340,15 @@ class Parser(TypeSyntax):
         self.bind(self.locals, t.value, v)
         self.expect("=", "'=' in let")
         value = yield self.parse_expr()
+        if type(value) is Tuple:
+            self.let_tuples[v] = len(value.fields)
         self.expect(";", "';' after the let-bound value")
         return v, value, self.span(let_tok)
 
-    def parse_block(self, closer: str):
-        """Bindings, then one expression; `closer` (not consumed) ends a trailing `;`."""
+    def parse_block(self, closer):
+        """Bindings, then one expression; `closer` (a token kind or a tuple of them, not
+        consumed) ends a trailing `;`."""
+        closers = (closer,) if isinstance(closer, str) else closer
         mark = self.mark()
         lets = []
         while True:
@@ -325,7 +369,7 @@ class Parser(TypeSyntax):
                 continue
             e = yield self.parse_expr()
             if self.peek().kind == ";":
-                if self.peek(1).kind == closer:  # trailing `;`
+                if self.peek(1).kind in closers:  # trailing `;`
                     self.next()
                     break
                 sep = self.next()
@@ -401,7 +445,10 @@ class Parser(TypeSyntax):
             elif t.kind == ".":
                 self.next()
                 n = self.expect("number", "a tuple index after '.'")
-                e = TupleGetItem(e, int(n.value), span=self.span(n))
+                if id(e) in self.tuple_out and int(n.value) < len(e.fields):
+                    e = e.fields[int(n.value)]  # `nn.batch_norm(...).0`: our op itself
+                else:
+                    e = TupleGetItem(e, int(n.value), span=self.span(n))
             else:
                 return e
 
@@ -427,8 +474,7 @@ class Parser(TypeSyntax):
                 break
         if type(callee) is Op:
             return self._op_call(start, callee.name, args, kw, kw_tok)
-        if kw:
-            raise self.error(kw_tok, "attributes (key=value) are only allowed in operator calls")
+        # attributes of a call of a non-operator are dropped (see the module docstring)
         if type(callee) is Constructor and len(args) != len(callee.inputs):
             raise self.error(
                 open_tok,
@@ -437,7 +483,9 @@ class Parser(TypeSyntax):
             )
         return Call(callee, tuple(args), span=self.span(start))
 
-    def _op_call(self, tok: Token, name: str, args: list, kw: dict, kw_tok=None) -> Call:
+    def _op_call(self, tok: Token, name: str, args: list, kw: dict, kw_tok=None):
+        if name in TUPLE_IN and len(args) == 1:
+            args = self._spread(args[0])
         op = Op.get(name)
         opdef = op.opdef
         try:
@@ -448,7 +496,26 @@ class Parser(TypeSyntax):
             opdef.check_arity(len(args))
         except OpTypeError as e:
             raise self.error(tok, str(e)) from None
-        return Call(op, tuple(args), attrs, span=self.span(tok))
+        call = Call(op, tuple(args), attrs, span=self.span(tok))
+        make = TUPLE_OUT.get(name)
+        if make is None:
+            return call
+        tup = Tuple(make(call), span=call.span)
+        self.tuple_out.add(id(tup))
+        return tup
+
+    def _spread(self, arg) -> list:
+        """The fields of a tuple argument: written out, let-bound, or typed (TVM's form)."""
+        if type(arg) is Tuple:
+            return list(arg.fields)
+        n = None
+        if type(arg) is Var:
+            n = self.let_tuples.get(arg)
+            if n is None and type(arg.type_annotation) is TupleType:
+                n = len(arg.type_annotation.fields)
+        if n is None:
+            return [arg]
+        return [TupleGetItem(arg, i) for i in range(n)]
 
     def _primary(self):
         t = self.next()
@@ -508,8 +575,14 @@ class Parser(TypeSyntax):
                     for p in parts[k:]:
                         e = TupleGetItem(e, int(p), span=self.span(t))
                     return e
+        v = self.free_by_name.get(name)
+        if v is not None:
+            return v
+        bound = self.scoped.get(name)
+        if bound is not None:
+            where = f" (bound at line {bound.span.line})" if bound.span is not None else ""
+            raise self.error(t, f"%{name} is used outside the scope that binds it{where}")
         if self.free is not None:  # standalone expression: an undeclared free variable
-            v = self.free_by_name.get(name)
             if v is None:
                 v = self.free_by_name[name] = Var(name, span=self.span(t))
                 self.free.append(v)
@@ -548,6 +621,8 @@ class Parser(TypeSyntax):
             return RefWrite(r, e, span=sp)
         if v == "meta":
             return self._meta_ref(t)
+        if v == "call_lowered" and self.peek().kind == "(":
+            return (yield from self._call_lowered(t))
         if v in ("True", "False"):
             return Constant(np.array(v == "True"), span=sp)
         if v in _KEYWORDS:
@@ -564,6 +639,22 @@ class Parser(TypeSyntax):
             return Call(ctor, (), span=sp)  # `Nil` is a call of the nullary constructor
         return ctor
 
+    def _call_lowered(self, t: Token):
+        """TVM's `call_lowered(f, (args), attrs)` is the call `f(args)`; its attrs are
+        dropped (they name the lowered primitive functions)."""
+        self.expect("(", "'(' after call_lowered")
+        callee = yield self.parse_expr()
+        self.expect(",", "',' after the function called by call_lowered")
+        args = self._spread((yield self.parse_expr()))
+        while self.accept(","):
+            if self.peek().kind == ")":
+                break
+            self.expect("ident", "an attribute key")
+            self.expect("=", "'=' after the attribute key")
+            yield self.parse_attr_value()
+        self.expect(")", "')' to close call_lowered")
+        return Call(callee, tuple(args), span=self.span(t))
+
     def _match(self, t: Token):
         complete = self.accept("?") is None
         data = yield self.parse_expr()
@@ -576,8 +667,8 @@ class Parser(TypeSyntax):
             if self.accept("{"):
                 rhs = yield self.parse_block("}")
                 self.expect("}", "'}' to close the clause")
-            else:
-                rhs = yield self.parse_expr()
+            else:  # TVM: an arm is a block without braces (`let %y = ...; %y`)
+                rhs = yield self.parse_block((",", "}"))
             self.restore(mark)
             clauses.append(Clause(pat, rhs))
             if not self.accept(","):
@@ -632,9 +723,7 @@ def parse(
     """
     mod = Parser(text, source_name, use_prelude).parse_module()
     if typecheck:
-        from ..typing import infer_type
-
-        infer_type(mod)
+        type_check(mod)  # typing.infer_type, installed by relay_core.typing
     return mod
 
 

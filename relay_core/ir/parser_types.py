@@ -167,6 +167,8 @@ class TypeSyntax:
             return t.value
         if k == "ident":
             v = t.value
+            if self.peek().kind in ("[", "(") and (v == "meta" or v[:1].isupper()):
+                return self._raw_attr(t)  # `meta[VirtualDevice][0]`, `VirtualDevice(...)`
             if v in ("True", "False"):
                 return v == "True"
             if v in ("None", "nullptr"):
@@ -176,6 +178,9 @@ class TypeSyntax:
             if v in ("nan", "nanf"):
                 return float("nan")
             return v  # a bare word: read as a string
+        if k == "{":  # a map (TVM's call_lowered metadata): kept as its text
+            self.i -= 1
+            return self._raw_attr(t, opened=True)
         if k in ("[", "("):
             closer = "]" if k == "[" else ")"
             items = []
@@ -190,6 +195,26 @@ class TypeSyntax:
                 return items[0]
             return tuple(items)
         raise self.expected("an attribute value", t)
+
+    def _raw_attr(self, start: Token, opened: bool = False) -> str:
+        """An attribute value kept as text: `meta[K][i]`, `Name(...)` or `{...}`, brackets
+        balanced."""
+        end = start.pos + len(start.value) if not opened else start.pos
+        while self.peek().kind in ("[", "(") or (opened and self.peek().kind == "{"):
+            opened = False
+            depth = 0
+            while True:
+                t = self.next()
+                if t.kind == "eof":
+                    raise self.expected("a closing bracket", t)
+                if t.kind in ("[", "(", "{"):
+                    depth += 1
+                elif t.kind in ("]", ")", "}"):
+                    depth -= 1
+                    if depth == 0:
+                        end = t.pos + 1
+                        break
+        return self.src.text[start.pos : end]
 
     def parse_type(self):
         t = self.next()
@@ -207,8 +232,9 @@ class TypeSyntax:
         stack = self.tvars.get(v)
         if stack:
             return stack[-1]
-        if v in DTYPES:
-            return TensorType((), v)
+        d = _dt.canonical(v)
+        if d is not None:
+            return TensorType((), d)
         if v == "_":
             return IncompleteType()
         if v == "Tensor":
@@ -216,10 +242,11 @@ class TypeSyntax:
             shape = self._shape()
             self.expect(",", "',' after the shape")
             d = self.expect("ident", "a dtype")
-            if d.value not in DTYPES:
+            name = _dt.canonical(d.value)
+            if name is None:
                 raise self.error(d, f"unknown dtype {d.value}{did_you_mean(d.value, DTYPES)}")
             self.expect("]", "']'")
-            return TensorType(shape, d.value)
+            return TensorType(shape, name)
         if v == "fn":
             mark = self.mark()
             tps = self._type_params()
@@ -244,6 +271,10 @@ class TypeSyntax:
             inner = yield self.parse_type()
             self.expect(")", "')'")
             return RefType(inner)
+        if v == "Storage" and v not in self.headers and v not in self.adts:
+            if self.peek().kind == "[" and self.peek(1).kind == "]":
+                self.i += 2  # `Storage[]`
+            return TypeCall(GlobalTypeVar(v), ())  # TVM's extern storage type (memory.*)
         if v in self.headers:
             header = self.headers[v]
         elif v in self.adts or self._prelude_adt(v) is not None:

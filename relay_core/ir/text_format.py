@@ -137,7 +137,13 @@ def parse_number(text: str) -> tuple[np.ndarray, str]:
     else:
         dtype = "float32" if is_float else "int32"
     if _dt.is_float(dtype):
-        arr = np.asarray(float(num)).astype(_dt.to_numpy(dtype))
+        v = float(num)
+        with np.errstate(over="ignore"):
+            arr = np.asarray(v).astype(_dt.to_numpy(dtype))
+        big = float(_dt.finfo(dtype).max)
+        # as TVM, refuse a value past the largest finite one (except its printed shortest form)
+        if math.isfinite(v) and abs(v) > big and abs(v) != float(_short_float(big, arr.dtype.type)):
+            raise ValueError(f"{text} overflows {dtype} (its largest finite value is {big:g})")
         return arr, dtype
     if is_float:
         raise ValueError(f"{text!r}: an integer suffix on a non-integer number")

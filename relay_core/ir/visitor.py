@@ -221,12 +221,18 @@ class ExprMutator:
             if node in memo:
                 continue
             kids = tuple(kids_fn(node))
-            if kids:
-                new = with_children(node, tuple(memo.get(c, c) for c in kids))
-            else:
-                new = node
-            memo[node] = getattr(self, _REWRITE[type(node)])(node, new)
+            new = self.rebuild(node, tuple(memo.get(c, c) for c in kids)) if kids else node
+            memo[node] = self.rewrite(node, new)
         return memo[root]
+
+    def rebuild(self, node: Expr, new_children: tuple) -> Expr:
+        """`node` with its children replaced (`node` itself when none changed)."""
+        return with_children(node, new_children)
+
+    def rewrite(self, orig: Expr, new: Expr) -> Expr:
+        """The hook every node goes through: dispatches to `rewrite_<kind>`. Override it
+        instead to handle all kinds in one method."""
+        return getattr(self, _REWRITE[type(orig)])(orig, new)
 
     def rewrite_default(self, orig: Expr, new: Expr) -> Expr:
         return new
@@ -235,6 +241,98 @@ class ExprMutator:
     rewrite_constructor = rewrite_call = rewrite_tuple = rewrite_tuple_getitem = rewrite_default
     rewrite_let = rewrite_function = rewrite_if = rewrite_match = rewrite_default
     rewrite_ref_create = rewrite_ref_read = rewrite_ref_write = rewrite_default
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting that knows binders (the passes' rewriter).
+
+
+def child_exprs(e: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions of `e` without its binders (let vars, params, pattern vars)."""
+    t = type(e)
+    if t is Let:
+        return (e.value, e.body)
+    if t is Function:
+        return (e.body,)
+    if t is Match:
+        return (e.data, *(c.rhs for c in e.clauses))
+    return children(e)
+
+
+def rebuild(e: Expr, new: tuple | list, binders: dict | None = None) -> Expr:
+    """`e` with new non-binder children (as `child_exprs` orders them); binders renamed via
+    `binders` (old Var -> new Var). Returns `e` itself when nothing changed."""
+    t = type(e)
+    if binders:
+        if t is Let:
+            v = binders.get(e.var, e.var)
+            if v is e.var and new[0] is e.value and new[1] is e.body:
+                return e
+            return Let(v, new[0], new[1], span=e.span)
+        if t is Function:
+            ps = tuple(binders.get(p, p) for p in e.params)
+            if new[0] is e.body and all(a is b for a, b in zip(ps, e.params)):
+                return e
+            return Function(ps, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
+        if t is Match:
+            clauses = []
+            for c, rhs in zip(e.clauses, new[1:]):
+                lhs = _rename_pattern(c.lhs, binders)
+                clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
+            if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
+                return e
+            return Match(new[0], tuple(clauses), e.complete, span=e.span)
+    if t is Let:
+        if new[0] is e.value and new[1] is e.body:
+            return e
+        return Let(e.var, new[0], new[1], span=e.span)
+    if t is Function:
+        if new[0] is e.body:
+            return e
+        return Function(e.params, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
+    if t is Match:
+        clauses = tuple(
+            c if rhs is c.rhs else Clause(c.lhs, rhs) for c, rhs in zip(e.clauses, new[1:])
+        )
+        if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
+            return e
+        return Match(new[0], clauses, e.complete, span=e.span)
+    return with_children(e, tuple(new))
+
+
+def _rename_pattern(p, binders):
+    if isinstance(p, PatternVar):
+        v = binders.get(p.var, p.var)
+        return p if v is p.var else PatternVar(v)
+    if isinstance(p, (PatternConstructor, PatternTuple)):
+        ps = tuple(_rename_pattern(q, binders) for q in p.patterns)
+        if all(a is b for a, b in zip(ps, p.patterns)):
+            return p
+        if isinstance(p, PatternTuple):
+            return PatternTuple(ps)
+        return PatternConstructor(p.constructor, ps)
+    return p
+
+
+class Rewriter(ExprMutator):
+    """Bottom-up rewriting with memoization that never rewrites binders.
+
+    Unlike `ExprMutator`, let vars, params and pattern vars are not visited as children, so
+    `rewrite_var` sees only *uses* of variables, and in a let the value is rewritten before the
+    body (so `self.memo[var] = ...` set while rewriting the value's let takes effect in the
+    body). `self.binders` renames binders (old Var -> new Var). Override `rewrite(orig, new)`
+    (or the per-kind `rewrite_<kind>`); return `new` to keep it.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.binders: dict[Var, Var] = {}
+
+    def children(self, e: Expr) -> tuple[Expr, ...]:
+        return child_exprs(e)
+
+    def rebuild(self, node: Expr, new_children: tuple) -> Expr:
+        return rebuild(node, new_children, self.binders)
 
 
 def substitute(e: Expr, mapping: dict[Var, Expr]) -> Expr:
@@ -297,6 +395,9 @@ __all__ = [
     "post_order",
     "ExprVisitor",
     "ExprMutator",
+    "Rewriter",
+    "child_exprs",
+    "rebuild",
     "substitute",
     "free_vars",
     "bound_vars",

@@ -4,7 +4,7 @@ The result rank comes from the *length* of the shape tensor, which must be stati
 `Any` where they depend on the tensor's values. `to_static(call)` gives the equivalent static
 call when those inputs are Constants (DynamicToStatic uses it), else None.
 
-`extra["shape_inputs"]` names the inputs whose static length fixes the result's rank.
+`OpDef.shape_inputs` names the inputs whose static length fixes the result's rank.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .creation import full_array, one_hot_array, one_hot_shape
+from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
-from .registry import OpDef, OpPattern, Sample, lookup, register
+from .registry import OpPattern, Sample, lookup
 from .sort import topk_arrays, topk_type
 from .transform import broadcast_array, reshape_shape, tile_shape
 from .transform_slice import slice_plan, strided_slice_array
@@ -73,34 +74,6 @@ def _runtime(fn):
             raise EvalError(str(e)) from None
 
     return run
-
-
-def _dyn(
-    name,
-    rel,
-    ref,
-    attrs,
-    n_inputs,
-    doc,
-    samples,
-    to_static,
-    shape_inputs=(1,),
-    pattern=OpPattern.OPAQUE,
-):
-    register(
-        OpDef(
-            name,
-            rel,
-            ref,
-            pattern,
-            attrs,
-            n_inputs,
-            doc,
-            to_static=to_static,
-            samples=samples,
-            extra={"shape_inputs": shape_inputs},
-        )
-    )
 
 
 # -- dyn.reshape ----------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ..ir.expr import call
 from .factories import binary, unary
+from .grads import mul
 from .registry import OpPattern
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -14,6 +16,41 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def _erf_np(x):
     return np.asarray(_erf(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+
+
+def _erfinv_guess(x, w, log, sqrt, copysign):
+    """erfinv(x) to about 2e-3 from w = log(1 - x*x) (Winitzki's closed form, a = 0.147)."""
+    t = 2.0 / (math.pi * 0.147) + w * 0.5
+    return copysign(sqrt(sqrt(t * t - w * (1.0 / 0.147)) - t), x)
+
+
+def _erfinv_np(x):
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = _erfinv_guess(x64, np.log1p(-x64 * x64), np.log, np.sqrt, np.copysign)
+        for _ in range(4):  # Newton on erf(y) = x
+            y = y - (_erf_np(y) - x64) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
+        y = np.where(np.abs(x64) == 1.0, np.copysign(np.inf, x64), y)
+    return y.astype(x.dtype)
+
+
+def _erfinv_te(x, E):
+    def c(v):
+        return E.as_expr(v, x.dtype)
+
+    def log(v):
+        return E.call("log", v)
+
+    def sqrt(v):
+        return E.call("sqrt", v)
+
+    def copysign(a, b):
+        return E.call("copysign", a, b)
+
+    y = _erfinv_guess(x, log((c(1.0) - x) * (c(1.0) + x)), log, sqrt, copysign)
+    for _ in range(3):
+        y = y - (E.call("erf", y) - x) / (c(2.0 / math.sqrt(math.pi)) * E.call("exp", -(y * y)))
+    return E.select(E.eq(E.call("abs", x), c(1.0)), copysign(c(math.inf), x), y)
 
 
 def _sigmoid(x):
@@ -53,6 +90,14 @@ unary("asinh", np.arcsinh)
 unary("acosh", domain=(1.01, 5.0), fn=np.arccosh)
 unary("atanh", domain=(-0.99, 0.99), fn=np.arctanh)
 unary("erf", _erf_np)
+unary(
+    "erfinv",
+    _erfinv_np,
+    domain=(-0.99, 0.99),
+    doc="the inverse of erf on (-1, 1); +-inf at +-1",
+    grad=lambda x, y, g, k: mul(g, mul(k.scalar(math.sqrt(math.pi) / 2), call("exp", mul(y, y)))),
+    te=_erfinv_te,
+)
 unary("sigmoid", _sigmoid)
 unary("floor", np.floor)
 unary("ceil", np.ceil)

@@ -11,7 +11,7 @@ from ..errors import OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import Elementwise, OpDef, OpPattern, Sample, register
 
 # Which dtypes an op accepts.
 KINDS: dict[str, Callable[[str], bool]] = {
@@ -109,12 +109,21 @@ def unary(
     pattern: OpPattern = OpPattern.ELEMWISE,
     doc: str = "",
     domain: tuple[float, float] = (-3.0, 3.0),
+    grad: Callable | None = None,
+    te: Callable | None = None,
 ) -> OpDef:
     """An elementwise op of one tensor; `out_dtype` fixes the result dtype (e.g. "bool").
 
     `domain` is where sample inputs are drawn from (e.g. (0.1, 5) for log).
+    `grad(x, y, g, ctx)`: the input's gradient from the input x, the output y and the output's
+    gradient g, as Relay expressions (ctx is ops.grads.GradCtx: `ctx.scalar(2.0)`, ...).
+    `te(x, E)`: one output element from one input element x in the tensor-expression language,
+    E being relay_core.te.expr (`E.call("exp", x)`, `E.select(...)`): how the backend computes it.
     """
     run = compute(fn, out_dtype)
+
+    def grad_rule(c, g, ctx):
+        return [grad(c.args[0], ctx.out, g, ctx)]
 
     def rel(args, attrs):
         t = R.tensor(args[0])
@@ -130,6 +139,8 @@ def unary(
             None,
             (1, 1),
             doc or name,
+            lower=None if te is None else Elementwise(te),
+            grad=None if grad is None else grad_rule,
             samples=elementwise_samples(kind, 1, domain),
         )
     )

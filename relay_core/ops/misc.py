@@ -21,6 +21,10 @@ SATURATING_FLOAT8 = frozenset(
 )
 
 
+# Integers narrower than a byte (ml_dtypes types).
+SUB_BYTE_INTS = frozenset(["int4", "uint4", "int2", "uint2"])
+
+
 @dataclass(frozen=True)
 class CastAttrs:
     dtype: str = "float32"
@@ -45,7 +49,8 @@ def _parse_int(s) -> int:
 
 
 def cast_array(x: np.ndarray, dtype: str, saturate: bool = True) -> np.ndarray:
-    """ONNX Cast: floats to ints truncate toward zero, ints wrap, float8 saturates if asked.
+    """ONNX Cast: floats to ints truncate toward zero, ints wrap, float8 saturates if asked;
+    floats out of a 4- or 2-bit integer's range (and NaN) give 0, as ONNX's reference does.
 
     >>> cast_array(np.array([-1.7, 2.9]), "int32")
     array([-1,  2], dtype=int32)
@@ -68,6 +73,12 @@ def cast_array(x: np.ndarray, dtype: str, saturate: bool = True) -> np.ndarray:
     with np.errstate(all="ignore"):
         if src not in dt.NATIVE_DTYPES:  # ml_dtypes sources go through a numpy type
             x = x.astype(dt.to_numpy(dt.compute_dtype(src)))
+        if dtype in SUB_BYTE_INTS and x.dtype.kind == "f":
+            # ONNX's reference (ml_dtypes >= 0.7): truncate; out of range, +-inf and NaN give 0
+            info = dt.iinfo(dtype)
+            t = np.trunc(x)
+            t = np.where((t >= int(info.min)) & (t <= int(info.max)), t, 0)
+            return t.astype(np.int8).astype(target)
         if dtype not in dt.NATIVE_DTYPES:
             if dt.is_float(dtype):
                 if x.dtype != np.float64:  # float64 rounds once, straight to the target
@@ -99,6 +110,10 @@ def _cast_samples(rng):
         ("float32", "bfloat16"),
         ("bfloat16", "float32"),
         ("int32", "int4"),
+        ("float32", "int4"),
+        ("float16", "uint4"),
+        ("float32", "int2"),
+        ("float32", "uint2"),
         ("float16", "int64"),
         ("float32", "float32"),
         ("uint8", "int8"),
@@ -106,7 +121,7 @@ def _cast_samples(rng):
     ]:
         for shape in [(), (7,), (2, 3), (0, 4)]:
             yield Sample([random_array(rng, shape, src, (-100, 100))], {"dtype": dst})
-    for dst in sorted(SATURATING_FLOAT8) + ["float4_e2m1fn", "float16"]:
+    for dst in sorted(SATURATING_FLOAT8 | SUB_BYTE_INTS) + ["float4_e2m1fn", "float16"]:
         yield Sample([special], {"dtype": dst})
         yield Sample([special], {"dtype": dst, "saturate": False})
     yield Sample([np.array(["1.5", "-INF", "nan", "1e3"], object)], {"dtype": "float32"})
@@ -417,7 +432,9 @@ def _einsum_rel(args, attrs):
 def _einsum(xs, attrs):
     src = dt.from_numpy(xs[0].dtype)
     cd = dt.compute_dtype(src)
-    arrs = [x.astype(np.float32 if cd == "float16" else dt.to_numpy(cd)) for x in xs]
+    # floats sum in float64 and round once (order-independent, as nn.dense / conv)
+    acc = np.float64 if dt.is_float(cd) else dt.to_numpy(cd)
+    arrs = [x.astype(acc) for x in xs]
     eq = attrs.equation.replace(" ", "")
     return np.asarray(np.einsum(eq, *arrs)).astype(xs[0].dtype)
 

@@ -34,11 +34,9 @@ def _pad_rel(args, attrs):
     U.check_choice(attrs.pad_mode, _PAD_MODES, "pad_mode", "nn.pad")
     if len(args) > 1:
         v = R.tensor(args[1], "pad_value")
-        if v.dtype != x.dtype or v.ndim > 1 or (v.ndim == 1 and R.dim_eq(v.shape[0], 1) is False):
-            raise OpTypeError(
-                f"nn.pad: pad_value must be a scalar of the data's dtype {x.dtype}, "
-                f"got {v.dtype}{list(v.shape)}"
-            )
+        # any dtype: cast to the data's, as TVM (`nn.pad(%half, 0, ...)`)
+        if v.ndim > 1 or (v.ndim == 1 and R.dim_eq(v.shape[0], 1) is False):
+            raise OpTypeError(f"nn.pad: pad_value must be a scalar, got {v.dtype}{list(v.shape)}")
     if len(attrs.pad_width) != x.ndim:
         raise OpTypeError(
             f"nn.pad: pad_width has {len(attrs.pad_width)} (before, after) pairs but the data has "
@@ -71,7 +69,8 @@ def _pad_ref(xs, attrs):
     mode = _PAD_MODES[attrs.pad_mode]
     if mode != "constant":
         return np.pad(x, width, mode=mode)
-    value = xs[1].reshape(()) if len(xs) > 1 else np.asarray(attrs.pad_value).astype(x.dtype)
+    value = xs[1].reshape(()) if len(xs) > 1 else np.asarray(attrs.pad_value)
+    value = value.astype(x.dtype)
     return np.pad(x, width, constant_values=value)
 
 

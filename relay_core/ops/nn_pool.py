@@ -319,9 +319,9 @@ def _global_ref(nd, op, kind):
         if kind == "max":
             y = xc.max(axis=axes, keepdims=True)
         elif kind == "avg":
-            y = U.to_float(xc).mean(axis=axes, keepdims=True)
+            y = U.to_f64(xc).mean(axis=axes, keepdims=True)
         else:
-            y = (np.abs(U.to_float(xc)) ** attrs.p).sum(axis=axes, keepdims=True) ** (1.0 / attrs.p)
+            y = (np.abs(U.to_f64(xc)) ** attrs.p).sum(axis=axes, keepdims=True) ** (1.0 / attrs.p)
         return U.from_canonical(y.astype(x.dtype, copy=False), oax)
 
     return ref

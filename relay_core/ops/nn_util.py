@@ -195,10 +195,23 @@ def to_float(x: np.ndarray) -> np.ndarray:
     return x if x.dtype == cd else x.astype(cd)
 
 
+def to_f64(x: np.ndarray) -> np.ndarray:
+    """Sums run in float64 (complex128) and round once: the result does not depend on the
+    order numpy's SIMD loops add in."""
+    if x.dtype.kind == "c":
+        return x.astype(np.complex128, copy=False)
+    return x.astype(np.float64, copy=False)
+
+
 def accumulate_dtype(*dtypes: str) -> np.dtype:
-    """Dtype for sums of products: exact for integers (float64 holds 8/16-bit products)."""
+    """Dtype for sums of products: exact for integers (float64 holds 8/16-bit products);
+    float64 for floats too, rounded once at the end. A float32 BLAS product sums each output
+    in an order that depends on its position and on the CPU's kernel (rows at a tile's edge
+    differ), so equal dot products could come out unequal; in float64 they round alike."""
+    if any(d.startswith("complex") for d in dtypes):
+        return np.dtype(np.complex128)
     if all(dt.is_float(d) for d in dtypes):
-        return np.dtype(np.float64) if "float64" in dtypes else np.dtype(np.float32)
+        return np.dtype(np.float64)
     if all(dt.bits(d) <= 16 for d in dtypes):
         return np.dtype(np.float64)
     return np.dtype(np.int64)

@@ -54,8 +54,16 @@ def _min(x, axis, keepdims):
     return np.min(x, axis=axis, keepdims=keepdims, initial=_extreme(x, False))
 
 
+def _acc64(x: np.ndarray) -> np.ndarray:
+    """Float sums run in float64 and round once (the result cast back to x's dtype does not
+    depend on the order numpy's SIMD loops add in)."""
+    if x.dtype.kind == "f":
+        return x.astype(np.float64)
+    return x.astype(np.complex128) if x.dtype.kind == "c" else x
+
+
 def _sum(x, axis, keepdims):
-    return np.sum(_acc(x), axis=axis, keepdims=keepdims)
+    return np.sum(_acc64(x), axis=axis, keepdims=keepdims)
 
 
 def _prod(x, axis, keepdims):
@@ -72,7 +80,7 @@ def _mean(x, axis, keepdims):
             return np.zeros_like(s)
         q = np.abs(s) // n
         return np.where(s < 0, -q, q) if x.dtype.kind == "i" else q
-    s = np.asarray(np.sum(_acc(x), axis=axis, keepdims=keepdims))
+    s = np.asarray(np.sum(_acc64(x), axis=axis, keepdims=keepdims))
     return s / s.dtype.type(n)  # an empty mean is 0 / 0 = NaN
 
 
@@ -86,7 +94,7 @@ def _logsumexp(x, axis, keepdims):
 
 
 def _l1(x, axis, keepdims):
-    return np.sum(np.abs(_acc(x)), axis=axis, keepdims=keepdims)
+    return np.sum(np.abs(_acc64(x)), axis=axis, keepdims=keepdims)
 
 
 def _l2(x, axis, keepdims):
@@ -95,7 +103,7 @@ def _l2(x, axis, keepdims):
 
 
 def _sum_square(x, axis, keepdims):
-    x = _acc(x)
+    x = _acc64(x)
     return np.sum(x * x, axis=axis, keepdims=keepdims)
 
 
@@ -265,7 +273,7 @@ def _var_rel(args, attrs):
 def _variance(xs, attrs):
     x = xs[0]
     in_np = x.dtype
-    xc = _acc(x.astype(dt.to_numpy(dt.compute_dtype(dt.from_numpy(in_np))), copy=False))
+    xc = _acc64(x.astype(dt.to_numpy(dt.compute_dtype(dt.from_numpy(in_np))), copy=False))
     axes = reduce_axes(x, attrs)
     if len(xs) == 2:
         m = xs[1].astype(xc.dtype)

@@ -5,9 +5,10 @@ attrs     a frozen dataclass of its attributes with defaults (None: no attribute
 type_rel  (arg_types, attrs) -> result type; raises OpTypeError for incompatible inputs
 ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
 pattern   the fusion kind (OpPattern)
-lower     filled by the backend: a tensor-expression rule or an opaque kernel's name
+lower     how it is computed: an `Elementwise` spec declared with the op, or a tensor-expression
+          rule filled by relay_core/te/lower_*.py (relay_core.te.lowering.rule_of reads both)
 grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
-          (relay_core/ops/grads*.py fill it for every differentiable op)
+          (declared with the op, as `unary(..., grad=...)` does, or by relay_core/ops/grads*.py)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import OpTypeError
+from ..ir.hooks import install_op_lookup
 
 
 class OpPattern(enum.IntEnum):
@@ -60,7 +62,17 @@ class OpDef:
     shape_only: bool = False
     # (rng) -> iterable of Sample: valid inputs + attrs for registry-driven tests.
     samples: Callable | None = None
-    extra: dict = field(default_factory=dict)
+    # Dynamic ops: the inputs (shape tensors) whose static *length* fixes the result's rank.
+    shape_inputs: tuple[int, ...] = ()
+    # Only reinterprets its first input's data (reshape, squeeze, ...): the backend may alias
+    # the result to the input instead of copying.
+    view: bool = False
+    # `(attrs) -> bool`: axis 0 of the first input and of the output is an independent batch
+    # axis, so a kernel for one element can serve a run-time batch (convolution, pooling, dense).
+    batch_axis0: Callable | None = None
+    # The result has the argument's type, whatever it is (on_device, device_copy): the type
+    # checker unifies them directly instead of calling `type_rel`.
+    type_identity: bool = False
 
     def make_attrs(self, **kw):
         """An attrs instance from keyword arguments, lists coerced to tuples."""
@@ -75,6 +87,15 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else (f"{lo}..{hi}" if hi is not None else f"at least {lo}")
             raise OpTypeError(f"operator {self.name} takes {want} inputs, got {n}")
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """How an elementwise op is computed, declared with the op: `fn(x, E)` is one output element
+    from one input element in the tensor-expression language, `E` being relay_core.te.expr
+    (handed in by the lowering, so that ops/ never imports te/). Used as `OpDef.lower`."""
+
+    fn: Callable
 
 
 @dataclass
@@ -101,7 +122,6 @@ def register(opdef: OpDef) -> OpDef:
 
 
 def lookup(name: str) -> OpDef:
-    _ensure_loaded()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -113,18 +133,10 @@ def lookup(name: str) -> OpDef:
 
 
 def all_ops() -> dict[str, OpDef]:
-    _ensure_loaded()
     return dict(_REGISTRY)
 
 
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import _all  # noqa: F401  (imports every op family module)
+install_op_lookup(lookup)  # ir/ resolves `Op.get` / `call` through this table
 
 
 # ---------------------------------------------------------------------------------------------

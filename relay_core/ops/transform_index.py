@@ -42,13 +42,15 @@ def _index_tensor(t, op, what="indices"):
 class TakeAttrs:
     axis: int | None = None  # None: index the flattened tensor
     batch_dims: int = 0  # leading dims shared by data and indices
-    mode: str = "clip"  # out-of-range indices: "clip" to the ends, "wrap" around, "fast": error
+    # out-of-range indices: "clip" to the ends, "wrap" around, "fast": negatives count from the
+    # end and outside [-n, n) is an error (ONNX), "strict": outside [0, n) is an error (torch, TF)
+    mode: str = "clip"
 
 
 def _take_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "take")
-    if attrs.mode not in ("clip", "wrap", "fast"):
-        raise OpTypeError(f"take: mode must be clip, wrap or fast, got {attrs.mode!r}")
+    if attrs.mode not in ("clip", "wrap", "fast", "strict"):
+        raise OpTypeError(f"take: mode must be clip, wrap, fast or strict, got {attrs.mode!r}")
     if attrs.axis is None:
         if attrs.batch_dims:
             raise OpTypeError("take: batch_dims needs an axis")
@@ -70,6 +72,11 @@ def _take_indices(idx, n, mode):
     idx = np.asarray(idx).astype(np.int64)
     if mode == "fast":
         return normalize_indices(idx, n)
+    if mode == "strict":
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = idx[(idx < 0) | (idx >= n)].flat[0]
+            raise EvalError(f"index {bad} is out of range for an axis of size {n}")
+        return idx
     if n == 0:
         if idx.size:
             raise EvalError("take: cannot index an empty axis")
@@ -105,6 +112,7 @@ def _take_samples(rng):
     x = random_array(rng, (4, 5, 3), "float32")
     for idx, kw in [
         (np.array([0, 3, -1, 2]), {"axis": 0, "mode": "fast"}),
+        (np.array([[0, 3], [1, 2]]), {"axis": 0, "mode": "strict"}),
         (np.array([[1, -5], [4, 0]]), {"axis": 1, "mode": "fast"}),
         (np.array(2), {"axis": -1}),
         (np.array([7, -9, 2]), {"axis": 1, "mode": "clip"}),
@@ -129,7 +137,8 @@ register(
         TakeAttrs,
         (2, 2),
         "take(data, indices): gather slices along `axis` (None: of the flattened data); "
-        "negative indices count from the end; out-of-range ones clip, wrap or (fast) are errors",
+        "negative indices count from the end; out-of-range ones clip, wrap or (fast, strict) "
+        "are errors",
         samples=_take_samples,
     )
 )
@@ -139,6 +148,7 @@ register(
 @dataclass(frozen=True)
 class GatherAttrs:
     axis: int = 0
+    mode: str = "fast"  # "fast": negatives count from the end (ONNX); "strict": [0, n) (torch)
 
 
 def _gather_rel(args, attrs):
@@ -147,6 +157,8 @@ def _gather_rel(args, attrs):
         raise OpTypeError(
             f"gather needs data and indices of one rank >= 1, got {d.ndim} and {i.ndim}"
         )
+    if attrs.mode not in ("fast", "strict"):
+        raise OpTypeError(f"gather: mode must be fast or strict, got {attrs.mode!r}")
     ax = R.normalize_axis(attrs.axis, d.ndim)
     for k, (a, b) in enumerate(zip(d.shape, i.shape)):
         if k != ax and isinstance(a, int) and isinstance(b, int) and b > a:
@@ -163,7 +175,7 @@ def _grid(shape, axis, idx):
 def _gather(xs, attrs):
     data, idx = xs
     ax = attrs.axis % data.ndim
-    idx = normalize_indices(idx, data.shape[ax])
+    idx = _take_indices(idx, data.shape[ax], attrs.mode)
     return np.asarray(data[_grid(idx.shape, ax, idx)])
 
 
@@ -180,6 +192,7 @@ def _gather_samples(rng):
         idx = rng.integers(-n, n, size=shape)
         yield Sample([x, idx], {"axis": axis})
     yield Sample([random_array(rng, (5,), "int8"), np.array([4, -5, 0], np.int32)], {})
+    yield Sample([x, rng.integers(0, 3, size=(3, 4, 2))], {"axis": 0, "mode": "strict"})
 
 
 register(

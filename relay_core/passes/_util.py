@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from ..ir import dtype as dt
 from ..ir.expr import (
     Call,
-    Clause,
     Constant,
     Expr,
     Function,
@@ -19,9 +18,6 @@ from ..ir.expr import (
     Let,
     Match,
     Op,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
     RefCreate,
     RefRead,
     RefWrite,
@@ -30,7 +26,7 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import children, post_order, with_children
+from ..ir.visitor import children, post_order
 
 # ---------------------------------------------------------------------------------------------
 # Small predicates.
@@ -123,109 +119,8 @@ def make_lets(binds: Iterable[tuple[Var, Expr]], body: Expr) -> Expr:
     return body
 
 
-# ---------------------------------------------------------------------------------------------
-# A rewriter that knows binders.
-
-
-def child_exprs(e: Expr) -> tuple[Expr, ...]:
-    """Sub-expressions of `e` without its binders (let vars, params, pattern vars)."""
-    t = type(e)
-    if t is Let:
-        return (e.value, e.body)
-    if t is Function:
-        return (e.body,)
-    if t is Match:
-        return (e.data, *(c.rhs for c in e.clauses))
-    return children(e)
-
-
-def rebuild(e: Expr, new: tuple | list, binders: dict | None = None) -> Expr:
-    """`e` with new non-binder children (as `child_exprs` orders them); binders renamed via
-    `binders` (old Var -> new Var). Returns `e` itself when nothing changed."""
-    t = type(e)
-    if binders:
-        if t is Let:
-            v = binders.get(e.var, e.var)
-            if v is e.var and new[0] is e.value and new[1] is e.body:
-                return e
-            return Let(v, new[0], new[1], span=e.span)
-        if t is Function:
-            ps = tuple(binders.get(p, p) for p in e.params)
-            if new[0] is e.body and all(a is b for a, b in zip(ps, e.params)):
-                return e
-            return Function(ps, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
-        if t is Match:
-            clauses = []
-            for c, rhs in zip(e.clauses, new[1:]):
-                lhs = _rename_pattern(c.lhs, binders)
-                clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
-            if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
-                return e
-            return Match(new[0], tuple(clauses), e.complete, span=e.span)
-    if t is Let:
-        if new[0] is e.value and new[1] is e.body:
-            return e
-        return Let(e.var, new[0], new[1], span=e.span)
-    if t is Function:
-        if new[0] is e.body:
-            return e
-        return Function(e.params, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
-    if t is Match:
-        clauses = tuple(
-            c if rhs is c.rhs else Clause(c.lhs, rhs) for c, rhs in zip(e.clauses, new[1:])
-        )
-        if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
-            return e
-        return Match(new[0], clauses, e.complete, span=e.span)
-    return with_children(e, tuple(new))
-
-
-def _rename_pattern(p, binders):
-    if isinstance(p, PatternVar):
-        v = binders.get(p.var, p.var)
-        return p if v is p.var else PatternVar(v)
-    if isinstance(p, (PatternConstructor, PatternTuple)):
-        ps = tuple(_rename_pattern(q, binders) for q in p.patterns)
-        if all(a is b for a, b in zip(ps, p.patterns)):
-            return p
-        if isinstance(p, PatternTuple):
-            return PatternTuple(ps)
-        return PatternConstructor(p.constructor, ps)
-    return p
-
-
-class Rewriter:
-    """Bottom-up rewriting with memoization that never rewrites binders.
-
-    Unlike `ir.visitor.ExprMutator`, let vars, params and pattern vars are not visited as
-    children, so `rewrite_var` sees only *uses* of variables, and in a let the value is
-    rewritten before the body (so `self.memo[var] = ...` set while rewriting the value's
-    let takes effect in the body). `self.binders` renames binders (old Var -> new Var).
-    Override `rewrite(orig, new)`; return `new` to keep it.
-    """
-
-    def __init__(self):
-        self.memo: dict[Expr, Expr] = {}
-        self.binders: dict[Var, Var] = {}
-
-    def children(self, e: Expr) -> tuple[Expr, ...]:
-        return child_exprs(e)
-
-    def mutate(self, root: Expr) -> Expr:
-        memo = self.memo
-        if root in memo:
-            return memo[root]
-        kids_fn = self.children
-        for node in post_order(root, lambda n: () if n in memo else kids_fn(n)):
-            if node in memo:
-                continue
-            kids = kids_fn(node)
-            new = rebuild(node, tuple(memo.get(c, c) for c in kids), self.binders) if kids else node
-            memo[node] = self.rewrite(node, new)
-        return memo[root]
-
-    def rewrite(self, orig: Expr, new: Expr) -> Expr:
-        return new
+# The binder-aware rewriter is ir.visitor's (one traversal framework); re-exported for the passes.
+from ..ir.visitor import Rewriter, child_exprs, rebuild  # noqa: E402
 
 
 def copy_fresh(e: Expr, subst: dict[Var, Expr] | None = None) -> Expr:

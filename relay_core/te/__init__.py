@@ -138,3 +138,20 @@ __all__ = [
     "truncmod",
     "value_of",
 ]
+
+# The tensor-expression rules of every operator family (each fills `OpDef.lower` for its ops).
+from . import (  # noqa: E402, F401, I001
+    lowering,
+    lower_elemwise,
+    lower_reduce,
+    lower_transform,
+    lower_misc,
+    lower_random,
+    lower_nn,
+    lower_nn_window,
+    lower_image,
+    lower_dyn,
+    lower_signal,
+    lower_ml,
+    lower_tvm_compat,
+)

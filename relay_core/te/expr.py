@@ -398,6 +398,12 @@ def min_(a, b):
     return binary("min", a, b)
 
 
+def check_index(v, n, shown=None):
+    """`v` if 0 <= v < n, else a run-time error naming `shown` (default v): the generated code
+    reports it to the caller."""
+    return Call("check_index", (index(v), index(n), index(v if shown is None else shown)), INDEX)
+
+
 def max_(a, b):
     return binary("max", a, b)
 

@@ -24,6 +24,21 @@ def _np_sigmoid(x):
         ).astype(x.dtype)
 
 
+def _np_check_index(v, n, shown=None):
+    """An index checked against its axis size: in [0, n) or a run-time error (no clamping)."""
+    from ..errors import EvalError
+
+    v, n = np.asarray(v), np.asarray(n)
+    shown = v if shown is None else np.asarray(shown)
+    bad = (v < 0) | (v >= n)
+    if np.any(bad):
+        raise EvalError(
+            f"index {np.broadcast_to(shown, bad.shape)[bad].flat[0]} is out of range for an axis "
+            f"of size {np.broadcast_to(n, bad.shape)[bad].flat[0]}"
+        )
+    return v
+
+
 # name -> numpy function; all take and return arrays of the argument's dtype unless noted.
 INTRINSICS = {
     "exp": np.exp,
@@ -64,6 +79,7 @@ INTRINSICS = {
     "isinf": np.isinf,  # -> bool
     "isfinite": np.isfinite,  # -> bool
     "popcount": lambda x: np.bitwise_count(x).astype(x.dtype),
+    "check_index": _np_check_index,  # int64 (v, n, shown) -> v; out of [0, n): run-time error
     "entropy": lambda: np.random.default_rng().integers(0, 2**63, dtype=np.uint64),  # no args
 }
 

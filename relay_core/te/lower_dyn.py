@@ -9,6 +9,7 @@ relay_core/backend/lower_loops.py: a sequential scan).
 
 from __future__ import annotations
 
+from ..ops.dyn_params import DYN_REDUCTIONS
 from . import expr as E
 from . import tensor as T
 from .expr import Const, cast, select
@@ -334,18 +335,7 @@ def _dyn_reduce(kind: str):
     return lower
 
 
-for _k in (
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "prod",
-    "l1_norm",
-    "l2_norm",
-    "log_sum",
-    "logsumexp",
-    "sum_square",
-):
+for _k in DYN_REDUCTIONS:
     register_lower(f"dyn.{_k}")(_dyn_reduce(_k))
 
 

@@ -137,7 +137,7 @@ def _one_hot(inputs, attrs, out_type):
     return compute(tuple(out_type.shape), body, "one_hot")
 
 
-@register_lower("shape_of")
+@register_lower("shape_of", "vm.shape_of")
 def _shape_of(inputs, attrs, out_type):
     x = inputs[0]
     dtype = out_type.dtype

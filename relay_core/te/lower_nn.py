@@ -517,6 +517,8 @@ def _pad(inputs, attrs, out_type):
     if len(inputs) > 1:
         pv = inputs[1]
         value = pv[(0,) * pv.ndim]
+        if pv.dtype != x.dtype:
+            value = cast(x.dtype, value)
     else:
         value = cast(x.dtype, Const(float(attrs.pad_value), "float64"))
     # negative widths crop first: the cropped tensor starts at max(-b, 0)

@@ -369,13 +369,19 @@ def _strided_slice_dynamic(x, attrs, out_type):
     )
 
 
-def _fix_index(v, n, mode="clip"):
-    """An int64 index into an axis of size n: negatives from the end, then clip or wrap."""
+def _fix_index(v, n, mode="fast"):
+    """An int64 index into an axis of size n. fast: negatives count from the end, anything
+    outside [-n, n) is a run-time error; strict: anything outside [0, n) is; clip / wrap: clamp
+    or wrap around."""
     v = E.index(v)
     if mode == "wrap":
         return select(E.eq(E.index(n), 0), E.index(0), E.floormod(v, n))
-    v = select(v < 0, v + n, v)
-    return E.max_(E.min_(v, E.index(n) - 1), E.index(0))
+    if mode == "strict":
+        return E.check_index(v, n)
+    w = select(v < 0, v + n, v)
+    if mode == "fast":
+        return E.check_index(w, n, v)
+    return E.max_(E.min_(w, E.index(n) - 1), E.index(0))
 
 
 @register_lower("take")
@@ -420,7 +426,7 @@ def _gather(inputs, attrs, out_type):
 
     def body(*i):
         src = list(i)
-        src[ax] = _fix_index(idx[i], data.shape[ax])
+        src[ax] = _fix_index(idx[i], data.shape[ax], attrs.mode)
         return data[tuple(src)]
 
     return compute(idx.shape, body, "gather")

@@ -1,63 +1,27 @@
 """How Relay operators become tensor expressions: registration and shared helpers.
 
 Each `lower_<family>.py` module fills `OpDef.lower` for its family with a function
-`lower(inputs: list[Tensor], attrs, out_type) -> Tensor | tuple[Tensor, ...]`. `load_all()`
-imports them; the backend and the registry-driven tests call it.
+`lower(inputs: list[Tensor], attrs, out_type) -> Tensor | tuple[Tensor, ...]`; importing
+relay_core.te imports them all (relay_core/te/__init__.py).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from ..ir.types import TensorType, TupleType
-from ..ops.registry import all_ops, lookup
+from ..ops.registry import Elementwise, lookup
+from . import expr as E
 from .expr import INDEX, PrimExpr, Var, const_value, eq, select
-from .tensor import Tensor
-
-_FAMILIES = [
-    "lower_elemwise",
-    "lower_reduce",
-    "lower_transform",
-    "lower_misc",
-    "lower_random",
-    "lower_nn",
-    "lower_nn_window",
-    "lower_image",
-    "lower_dyn",
-    "lower_signal",
-    "lower_ml",
-]
-_loaded = False
+from .tensor import Tensor, compute
 
 
-def load_all() -> None:
-    """Fill `lower` of every op that has a tensor-expression rule (idempotent)."""
-    global _loaded
-    if _loaded:
-        return
-    all_ops()
-    for m in _FAMILIES:
-        try:
-            importlib.import_module(f"{__package__}.{m}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{m}":
-                raise
-    _loaded = True
-
-
-def register_lower(*names: str, missing_ok: bool = True):
-    """Decorator: `fn` is the lowering of the named ops (ops not in the registry are skipped
-    when `missing_ok`, so lowerings may land before their ops)."""
+def register_lower(*names: str):
+    """Decorator: `fn` is the lowering of the named ops (each must be registered)."""
 
     def wrap(fn: Callable) -> Callable:
-        ops = all_ops()
         for n in names:
-            if n not in ops:
-                if missing_ok:
-                    continue
-                lookup(n)
-            ops[n].lower = fn
+            lookup(n).lower = fn
         return fn
 
     return wrap
@@ -66,25 +30,34 @@ def register_lower(*names: str, missing_ok: bool = True):
 def mark_view(*names: str) -> None:
     """These ops only reinterpret their first input's data (reshape, squeeze, ...): the
     backend may alias the result to the input instead of copying."""
-    ops = all_ops()
     for n in names:
-        if n in ops:
-            ops[n].extra["view"] = True
+        lookup(n).view = True
 
 
 def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
     """Axis 0 of these ops' first input and of their output is an independent batch axis
     (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
-    ops = all_ops()
     for n in names:
-        if n in ops:
-            ops[n].extra["batch_axis0"] = pred
+        lookup(n).batch_axis0 = pred
+
+
+def rule_of(opdef):
+    """The lowering rule of an op, `(inputs, attrs, out_type) -> Tensor(s)`, or None: its
+    `lower`, with a declarative spec (`Elementwise`) turned into a rule."""
+    lower = opdef.lower
+    if isinstance(lower, Elementwise):
+        fn, name = lower.fn, opdef.name
+
+        def rule(inputs, attrs, out_type):
+            x = inputs[0]
+            return compute(x.shape, lambda *i: fn(x[i], E), name)
+
+        return rule
+    return lower
 
 
 def set_lower(name: str, fn: Callable) -> None:
-    ops = all_ops()
-    if name in ops:
-        ops[name].lower = fn
+    lookup(name).lower = fn
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,6 +76,8 @@ class TypeInferencer:
         self.global_types: dict[GlobalVar, FuncType] = {}
         self.current_function: tuple[str, Function] | None = None
         self._fn_of_node: dict[Expr, tuple[str, Function]] = {}
+        # let-bound polymorphic functions: var -> the function (instantiated at each call)
+        self.poly_lets: dict[Var, Function] = {}
 
     # -- errors --------------------------------------------------------------------------------
     def error(self, node: Expr, msg: str) -> RelayTypeError:
@@ -134,13 +136,12 @@ class TypeInferencer:
     def infer_module(self) -> None:
         mod = self.mod
         assert mod is not None
+        todo = []
         for gv, f in mod.functions.items():
             self.global_type(gv)
             if f.type_params and not is_concrete_annotation(f):
-                raise RelayTypeError(
-                    f"polymorphic function @{gv.name_hint} must annotate every parameter "
-                    "and its return type"
-                )
+                todo.append(gv)
+        self._infer_polymorphic(todo)
         for gv, f in mod.functions.items():
             self.current_function = (gv.name_hint, f)
             t = self.visit(f)
@@ -153,6 +154,40 @@ class TypeInferencer:
             t = self.u.resolve(self.global_types[gv])
             self.global_types[gv] = t  # type: ignore[assignment]
 
+    def _infer_polymorphic(self, todo: list[GlobalVar]) -> None:
+        """The types of polymorphic globals not fully annotated (TVM infers them): each is
+        typed alone, its type parameters rigid and its own recursive calls monomorphic, then
+        generalized over its type parameters. Callees first."""
+        pending = set(todo)
+        uses = {gv: _globals_used(self.mod.functions[gv]) & pending for gv in todo}
+        while pending:
+            ready = [gv for gv in todo if gv in pending and not (uses[gv] & pending) - {gv}]
+            if not ready:
+                names = ", ".join(f"@{g.name_hint}" for g in todo if g in pending)
+                raise RelayTypeError(
+                    f"mutually recursive polymorphic functions {names} must annotate every "
+                    "parameter and their return types"
+                )
+            for gv in ready:
+                f = self.mod.functions[gv]
+                sub = TypeInferencer(self.mod)
+                sub.global_types = dict(self.global_types)
+                mono = f.func_type_annotation
+                mono = FuncType(mono.arg_types, mono.ret_type)  # recursion: not instantiated
+                sub.global_types[gv] = mono
+                sub.current_function = (gv.name_hint, f)
+                t = sub.visit(f)
+                sub.unify(f, mono, FuncType(t.arg_types, t.ret_type), f"@{gv.name_hint}")
+                sub.solve_pending(final=True)
+                ft = sub.u.resolve(mono)
+                if _has_incomplete(ft):
+                    raise RelayTypeError(
+                        f"cannot infer the type of polymorphic function @{gv.name_hint} "
+                        f"(got {ft}): annotate its parameters and return type"
+                    )
+                self.global_types[gv] = FuncType(ft.arg_types, ft.ret_type, f.type_params)
+                pending.discard(gv)
+
     # -- expressions ---------------------------------------------------------------------------
     def children(self, e: Expr):
         if self.reuse and e.has_type:
@@ -162,7 +197,12 @@ class TypeInferencer:
     def visit(self, root: Expr) -> Type:
         terms = self.terms
         fn = self.current_function
-        for node in post_order(root, self.children):
+        order = list(post_order(root, self.children))
+        for node in order:  # typed before their uses: let-bound polymorphic functions
+            if type(node) is Let and type(node.value) is Function and node.value.type_params:
+                if node.var.type_annotation is None:
+                    self.poly_lets[node.var] = node.value
+        for node in order:
             if node in terms:
                 continue
             if fn is not None:
@@ -230,6 +270,8 @@ class TypeInferencer:
             ft = self.instantiate(self.global_type(callee))
         elif type(callee) is Constructor:
             ft = self.instantiate(self.constructor_type(callee))
+        elif type(callee) is Var and callee in self.poly_lets:
+            ft = self.instantiate(self.u.resolve(terms[self.poly_lets[callee]]))
         else:
             ct = self.u.find(terms[callee])
             if isinstance(ct, IncompleteType):
@@ -253,6 +295,8 @@ class TypeInferencer:
             opdef.check_arity(len(arg_terms))
         except OpTypeError as err:
             raise self.error(e, str(err)) from None
+        if opdef.type_identity:  # on_device, device_copy: of any type
+            return arg_terms[0]
         out = IncompleteType()
 
         def solve() -> bool:
@@ -374,6 +418,10 @@ def _has_incomplete(t: Type) -> bool:
         elif isinstance(x, TypeCall):
             stack.extend(x.args)
     return False
+
+
+def _globals_used(f: Function) -> set[GlobalVar]:
+    return {n for n in post_order(f, children) if type(n) is GlobalVar}
 
 
 def is_concrete_annotation(f: Function) -> bool:

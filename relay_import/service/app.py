@@ -41,6 +41,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..io import _storable
 from .config import ServiceConfig
 from .engine import Engine, expected_inputs
 from .errors import ApiError
@@ -476,7 +477,7 @@ def _routes(app: FastAPI, state: State) -> None:
             body = {"outputs": {n: np.asarray(v).tolist() for n, v in zip(names, outs)}}
             return Response(json.dumps(body).encode(), media_type="application/json")
         buf = io.BytesIO()
-        np.savez(buf, **{n: np.asarray(v) for n, v in zip(names, outs)})
+        np.savez(buf, **{n: _storable(v) for n, v in zip(names, outs)})
         return Response(buf.getvalue(), media_type="application/octet-stream")
 
     @app.post("/v1/artifacts/{aid}/run", tags=["artifacts"], openapi_extra=_INPUTS)

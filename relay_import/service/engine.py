@@ -385,6 +385,7 @@ class Engine:
                         tf.extractall(tmp, filter="data")
                 os.replace(tmp, dest)
             lib = ri.load_compiled(os.path.join(dest, "model.relaylib"))
+            lib.timeout = self.limits.worker_timeout  # a model's loops stop in time too
             with self._lock:
                 self._loaded[aid] = lib
                 while len(self._loaded) > self.cfg.max_loaded:
@@ -397,13 +398,13 @@ class Engine:
         """Inference. A module with static output shapes runs here once its outputs are known
         to fit the budget; one whose sizes depend on the inputs (or every one, with
         `isolate_inference`) runs in a worker, under its memory limit."""
-        from relay_core.errors import InputError, RelayError
+        from relay_core.errors import InputError, RelayError, ResourceLimitError
 
         lib = self.lib(aid)
         if self.cfg.isolate_inference or not _static_outputs(lib):
             return self._run_isolated(lib, feed)
         nbytes = sum(
-            int(np.prod(o["shape"], dtype=np.int64)) * np.dtype(o["dtype"]).itemsize
+            int(np.prod(o["shape"], dtype=np.int64)) * _itemsize(o["dtype"])
             for o in lib.manifest["outputs"]
         )
         if nbytes > self.limits.max_output_bytes:
@@ -416,6 +417,8 @@ class Engine:
             outs = lib(**feed)
         except InputError as e:
             raise ApiError("invalid_inputs", str(e)) from None
+        except ResourceLimitError as e:
+            raise ApiError("budget_exceeded", str(e)) from None
         except RelayError as e:
             raise ApiError("invalid_inputs", f"the model failed on these inputs: {e}") from None
         return list(lib.output_names), outs
@@ -460,6 +463,12 @@ class Engine:
         self.names[name] = rec
         self.lib(meta["id"])
         return rec
+
+
+def _itemsize(dtype: str) -> int:
+    from relay_core.ir import dtype as dt
+
+    return 8 if dtype == "string" else dt.itemsize(dtype)
 
 
 def _static_outputs(lib) -> bool:

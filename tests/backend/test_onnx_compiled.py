@@ -16,18 +16,13 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from converters.onnx.conformance import (  # noqa: E402
-    folder_cases,
-    light_cases,
-    load_expected_failures,
-    node_cases,
-    run_case,
-)
+from tests.expected import ExpectedFailures  # noqa: E402
+from tools.onnx_conformance import folder_cases, light_cases, node_cases, run_case  # noqa: E402
 
 HERE = os.path.dirname(__file__)
-EXPECTED = load_expected_failures(os.path.join(HERE, "onnx_compiled_expected_failures.txt"))
-# The interpreter's own expected failures fail here for the same reasons.
-EXPECTED_INTERP = load_expected_failures(os.path.join(HERE, "..", "onnx", "expected_failures.txt"))
+EXPECTED = ExpectedFailures(os.path.join(HERE, "onnx_compiled_expected_failures.txt"))
+# The interpreter's own expected failures may fail here for the same reasons.
+EXPECTED_INTERP = ExpectedFailures(os.path.join(HERE, "..", "onnx", "expected_failures.txt"))
 
 # Always run: a spread over the families, control flow, sequences and dynamic shapes.
 QUICK = [
@@ -67,15 +62,8 @@ QUICK = [
 
 
 def _check(name: str, case=None) -> None:
-    reason = EXPECTED.get(name) or EXPECTED_INTERP.get(name)
-    try:
+    with EXPECTED.check(name, also=EXPECTED_INTERP):
         run_case(case if case is not None else node_cases()[name], compiled=True)
-    except Exception as e:
-        if reason is None:
-            raise
-        pytest.xfail(f"{reason} ({type(e).__name__})")
-    if reason is not None and name in EXPECTED:
-        pytest.fail(f"{name} passes compiled but {os.path.basename(__file__)}'s list has it")
 
 
 @pytest.mark.parametrize("name", QUICK)
@@ -112,6 +100,6 @@ def test_expected_failures_name_real_cases():
         | {f"light/{n}" for n in light_cases()}
         | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
     )
-    stale = sorted(set(EXPECTED) - known)
+    stale = EXPECTED.unknown(known)
     assert not stale, f"onnx_compiled_expected_failures.txt names unknown cases: {stale}"
     assert set(QUICK) <= set(node_cases())

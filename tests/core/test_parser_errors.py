@@ -158,11 +158,12 @@ def test_syntax_errors_say_where_and_what_was_expected(text, line, col, message)
             "operator negative takes no attributes",
         ),  # fmt: skip
         (
-            "def @main(%x: float32) { @f(%x, alpha=1) }\ndef @f(%y: float32) { %y }",
+            "def @main(%x: float32) { (fn (%y: float32) { %y }, %y) }",
             1,
-            33,
-            "attributes (key=value) are only allowed in operator calls",
+            52,
+            "%y is used outside the scope that binds it (bound at line 1)",
         ),  # fmt: skip
+        ("def @main() { 65505f16 }", 1, 15, "65505f16 overflows float16"),
     ],
 )
 def test_name_and_arity_errors_have_positions(text, line, col, message):

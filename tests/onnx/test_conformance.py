@@ -16,16 +16,11 @@ import pytest
 
 pytest.importorskip("onnx")
 
-from converters.onnx.conformance import (  # noqa: E402
-    folder_cases,
-    light_cases,
-    load_expected_failures,
-    node_cases,
-    run_case,
-)
+from tests.expected import ExpectedFailures  # noqa: E402
+from tools.onnx_conformance import folder_cases, light_cases, node_cases, run_case  # noqa: E402
 
 HERE = os.path.dirname(__file__)
-EXPECTED = load_expected_failures(os.path.join(HERE, "expected_failures.txt"))
+EXPECTED = ExpectedFailures(os.path.join(HERE, "expected_failures.txt"))
 # Cases that take seconds in the interpreter (convolution-heavy real models).
 SLOW = {
     "light/vgg19",
@@ -44,18 +39,8 @@ def _params(names, prefix=""):
 
 
 def _check(case, key: str) -> None:
-    reason = EXPECTED.get(key)
-    try:
+    with EXPECTED.check(key):
         run_case(case)
-    except Exception as e:
-        if reason is None:
-            raise
-        pytest.xfail(f"{reason} ({type(e).__name__})")
-    if reason is not None:
-        pytest.fail(
-            f"{key} passes but tests/onnx/expected_failures.txt lists it ({reason}): "
-            "remove its line"
-        )
 
 
 @pytest.mark.parametrize("name", _params(sorted(node_cases())))
@@ -80,5 +65,5 @@ def test_expected_failures_name_real_cases():
         | {f"light/{n}" for n in light_cases()}
         | {f"{k}/{n}" for k in FOLDERS for n in folder_cases(k)}
     )
-    stale = sorted(set(EXPECTED) - known)
+    stale = EXPECTED.unknown(known)
     assert not stale, f"expected_failures.txt names unknown cases: {stale}"

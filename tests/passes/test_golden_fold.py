@@ -167,7 +167,7 @@ def test_simplify_inference_batch_norm_and_dropout():
         passes.SimplifyInference(),
         f"""
         def @main({BN_ARGS}) {{
-          nn.dropout(nn.batch_norm(%x, %g, %b, %m, %v, epsilon=1e-3f), rate=0.5f)
+          nn.dropout(nn.batch_norm(%x, %g, %b, %m, %v, epsilon=1e-3f).0, rate=0.5f).0
         }}
         """,
         f"""

@@ -146,7 +146,7 @@ def test_conv_batch_norm_folds_into_weight_and_bias():
         """
         def @main(%x: Tensor[(1, 3, 6, 6), float32]) {
           nn.batch_norm(nn.conv2d(%x, meta[Constant][0]), meta[Constant][1], meta[Constant][2],
-                        meta[Constant][3], meta[Constant][4])
+                        meta[Constant][3], meta[Constant][4]).0
         }
         """,
         """

@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402
-from converters.pytorch.harness_util import flatten_outputs  # noqa: E402
 from converters.pytorch.importer import iter_targets  # noqa: E402
+from converters.pytorch.outputs import flatten_outputs  # noqa: E402
 from tests.expected import ExpectedFailures  # noqa: E402
 
 

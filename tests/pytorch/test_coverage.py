@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from converters.pytorch import TORCH, core_aten_overloads, coverage  # noqa: E402
+from converters.pytorch import TORCH  # noqa: E402
+from tools.torch_coverage import core_aten_overloads, coverage  # noqa: E402
 
 from .cases import ALL_CASES  # noqa: E402
 

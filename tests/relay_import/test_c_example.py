@@ -63,3 +63,46 @@ def test_c_program_rejects_wrong_input_size(tmp_path):
         text=True,
     )
     assert r.returncode == 1 and "needs 12288" in r.stderr
+
+
+def test_c_program_reports_index_out_of_range(tmp_path):
+    """A Gather index out of range: onnxruntime refuses it; relay_run returns 1 and
+    relay_last_error() names the index; an index in range gives onnxruntime's rows."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["t", "i"], ["y"], axis=0)],
+        "g",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        initializer=[helper.make_tensor("t", TensorProto.FLOAT, [3, 2], table.ravel().tolist())],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    art = str(tmp_path / "gather.relaylib")
+    relay_import.compile(relay_import.from_onnx(model)).export(art)
+    exe = str(tmp_path / "run_model")
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-O2", "-I", art, SOURCE, "-ldl", "-o", exe], check=True
+    )
+    refused = 0
+    for idx in ([2, -3], [1, 7]):
+        i = np.array(idx, np.int64)
+        i.tofile(tmp_path / "i.bin")
+        r = subprocess.run(
+            [exe, art, str(tmp_path / "i.bin"), str(tmp_path / "o.bin")],
+            capture_output=True,
+            text=True,
+        )
+        try:
+            want = sess.run(None, {"i": i})[0]
+        except Exception:  # onnxruntime refuses the index: so must we
+            assert r.returncode == 1
+            assert "index 7 is out of range for an axis of size 3" in r.stderr
+            refused += 1
+            continue
+        assert r.returncode == 0, r.stderr
+        np.testing.assert_array_equal(np.fromfile(tmp_path / "o.bin", np.float32), want.ravel())
+    assert refused == 1

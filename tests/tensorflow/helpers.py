@@ -3,6 +3,7 @@ reference interpreter (and compiled, once relay_core.build exists) and compare w
 
 from __future__ import annotations
 
+import inspect
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ class Case:
     dynamic_all: tuple = ()  # indices of inputs whose dims are all None
     compile: bool = True  # also compare the compiled module (when relay_core.build exists)
     signature: list | None = field(default=None)
+    autograph: bool = False  # trace with AutoGraph (Python loops over tensors)
 
     def __str__(self) -> str:
         return self.name
@@ -45,11 +47,33 @@ def spec_of(x, dynamic=False, dynamic_all=False):
     return tf.TensorSpec(shape, tf.as_dtype(x.dtype))
 
 
+def tensor_function(fn, n: int):
+    """`fn` as a function of exactly its first `n` parameters (the tensors), with no Python
+    defaults for TF to bind. A case's lambda carries its attributes as defaults
+    (`lambda x, w, p=_pad: ...`, made in a loop); leaving their binding to tf.function and
+    AutoGraph (which re-creates the lambda from its source) failed on fresh machines with
+    "missing a required argument: 'p'"."""
+    params = list(inspect.signature(fn).parameters.values())[:n]
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        params = [
+            inspect.Parameter(f"x{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in range(n)
+        ]
+    params = [p.replace(default=inspect.Parameter.empty) for p in params]
+
+    def call(*args):
+        return fn(*args)
+
+    call.__signature__ = inspect.Signature(params)
+    call.__name__ = getattr(fn, "__name__", "case").replace("<lambda>", "case")
+    return call
+
+
 def concrete(case: Case):
     sig = case.signature or [
         spec_of(x, i in case.dynamic, i in case.dynamic_all) for i, x in enumerate(case.inputs)
     ]
-    return tf.function(case.fn, autograph=True).get_concrete_function(*sig)
+    fn = tensor_function(case.fn, len(sig))
+    return tf.function(fn, autograph=case.autograph).get_concrete_function(*sig)
 
 
 def graph_ops(cf) -> set[str]:

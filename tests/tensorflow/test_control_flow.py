@@ -168,7 +168,11 @@ CASES = [
         dynamic=(0,),
     ),
     Case(
-        "tensor_array_dynamic_size", _dynamic_tensor_array, [rand(4, 3)], ("While|StatelessWhile",)
+        "tensor_array_dynamic_size",
+        _dynamic_tensor_array,
+        [rand(4, 3)],
+        ("While|StatelessWhile",),
+        autograph=True,  # a Python `for` over tf.range
     ),
     Case("cond_two_outputs_true", _multi_cond, [rand(3), np.array(True)], ("If|StatelessIf",)),
     Case("cond_two_outputs_false", _multi_cond, [rand(3), np.array(False)], ("If|StatelessIf",)),

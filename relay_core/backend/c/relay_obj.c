@@ -7,6 +7,7 @@
  * stack. Errors raised by generated code (relay_fail) unwind to relay_guarded_call.
  */
 #include <setjmp.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,58 @@ void relay_check_dim(int64_t a, int64_t b, const char *msg) {
 }
 
 const char *relay_last_error(void) { return relay_msg; }
+
+/* An index outside its axis, met by generated code (which then reads element 0 instead, so
+ * nothing out of bounds is touched). Under relay_guarded_call it fails at once; otherwise the
+ * first one is kept for relay_error_pending, which the static entry asks after each step. */
+static __thread int relay_pending;
+
+void relay_index_error(int64_t v, int64_t n) {
+  char buf[200];
+  if (relay_pending) return;
+  snprintf(buf, sizeof buf, "index %lld is out of range for an axis of size %lld", (long long)v,
+           (long long)n);
+  if (relay_jmp) relay_fail(buf);
+  snprintf(relay_msg, sizeof relay_msg, "%s", buf);
+  relay_pending = 1;
+}
+
+/* Loop budget of the calls made on this thread: generated code ticks once per loop iteration
+ * (a jump back) and per function call; past max_iterations or the deadline it fails. */
+static __thread int64_t relay_ticks, relay_max_ticks;
+static __thread double relay_deadline;
+
+static double relay_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* max_iterations <= 0: unbounded; seconds <= 0: no deadline. Counts restart at each call. */
+void relay_set_budget(int64_t max_iterations, double seconds) {
+  relay_ticks = 0;
+  relay_max_ticks = max_iterations;
+  relay_deadline = seconds > 0 ? relay_now() + seconds : 0;
+}
+
+void relay_tick(void) {
+  char buf[200];
+  relay_ticks++;
+  if (relay_max_ticks > 0 && relay_ticks > relay_max_ticks) {
+    snprintf(buf, sizeof buf,
+             "limit: the model made more than %lld loop iterations / calls (max_iterations)",
+             (long long)relay_max_ticks);
+    relay_fail(buf);
+  }
+  if (relay_deadline > 0 && relay_now() > relay_deadline) relay_fail("limit: the model ran past its timeout");
+}
+
+/* 1 if an error was met since the last ask (message in relay_last_error), then cleared. */
+int32_t relay_error_pending(void) {
+  int32_t r = relay_pending;
+  relay_pending = 0;
+  return r;
+}
 
 typedef int32_t (*relay_entry_fn)(RObj **, RObj **, void *const *, int32_t);
 

@@ -9,59 +9,51 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import OpTypeError
+from ...ops import nn_util as U
 from .common import attr
 
-SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+SPATIAL = U.SPATIAL
+
+# The geometry itself is the operators' (ops/nn_util.py: the type relations and references use
+# it); here it is wrapped so that a kernel declines (NotImplementedError) what it cannot serve.
 
 
 def layout_axes(layout: str, nd: int, first: str, second: str) -> tuple[int, ...]:
     """Positions of `first`, `second` and the spatial letters (D, H, W order) in `layout`."""
-    letters = first + second + SPATIAL[nd]
-    if len(layout) != nd + 2 or sorted(layout) != sorted(letters):
-        raise NotImplementedError(f"layout {layout!r} is not a permutation of {letters!r}")
-    return (layout.index(first), layout.index(second)) + tuple(layout.index(c) for c in SPATIAL[nd])
+    try:
+        return U.layout_axes(layout, nd, first, second, "kernel", "layout")
+    except OpTypeError as e:
+        raise NotImplementedError(str(e)) from None
 
 
 def ntuple(v, nd: int) -> tuple[int, ...]:
-    v = tuple(v) if isinstance(v, (tuple, list)) else (v,)
-    if len(v) == 1:
-        v = v * nd
-    if len(v) != nd:
-        raise ValueError(f"expected {nd} values, got {v}")
-    return tuple(int(x) for x in v)
+    try:
+        return tuple(int(x) for x in U.ntuple(v, nd, "a per-axis attribute", "kernel"))
+    except OpTypeError as e:
+        raise NotImplementedError(str(e)) from None
 
 
 def explicit_padding(padding, nd: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(begins, ends) from 1, nd (symmetric) or 2 * nd (all begins, then all ends) values."""
-    p = tuple(padding) if isinstance(padding, (tuple, list)) else (padding,)
-    if len(p) == 1:
-        return p * nd, p * nd
-    if len(p) == nd:
-        return tuple(p), tuple(p)
-    if len(p) == 2 * nd:
-        return tuple(p[:nd]), tuple(p[nd:])
-    raise ValueError(f"padding needs 1, {nd} or {2 * nd} values, got {p}")
+    try:
+        return U.explicit_padding(padding, nd, "kernel")
+    except OpTypeError as e:
+        raise NotImplementedError(str(e)) from None
 
 
-def same_pads(n: int, k: int, s: int, d: int, lower: bool) -> tuple[int, int]:
-    """ONNX / TF SAME padding: output ceil(n / s); the odd pixel goes at the end (UPPER)."""
-    out = -(-n // s)
-    total = max(0, (out - 1) * s + d * (k - 1) + 1 - n)
-    small = total // 2
-    return (total - small, small) if lower else (small, total - small)
+same_pads = U.same_pads
 
 
 def resolve_pads(attrs, nd: int, in_sp, ks, strides, dil) -> tuple[tuple, tuple]:
     auto = attr(attrs, "auto_pad", "NOTSET") or "NOTSET"
-    if auto == "VALID":
-        return (0,) * nd, (0,) * nd
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pp = [
-            same_pads(n, k, s, d, auto == "SAME_LOWER")
-            for n, k, s, d in zip(in_sp, ks, strides, dil)
-        ]
-        return tuple(p[0] for p in pp), tuple(p[1] for p in pp)
-    return explicit_padding(attr(attrs, "padding", 0), nd)
+    try:
+        pads = U.resolve_pads(auto, attr(attrs, "padding", 0), in_sp, ks, strides, dil, "kernel")
+    except OpTypeError as e:
+        raise NotImplementedError(str(e)) from None
+    if any(p is None for p in pads):
+        raise NotImplementedError("kernels need static spatial dims for SAME padding")
+    return tuple(p[0] for p in pads), tuple(p[1] for p in pads)
 
 
 def pad3(v: tuple, fill: int) -> tuple[int, int, int]:

@@ -6,8 +6,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from relay_core.backend.kernels import Epilogue
-from relay_core.backend.kernels.jit import Compiled, KernelModule, tt
 from relay_core.backend.kernels.llvm_util import F32, as_i64, const, load, splat, vload
+from tools.kernel_jit import Compiled, KernelModule, tt
 
 _CACHE: dict = {}
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from relay_core.backend.kernels import BOUNDED_KERNELS
-from relay_core.backend.kernels.jit import KernelModule
 from relay_core.ir import TensorType
 from relay_core.ops import all_ops
+from tools.kernel_jit import KernelModule
 
 rng = np.random.default_rng(8)
 

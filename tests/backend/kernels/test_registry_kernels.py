@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from relay_core.backend.kernels import KERNELS
-from relay_core.backend.kernels.jit import KernelModule
 from relay_core.ir import TensorType, TupleType
 from relay_core.ir import dtype as dt
 from relay_core.ops import all_ops
+from tools.kernel_jit import KernelModule
 
 OPS = sorted(set(KERNELS) & set(all_ops()))
 

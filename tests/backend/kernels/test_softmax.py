@@ -6,7 +6,6 @@ import llvmlite.ir as ir
 import numpy as np
 import pytest
 
-from relay_core.backend.kernels.jit import KernelModule
 from relay_core.backend.kernels.llvm_util import (
     F32,
     F32P,
@@ -18,6 +17,7 @@ from relay_core.backend.kernels.llvm_util import (
     vstore,
 )
 from relay_core.backend.kernels.vmath import exp_f32, exp_nonpos_f32, log_f32
+from tools.kernel_jit import KernelModule
 
 from .helpers import assert_close, index_epilogue, index_expected, run_batch
 
@@ -126,7 +126,7 @@ def _math_kernel(fn, n):
 
         return KernelInfo(f)
 
-    from relay_core.backend.kernels.jit import tt
+    from tools.kernel_jit import tt
 
     k = km.add(emit, [tt((n + 1,))], [tt((n + 1,))])
     km.compile()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .table import TORCH
+from converters.pytorch.table import TORCH
 
 
 def core_aten_overloads() -> list[str]:

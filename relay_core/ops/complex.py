@@ -1,4 +1,4 @@
-"""Complex tensors, for the PyTorch frontend's torch.fft support: complex.make (from real and
+"""Complex tensors (used by the PyTorch frontend's torch.fft support): complex.make (from real and
 imaginary parts), complex.real, complex.imag, complex.abs. Transforms themselves are built from
 real matrix products by the frontend; these ops only carry results in and out of complex dtype."""
 

@@ -11,8 +11,8 @@ import functools
 import llvmlite.binding as llvm
 import numpy as np
 
-from ...ir.types import TensorType
-from .common import KernelInfo
+from relay_core.backend.kernels.common import KernelInfo
+from relay_core.ir.types import TensorType
 
 
 @functools.cache
@@ -28,13 +28,12 @@ def target_machine():
     """Host target with the CPU name *and* features (the name alone may enable AVX-512).
 
     A fresh one per engine: MCJIT takes ownership of the target machine it is given."""
+    from relay_core.backend.llvm_target import host
+
     _init()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=3,
-    )
+    triple, cpu, features = host()  # RELAY_CPU_FEATURES applies here too
+    target = llvm.Target.from_triple(triple)
+    return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
 def compile_module(llmod, opt: int = 3):
@@ -128,7 +127,7 @@ class Compiled:
 
 
 def _np_dtype(dtype: str):
-    from ...ir import dtype as dt
+    from relay_core.ir import dtype as dt
 
     return dt.to_numpy(dtype)
 

@@ -1,11 +1,11 @@
 """Conformance report: pass counts per ONNX op over the node cases, and the data folders.
 
-python -m converters.onnx.report               # node cases, per op
-python -m converters.onnx.report --folders     # also simple, pytorch-*, light
-python -m converters.onnx.report --failures    # list each failing case and why
-python -m converters.onnx.report -k resize     # only cases whose name contains 'resize'
-python -m converters.onnx.report --compiled    # compiled by relay_core.build instead
-python -m converters.onnx.report --markdown docs/onnx_conformance.md   # also write the table
+python -m tools.onnx_report               # node cases, per op
+python -m tools.onnx_report --folders     # also simple, pytorch-*, light
+python -m tools.onnx_report --failures    # list each failing case and why
+python -m tools.onnx_report -k resize     # only cases whose name contains 'resize'
+python -m tools.onnx_report --compiled    # compiled by relay_core.build instead
+python -m tools.onnx_report --markdown docs/onnx_conformance.md   # also write the table
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import time
 import warnings
 
-from .conformance import folder_cases, light_cases, node_cases, run_case
+from tools.onnx_conformance import folder_cases, light_cases, node_cases, run_case
 
 TIMEOUT = 120  # seconds per case
 
@@ -134,7 +134,7 @@ def _write_markdown(path: str, results, by_op, totals, compiled: bool) -> None:
     lines = [
         f"# ONNX conformance cases, run with {mode}",
         "",
-        f"Measured {datetime.date.today()} by `python -m converters.onnx.report "
+        f"Measured {datetime.date.today()} by `python -m tools.onnx_report "
         f"{'--compiled ' if compiled else ''}--folders --markdown ...` against the outputs "
         "stored with onnx's cases.",
         "",
@@ -167,7 +167,7 @@ def _write_expected(path: str, results) -> None:
     """One line per failing case: its key and a reason (the error's first line)."""
     lines = [
         "# ONNX conformance cases that fail: name, then why. Regenerate with",
-        "# python -m converters.onnx.report --folders --write-expected <this file>",
+        "# python -m tools.onnx_report --folders --write-expected <this file>",
         "# (then edit the reasons). The test run fails on unlisted failures and on",
         "# listed cases that pass.",
     ]

@@ -1,5 +1,11 @@
-"""Ops the TensorFlow frontend needs that no other family has: bitcast (TF Bitcast, which Keras
-uses for signbit, e.g. inside keras.ops.argmax)."""
+"""Bit-level views of a tensor in another dtype.
+
+- bitcast: the bytes of each element as another dtype, splitting or joining the last axis when
+  the widths differ (TF Bitcast; Keras uses it for signbit);
+- reinterpret: the same bits read as a dtype of the same bit width (ONNX BitCast), sub-byte
+  and bool types included.
+
+Both lower to a byte copy that the backend may alias (backend/lower_loops.py)."""
 
 from __future__ import annotations
 
@@ -77,5 +83,42 @@ register(
         "reinterpret the bytes of each element as `dtype` (TF Bitcast): equal sizes keep the "
         "shape, a wider source gains a last dim of the size ratio, a narrower one loses it",
         samples=_bitcast_samples,
+    )
+)
+
+
+# -- reinterpret -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReinterpretAttrs:
+    dtype: str = "float32"
+
+
+def _reinterpret_rel(args, attrs):
+    t = R.tensor(args[0])
+    R.dtype_attr(attrs.dtype, "reinterpret")
+    if "string" in (t.dtype, attrs.dtype) or dt.bits(t.dtype) != dt.bits(attrs.dtype):
+        raise OpTypeError(
+            f"reinterpret needs types of one bit width, got {t.dtype} and {attrs.dtype}"
+        )
+    return TensorType(t.shape, attrs.dtype)
+
+
+def _reinterpret_samples(rng):
+    yield Sample([random_array(rng, (2, 3), "float32")], {"dtype": "int32"})
+    yield Sample([random_array(rng, (4,), "int16")], {"dtype": "float16"})
+    yield Sample([random_array(rng, (3,), "uint8")], {"dtype": "int8"})
+    yield Sample([random_array(rng, (2, 2), "int32")], {"dtype": "float32"})
+
+
+register(
+    OpDef(
+        "reinterpret",
+        _reinterpret_rel,
+        lambda xs, a: xs[0].view(dt.to_numpy(a.dtype)).copy(),
+        OpPattern.ELEMWISE,
+        ReinterpretAttrs,
+        (1, 1),
+        "the same bits read as another dtype of the same width (ONNX BitCast)",
+        samples=_reinterpret_samples,
     )
 )

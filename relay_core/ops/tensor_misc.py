@@ -1,5 +1,5 @@
-"""Ops ONNX defines that the other families do not: det, reinterpret (BitCast),
-col2im, nn.deformable_conv2d, tensor_scatter (KV-cache writes)."""
+"""Ops no other family has: det, col2im, nn.deformable_conv2d, tensor_scatter (KV-cache
+writes)."""
 
 from __future__ import annotations
 
@@ -47,43 +47,6 @@ register(
         (1, 1),
         "determinant of the square matrices in the last two axes",
         samples=_det_samples,
-    )
-)
-
-
-# -- reinterpret -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ReinterpretAttrs:
-    dtype: str = "float32"
-
-
-def _reinterpret_rel(args, attrs):
-    t = R.tensor(args[0])
-    R.dtype_attr(attrs.dtype, "reinterpret")
-    if "string" in (t.dtype, attrs.dtype) or dt.bits(t.dtype) != dt.bits(attrs.dtype):
-        raise OpTypeError(
-            f"reinterpret needs types of one bit width, got {t.dtype} and {attrs.dtype}"
-        )
-    return TensorType(t.shape, attrs.dtype)
-
-
-def _reinterpret_samples(rng):
-    yield Sample([random_array(rng, (2, 3), "float32")], {"dtype": "int32"})
-    yield Sample([random_array(rng, (4,), "int16")], {"dtype": "float16"})
-    yield Sample([random_array(rng, (3,), "uint8")], {"dtype": "int8"})
-    yield Sample([random_array(rng, (2, 2), "int32")], {"dtype": "float32"})
-
-
-register(
-    OpDef(
-        "reinterpret",
-        _reinterpret_rel,
-        lambda xs, a: xs[0].view(dt.to_numpy(a.dtype)).copy(),
-        OpPattern.ELEMWISE,
-        ReinterpretAttrs,
-        (1, 1),
-        "the same bits read as another dtype of the same width (ONNX BitCast)",
-        samples=_reinterpret_samples,
     )
 )
 
@@ -172,7 +135,7 @@ register(
         "col2im(data, image_shape, block_shape): sum sliding blocks "
         "(N, C * prod(block), L) back into images (ONNX Col2Im)",
         samples=_col2im_samples,
-        extra={"shape_inputs": (1,)},
+        shape_inputs=(1,),
     )
 )
 

@@ -1,5 +1,5 @@
-"""Gradients of the ONNX frontend's extra ops (rules and decompositions, installed with the
-others by grads.install() / decompose.install()).
+"""Gradients of the dyn_params, signal, ml and tensor_misc ops (rules and decompositions,
+installed with the others by grads.install() / decompose.install()).
 
 - dyn.* twins decompose into their static op once the parameter inputs are constants;
 - piecewise-constant ops (lookups, trees, the mel matrix) pass no gradient;
@@ -21,6 +21,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Constant, call, const
 from ..ir.types import TensorType
 from .decompose import decomposition
+from .dyn_params import DYN_REDUCTIONS
 from .grads import defgrad
 from .grads_tensor import gather_rule, nondiff
 from .registry import all_ops
@@ -38,16 +39,7 @@ def _via_static(call_, types):
 
 
 for _name in (
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "prod",
-    "l1_norm",
-    "l2_norm",
-    "log_sum",
-    "logsumexp",
-    "sum_square",
+    *DYN_REDUCTIONS,
     "squeeze",
     "unsqueeze",
     "split",
@@ -62,7 +54,7 @@ for _name in (
 @decomposition("dyn.image.resize")
 def _dyn_resize(call_, types):
     """The static resize when the parameters are constants, or statically empty (absent)."""
-    from .onnx_extra import static_resize_call
+    from .dyn_params import static_resize_call
 
     if not _static(types[0]):
         return None

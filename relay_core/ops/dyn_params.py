@@ -1,4 +1,4 @@
-"""Ops the ONNX frontend needs that the other families do not provide.
+"""Dynamic twins whose parameters (axes, pads, split sizes, resize scales) come as tensors.
 
 - dynamic twins whose parameter comes as a tensor (ONNX passes axes / pads / split sizes as
   inputs): dyn.sum ... dyn.sum_square (reductions with an axes tensor), dyn.squeeze,
@@ -76,7 +76,7 @@ def _reg(
     shape_inputs=(1,),
     **kw,
 ):
-    # extra["shape_inputs"]: inputs whose static length fixes the result's rank (as dyn.py).
+    # shape_inputs: inputs whose static length fixes the result's rank (as dyn.py).
     return register(
         OpDef(
             name,
@@ -88,7 +88,7 @@ def _reg(
             doc,
             samples=samples,
             to_static=to_static,
-            extra={"shape_inputs": shape_inputs},
+            shape_inputs=tuple(shape_inputs),
             **kw,
         )
     )
@@ -161,7 +161,8 @@ def _none_attrs(static: str):
     return lookup(static).make_attrs(axis=(), keepdims=True)
 
 
-for _r in [
+# The reductions with a dynamic twin `dyn.<name>` (te/lower_dyn.py and grads_misc.py use it).
+DYN_REDUCTIONS = (
     "sum",
     "mean",
     "max",
@@ -172,7 +173,8 @@ for _r in [
     "log_sum",
     "logsumexp",
     "sum_square",
-]:
+)
+for _r in DYN_REDUCTIONS:
     _dyn_reduce(_r)
 
 
@@ -364,28 +366,18 @@ def _pad_samples(rng):
     yield Sample([x, np.array([0, -1, 0, 2], np.int64)], {"pad_mode": "edge"})
 
 
-def _have(name: str) -> bool:
-    # Twins of ops from other families register only when that family is present
-    # (_all.py imports this module last).
-    from .registry import _REGISTRY, _ensure_loaded
-
-    _ensure_loaded()  # when this module is imported directly, load the families first
-    return name in _REGISTRY
-
-
-if _have("nn.pad"):
-    _reg(
-        "dyn.nn.pad",
-        _pad_rel,
-        _pad_ref,
-        DynPadAttrs,
-        (2, 3),
-        "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
-        "then all ends)",
-        _pad_samples,
-        _pad_static,
-        OpPattern.INJECTIVE,
-    )
+_reg(
+    "dyn.nn.pad",
+    _pad_rel,
+    _pad_ref,
+    DynPadAttrs,
+    (2, 3),
+    "dyn.nn.pad(data, pads[, value]): nn.pad with ONNX's flat pads tensor (all begins, "
+    "then all ends)",
+    _pad_samples,
+    _pad_static,
+    OpPattern.INJECTIVE,
+)
 
 
 # -- cumsum / cumprod with an axis tensor --------------------------------------------------------
@@ -477,7 +469,7 @@ _reg(
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
-def onnx_resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
+def resize_plan(shape, roi, scales, sizes, axes=None, policy="stretch"):
     """ONNX Resize's inputs (values for every axis, or for `axes`) as the spatial
     (size, scale, roi) of image.resizeNd; the batch and channel axes must stay as they are."""
     r = len(shape)
@@ -562,7 +554,7 @@ def _resize_rel(args, attrs):
 
 
 def _resize_static_attrs(shape, roi, scales, sizes, attrs):
-    size, scale, sp_roi = onnx_resize_plan(
+    size, scale, sp_roi = resize_plan(
         shape, roi, scales, sizes, attrs.axes, attrs.keep_aspect_ratio_policy
     )
     kw = {k: getattr(attrs, k) for k in _RESIZE_KEYS}
@@ -610,19 +602,18 @@ def _resize_samples(rng):
     )
 
 
-if _have("image.resize2d"):
-    _reg(
-        "dyn.image.resize",
-        _resize_rel,
-        _resize_ref,
-        DynResizeAttrs,
-        (4, 4),
-        "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
-        "(empty tensors for absent ones); spatial axes only",
-        _resize_samples,
-        _resize_static,
-        shape_inputs=(),
-    )
+_reg(
+    "dyn.image.resize",
+    _resize_rel,
+    _resize_ref,
+    DynResizeAttrs,
+    (4, 4),
+    "dyn.image.resize(data, roi, scales, sizes): ONNX Resize with run-time parameters "
+    "(empty tensors for absent ones); spatial axes only",
+    _resize_samples,
+    _resize_static,
+    shape_inputs=(),
+)
 
 
 # -- affine_grid with a size tensor ---------------------------------------------------------
@@ -666,14 +657,13 @@ def _affine_samples(rng):
     )
 
 
-if _have("image.affine_grid"):
-    _reg(
-        "dyn.image.affine_grid",
-        _affine_rel,
-        _affine_ref,
-        DynAffineGridAttrs,
-        (2, 2),
-        "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
-        _affine_samples,
-        _affine_static,
-    )
+_reg(
+    "dyn.image.affine_grid",
+    _affine_rel,
+    _affine_ref,
+    DynAffineGridAttrs,
+    (2, 2),
+    "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
+    _affine_samples,
+    _affine_static,
+)

@@ -1,4 +1,4 @@
-"""Output flattening shared by the frontend's tests and relay_import's torch runner."""
+"""The tensors of a torch model's output, flattened (relay_import's torch runner, the tests)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Developer tools: not shipped in the wheel (import graph, conformance reports, coverage)."""
