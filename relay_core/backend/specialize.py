@@ -65,6 +65,9 @@ class SpecializingModule:
         self._index.update({n: k for k, n in enumerate(names)})
         self.build_seconds = 0.0
         self.cache_hit = False
+        # run-time budget of one call, handed to every version (see CompiledModule)
+        self.max_iterations: int | None = None
+        self.timeout: float | None = None
 
     @property
     def versions(self) -> list[tuple]:
@@ -116,16 +119,21 @@ class SpecializingModule:
             self._versions.popitem(last=False)
         return lib
 
+    def _budgeted(self, lib):
+        lib.max_iterations, lib.timeout = self.max_iterations, self.timeout
+        return lib
+
     def __call__(self, /, *args, **kwargs) -> list[np.ndarray]:
         vals = self._bind(args, kwargs)
-        return self._version(vals)(*vals)
+        return self._budgeted(self._version(vals))(*vals)
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping, run_options=None):
         """onnxruntime's `run` (see CompiledModule.run)."""
         if not isinstance(input_feed, Mapping):
             raise InputError("run(output_names, input_feed) takes the inputs as a dict")
         vals = self._bind((), dict(input_feed))
-        return self._version(vals).run(output_names, dict(zip(self.input_names, vals)))
+        lib = self._budgeted(self._version(vals))
+        return lib.run(output_names, dict(zip(self.input_names, vals)))
 
     def get_inputs(self) -> list[NodeArg]:
         return [_node_arg(i) for i in self.manifest["inputs"]]

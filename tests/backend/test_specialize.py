@@ -54,3 +54,12 @@ def test_lru_keeps_max_versions(tmp_path, monkeypatch):
         lib(np.ones((n, 5), "float32"))
     assert lib.versions == [((2, 5),), ((3, 5),)]
     assert all(isinstance(v, CompiledModule) for v in lib._versions.values())
+
+
+def test_budget_reaches_every_version(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    lib = relay_core.build(_sort_module())
+    lib.max_iterations, lib.timeout = 10, 2.5
+    lib(np.ones((2, 5), "float32"))
+    (version,) = lib._versions.values()
+    assert (version.max_iterations, version.timeout) == (10, 2.5)
