@@ -166,7 +166,10 @@ def _scatter(ctx, self, dim, index, src, reduction="update"):
         s = _fit_src(ctx, ctx.cast(src, ctx.dtype(x)), idx)
     else:
         s = ctx.call("full_like", ctx.cast(idx, ctx.dtype(x)), ctx.expr(src, ctx.dtype(x)))
-    return ctx.call("scatter_elements", x, idx, s, axis=_norm(dim, nd), reduction=reduction)
+    # torch refuses negative indices here (unlike x[idx])
+    return ctx.call(
+        "scatter_elements", x, idx, s, axis=_norm(dim, nd), reduction=reduction, index_mode="strict"
+    )
 
 
 @aten("scatter.src", "scatter.value")
@@ -314,7 +317,7 @@ def index_add(ctx, self, dim, index, source, *, alpha=1):
     shape[dim] = -1
     idx = ctx.call("reshape", ctx.cast(ctx.expr(index), "int64"), newshape=tuple(shape))
     idx = ctx.call("broadcast_to_like", idx, src)
-    return ctx.call("scatter_elements", x, idx, src, axis=dim, reduction="add")
+    return ctx.call("scatter_elements", x, idx, src, axis=dim, reduction="add", index_mode="strict")
 
 
 @aten("index_copy.default")
@@ -327,7 +330,7 @@ def index_copy(ctx, self, dim, index, source):
     src = ctx.cast(ctx.expr(source), ctx.dtype(x))
     idx = ctx.call("reshape", ctx.cast(ctx.expr(index), "int64"), newshape=tuple(shape))
     idx = ctx.call("broadcast_to_like", idx, src)
-    return ctx.call("scatter_elements", x, idx, src, axis=dim)
+    return ctx.call("scatter_elements", x, idx, src, axis=dim, index_mode="strict")
 
 
 # -- distances ------------------------------------------------------------------------------------

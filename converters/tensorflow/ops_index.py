@@ -222,6 +222,7 @@ def GatherNd(ctx, params, indices, batch_dims=0):
         _index_first(ctx, indices),
         batch_dims=batch_dims,
         index_rank=m if isinstance(m, int) else None,
+        index_mode="strict",  # TF refuses negative indices
     )
 
 
@@ -229,12 +230,15 @@ def GatherNd(ctx, params, indices, batch_dims=0):
 def ScatterNd(ctx, indices, updates, shape):
     dims = ints(ctx, shape, "shape")
     data = ctx.call("zeros", shape=tuple(dims), dtype=ctx.dtype(updates))
-    return ctx.call("scatter_nd", data, _index_first(ctx, indices), updates, mode="add")
+    return ctx.call(
+        "scatter_nd", data, _index_first(ctx, indices), updates, mode="add", index_mode="strict"
+    )
 
 
 def _tensor_scatter(mode: str):
     def convert(ctx, tensor, indices, updates):
-        return ctx.call("scatter_nd", tensor, _index_first(ctx, indices), updates, mode=mode)
+        idx = _index_first(ctx, indices)
+        return ctx.call("scatter_nd", tensor, idx, updates, mode=mode, index_mode="strict")
 
     return convert
 
@@ -253,4 +257,5 @@ for _tf_op, _mode in {
 @TF.register("TensorScatterSub")
 def TensorScatterSub(ctx, tensor, indices, updates):
     neg = ctx.call("negative", updates)
-    return ctx.call("scatter_nd", tensor, _index_first(ctx, indices), neg, mode="add")
+    idx = _index_first(ctx, indices)
+    return ctx.call("scatter_nd", tensor, idx, neg, mode="add", index_mode="strict")

@@ -36,9 +36,12 @@ def _size(shape) -> int:
     return n
 
 
-def _fix(v, n):
-    """Negative indices count from the end; outside [-n, n) is a run-time error."""
+def _fix(v, n, mode: str = "fast"):
+    """fast: negative indices count from the end, outside [-n, n) is a run-time error;
+    strict: outside [0, n) is."""
     v = E.index(v)
+    if mode == "strict":
+        return E.check_index(v, n)
     return E.check_index(select(v < 0, v + n, v), n, v)
 
 
@@ -78,7 +81,7 @@ def _scatter_elements(inputs, attrs, out_type):
         d, i, u = ins
         out = outs[0]
         vs, nest = _nest(ishape, "s")
-        j = _fix(Load(i, ravel(vs, ishape), i.dtype), dshape[ax])
+        j = _fix(Load(i, ravel(vs, ishape), i.dtype), dshape[ax], attrs.index_mode)
         tgt = list(vs)
         tgt[ax] = j
         pos = ravel(tgt, dshape)
@@ -107,7 +110,8 @@ def _scatter_nd(inputs, attrs, out_type):
         vs, nest = _nest(ushape, "s")
         ys, rest = vs[:ny], vs[ny:]
         coords = [
-            _fix(Load(i, ravel([E.index(k)] + ys, ishape), i.dtype), dshape[k]) for k in range(m)
+            _fix(Load(i, ravel([E.index(k)] + ys, ishape), i.dtype), dshape[k], attrs.index_mode)
+            for k in range(m)
         ]
         pos = ravel(coords + rest, dshape)
         val = _combine(attrs.mode, Load(out, pos, out.dtype), Load(u, ravel(vs, ushape), u.dtype))

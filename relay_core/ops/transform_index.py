@@ -215,6 +215,12 @@ register(
 class GatherNDAttrs:
     batch_dims: int = 0
     index_rank: int | None = None  # M, when indices.shape[0] is not static
+    index_mode: str = "fast"  # "fast": negatives count from the end (ONNX); "strict": [0, n) (TF)
+
+
+def _check_index_mode(mode, op):
+    if mode not in ("fast", "strict"):
+        raise OpTypeError(f"{op}: index_mode must be fast or strict, got {mode!r}")
 
 
 def _index_depth(i, index_rank, op):
@@ -232,6 +238,7 @@ def _gather_nd_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "gather_nd")
     if i.ndim < 1:
         raise OpTypeError("gather_nd needs indices of rank >= 1")
+    _check_index_mode(attrs.index_mode, "gather_nd")
     m, b = _index_depth(i, attrs.index_rank, "gather_nd"), attrs.batch_dims
     if m < 1 or b < 0 or b + m > d.ndim or b >= i.ndim:
         raise OpTypeError(
@@ -243,7 +250,7 @@ def _gather_nd_rel(args, attrs):
     return TensorType(tuple(batch) + tuple(i.shape[1 + b :]) + tuple(d.shape[b + m :]), d.dtype)
 
 
-def _coords(data, idx, b):
+def _coords(data, idx, b, mode="fast"):
     """Advanced-index tuple for TVM-layout indices (M, B..., Y...) with b batch dims."""
     m = idx.shape[0]
     lead = idx.shape[1:]  # (B..., Y...)
@@ -253,13 +260,13 @@ def _coords(data, idx, b):
         shape[j] = data.shape[j]
         coords.append(np.arange(data.shape[j]).reshape(shape))
     for k in range(m):
-        coords.append(normalize_indices(idx[k], data.shape[b + k]))
+        coords.append(_take_indices(idx[k], data.shape[b + k], mode))
     return tuple(coords), lead
 
 
 def _gather_nd(xs, attrs):
     data, idx = xs
-    coords, _ = _coords(data, idx, attrs.batch_dims)
+    coords, _ = _coords(data, idx, attrs.batch_dims, attrs.index_mode)
     return np.asarray(data[coords])
 
 
@@ -276,6 +283,7 @@ def _gather_nd_samples(rng):
         (np.zeros((2, 0), np.int64), 0),
     ]:
         yield Sample([x, idx], {"batch_dims": b, "index_rank": idx.shape[0]})
+    yield Sample([x, np.array([[0, 2], [1, 3]])], {"index_rank": 2, "index_mode": "strict"})
 
 
 register(
@@ -313,12 +321,14 @@ def _apply(out, coords, updates, reduction):
 class ScatterElementsAttrs:
     axis: int = 0
     reduction: str = "update"  # update (ONNX "none"), add, mul, min, max
+    index_mode: str = "fast"  # "fast": negatives count from the end (ONNX); "strict": [0, n)
 
 
 def _scatter_el_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "scatter_elements")
     u = R.tensor(args[2], "updates")
     _check_reduction(attrs.reduction, "scatter_elements")
+    _check_index_mode(attrs.index_mode, "scatter_elements")
     if u.dtype != d.dtype:
         raise OpTypeError(f"scatter_elements: updates dtype {u.dtype} differs from data {d.dtype}")
     if d.ndim == 0 or i.ndim != d.ndim or u.ndim != d.ndim:
@@ -333,7 +343,7 @@ def _scatter_el(xs, attrs):
     data, idx, upd = xs
     ax = attrs.axis % data.ndim
     out = data.copy()
-    idx = normalize_indices(idx, data.shape[ax])
+    idx = _take_indices(idx, data.shape[ax], attrs.index_mode)
     _apply(out, _grid(idx.shape, ax, idx), upd, attrs.reduction)
     return out
 
@@ -350,6 +360,10 @@ def _scatter_el_samples(rng):
     yield Sample(
         [np.zeros(5, np.int32), np.array([1, 1, -1]), np.array([2, 3, 4], np.int32)],
         {"reduction": "add"},
+    )
+    yield Sample(
+        [np.zeros(5, np.int32), np.array([1, 1, 4]), np.array([2, 3, 4], np.int32)],
+        {"reduction": "add", "index_mode": "strict"},
     )
 
 
@@ -372,12 +386,14 @@ register(
 @dataclass(frozen=True)
 class ScatterNDAttrs:
     mode: str = "update"  # update, add, mul, min, max
+    index_mode: str = "fast"  # "fast": negatives count from the end (ONNX); "strict": [0, n) (TF)
 
 
 def _scatter_nd_rel(args, attrs):
     d, i = R.tensor(args[0], "data"), _index_tensor(args[1], "scatter_nd")
     u = R.tensor(args[2], "updates")
     _check_reduction(attrs.mode, "scatter_nd")
+    _check_index_mode(attrs.index_mode, "scatter_nd")
     if u.dtype != d.dtype:
         raise OpTypeError(f"scatter_nd: updates dtype {u.dtype} differs from data {d.dtype}")
     if i.ndim < 1:
@@ -397,7 +413,9 @@ def _scatter_nd_rel(args, attrs):
 def _scatter_nd(xs, attrs):
     data, idx, upd = xs
     out = data.copy()
-    coords = tuple(normalize_indices(idx[k], data.shape[k]) for k in range(idx.shape[0]))
+    coords = tuple(
+        _take_indices(idx[k], data.shape[k], attrs.index_mode) for k in range(idx.shape[0])
+    )
     _apply(out, coords, upd, attrs.mode)
     return out
 
@@ -413,6 +431,10 @@ def _scatter_nd_samples(rng):
         ]:
             ushape = idx.shape[1:] + x.shape[idx.shape[0] :]
             yield Sample([x, idx, random_array(rng, ushape, "float32")], {"mode": mode})
+    idx = np.array([[1, 2], [0, 2]])
+    yield Sample(
+        [x, idx, random_array(rng, (2, 2), "float32")], {"mode": "add", "index_mode": "strict"}
+    )
 
 
 register(

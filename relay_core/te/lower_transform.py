@@ -447,7 +447,8 @@ def _gather_nd(inputs, attrs, out_type):
         ys = o[b : b + ny]
         rest = o[b + ny :]
         coords = [
-            _fix_index(idx[(k,) + tuple(batch) + tuple(ys)], data.shape[b + k]) for k in range(m)
+            _fix_index(idx[(k,) + tuple(batch) + tuple(ys)], data.shape[b + k], attrs.index_mode)
+            for k in range(m)
         ]
         return data[tuple(batch) + tuple(coords) + tuple(rest)]
 

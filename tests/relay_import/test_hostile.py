@@ -151,7 +151,9 @@ def test_onnx_indices_match_onnxruntime(label):
 
 
 @pytest.mark.slow
-def test_torch_embedding_index_select_gather_refuse_like_torch():
+def test_torch_index_ops_refuse_like_torch():
+    """embedding, index_select, gather, scatter, scatter_add, index_add: torch refuses negative
+    and out-of-range indices; so do we (interpreted by the reference, compiled here)."""
     torch = pytest.importorskip("torch")
     import relay_import as ri
     from relay_core.errors import RelayError
@@ -164,7 +166,10 @@ def test_torch_embedding_index_select_gather_refuse_like_torch():
         def forward(self, i):
             w = self.emb.weight
             picked = torch.gather(w, 0, i.reshape(-1, 1).expand(-1, 2))
-            return self.emb(i), torch.index_select(w, 0, i), picked
+            z = torch.zeros(3)
+            ones = torch.ones(2)
+            scattered = z.scatter(0, i, ones), z.scatter_add(0, i, ones), z.index_add(0, i, ones)
+            return (self.emb(i), torch.index_select(w, 0, i), picked) + scattered
 
     m = M().eval()
     lib = ri.compile(ri.from_pytorch(m, example_inputs=(torch.tensor([0, 1]),)))
@@ -181,7 +186,9 @@ def test_torch_embedding_index_select_gather_refuse_like_torch():
 
 
 @pytest.mark.slow
-def test_tf_gather_refuses_like_tf():
+def test_tf_index_ops_refuse_like_tf():
+    """gather, embedding_lookup, gather_nd, scatter_nd, tensor_scatter_nd_add: TF (CPU) refuses
+    negative and out-of-range indices; so do we."""
     tf = pytest.importorskip("tensorflow")
     import relay_import as ri
     from relay_core.errors import RelayError
@@ -190,7 +197,14 @@ def test_tf_gather_refuses_like_tf():
 
     @tf.function(input_signature=[tf.TensorSpec([2], tf.int64)])
     def f(i):
-        return tf.gather(table, i), tf.nn.embedding_lookup(table, i)
+        nd = tf.reshape(i, (2, 1))
+        return (
+            tf.gather(table, i),
+            tf.nn.embedding_lookup(table, i),
+            tf.gather_nd(table, nd),
+            tf.scatter_nd(nd, tf.ones(2), [3]),
+            tf.tensor_scatter_nd_add(tf.zeros(3), nd, tf.ones(2)),
+        )
 
     lib = ri.compile(ri.from_tensorflow(f))
     for v in (2, -1, 3, 10**9):
