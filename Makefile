@@ -40,7 +40,7 @@ test-fast: $(STAMP)
 
 # The outside-model zoo (tests/zoo): every model, then the table in docs/model_zoo.md.
 zoo: $(STAMP)
-	$(BIN)/pip install -q -e '.[zoo]'
+	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
 	$(BIN)/python -m pytest -n 2 -q -m zoo tests/zoo $(PYTEST_ARGS)
 	$(BIN)/python -m tests.zoo.runner --run -j 2 --results zoo_results.jsonl --markdown docs/model_zoo.md
 

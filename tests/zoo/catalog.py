@@ -1,8 +1,8 @@
 """The outside-model zoo: architectures as users bring them, built here with random weights
 (no downloads). Each entry makes the model once and says how to feed it and how the source
 framework computes the reference; frontends: `keras` (a `.keras` file loaded with no shape
-arguments: batch None), `torch.export` (dynamic batch) and `onnx` (torch.onnx.export with a
-dynamic batch axis)."""
+arguments: batch None), `torch.export` (dynamic batch) and `onnx` (torch.onnx.export, its default
+dynamo exporter, with a dynamic batch)."""
 
 from __future__ import annotations
 
@@ -238,13 +238,14 @@ def _torch_prepared(make, frontend, workdir, name):
     def np_inputs(b):
         return [t.numpy() for t in inputs(b)]
 
+    batch = torch.export.Dim("batch", min=1, max=64)
+    dynamic = tuple({0: batch} for _ in ex)
     if frontend == "torch.export":
-        batch = torch.export.Dim("batch", min=1, max=64)
         with torch.no_grad():
-            ep = torch.export.export(
-                module, tuple(ex), dynamic_shapes=tuple({0: batch} for _ in ex)
-            )
+            ep = torch.export.export(module, tuple(ex), dynamic_shapes=dynamic)
         return Prepared(ep, reference, np_inputs)
+    # torch.onnx.export as a user calls it in torch 2.x: the default (dynamo) exporter, its
+    # default opset, the batch dynamic through dynamic_shapes (needs onnxscript: the zoo extra)
     path = os.path.join(workdir, f"{name}.onnx")
     names = [f"input{i}" for i in range(len(ex))]
     with torch.no_grad():
@@ -252,11 +253,10 @@ def _torch_prepared(make, frontend, workdir, name):
             module,
             tuple(ex),
             path,
-            dynamo=False,
             input_names=names,
             output_names=["output"],
-            dynamic_axes={n: {0: "batch"} for n in names + ["output"]},
-            opset_version=17,
+            dynamic_shapes=dynamic,
+            verbose=False,
         )
     return Prepared(path, reference, np_inputs)
 
