@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -62,8 +63,9 @@ def run_model(m) -> Result:
     from .catalog import workdir
 
     r = Result(m.id, m.name, m.frontend, m.family, "error")
+    wd = workdir()
     try:
-        prep = m.build(workdir())
+        prep = m.build(wd)
         t = time.perf_counter()
         mod = ri.load(prep.source, **prep.load_kw)
         r.convert_s = time.perf_counter() - t
@@ -95,6 +97,8 @@ def run_model(m) -> Result:
         r.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         if os.environ.get("RELAY_ZOO_TRACE"):
             traceback.print_exc()
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
     return r
 
 
