@@ -24,6 +24,23 @@ def _meta_dim(ctx, i: int):
     return ctx.importer.shape_dim(v.shape[i]) if not isinstance(v.shape[i], int) else v.shape[i]
 
 
+def _input_meta_dim(ctx, i: int):
+    """The Relay dim of the node's first input at `i`, from torch's metadata: torch knows two
+    symbolic dims are equal even where an earlier conversion left the Relay type's dim `?`."""
+    args = getattr(ctx.node, "args", None)
+    v = getattr(args[0], "meta", {}).get("val") if args else None
+    if v is None or not hasattr(v, "shape") or i >= len(v.shape):
+        return None
+    return ctx.importer.shape_dim(v.shape[i]) if not isinstance(v.shape[i], int) else v.shape[i]
+
+
+def _same_dim(ctx, in_shape, i: int, d) -> bool:
+    """Output dim `d` (a ShapeVar) is the input's dim at `i`."""
+    if not isinstance(d, ShapeVar) or i >= len(in_shape):
+        return False
+    return in_shape[i] == d or _input_meta_dim(ctx, i) == d
+
+
 def reshape_to(ctx, x: Expr, size) -> Expr:
     """Reshape `x` to torch `size` (ints, -1 and symbolic sizes)."""
     size = list(size)
@@ -41,10 +58,14 @@ def reshape_to(ctx, x: Expr, size) -> Expr:
     if 0 not in [v for v in size if not isinstance(v, Expr)]:
         copied = list(size)
         for i in dyn:
-            d = _meta_dim(ctx, i)
-            if i < len(in_shape) and isinstance(d, ShapeVar) and in_shape[i] == d:
+            if _same_dim(ctx, in_shape, i, _meta_dim(ctx, i)):
                 copied[i] = 0
         left = [i for i, v in enumerate(copied) if isinstance(v, Expr)]
+        if not left and has_neg:
+            # -1 beside a copied unknown dim: torch's metadata has its static size
+            for i, v in enumerate(copied):
+                if v == -1 and isinstance(_meta_dim(ctx, i), int):
+                    copied[i] = _meta_dim(ctx, i)
         if not left or (len(left) == 1 and not has_neg):
             for i in left:
                 copied[i] = -1

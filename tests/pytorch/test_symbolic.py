@@ -256,3 +256,27 @@ def test_size_queries_on_a_symbolic_tensor():
         f = Function((x,), ctx.expr(out))
         got = relay_core.evaluate(f, np.zeros((4, 5, 3), np.float32))
         assert int(got) == int(want), (name, args)
+
+
+class ViewAfterUnknownBatch(torch.nn.Module):
+    """GPT-NeoX's pattern: a tensor whose Relay batch dim is `?` (flattened and back), viewed /
+    expanded to [batch, -1, ...] and then split on a dim torch knows is static."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        y = x.reshape(-1, 24).reshape(b, 4, 24)  # Relay: (?, 4, 24), torch: (b, 4, 24)
+        q, k, v = y.view(b, -1, 24).chunk(3, dim=-1)  # the -1 is static for torch
+        m = (y[:, :1] > 0).expand(b, 4, 24).chunk(2, dim=-1)[0]
+        return q * k + v, m
+
+
+def test_view_and_expand_keep_static_dims_after_an_unknown_batch():
+    b = Dim("b", min=2, max=16)
+    seen = _check_dynamic(
+        ViewAfterUnknownBatch(),
+        (torch.randn(3, 4, 24),),
+        ({0: b},),
+        [2, 5],
+        lambda n: (torch.randn(n, 4, 24),),
+    )
+    assert "aten.expand.default" in seen
