@@ -364,6 +364,64 @@ def native_batch_norm(
     return outs
 
 
+@aten("_native_batch_norm_legit_functional.default")
+def native_batch_norm_functional(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,  # noqa: A002
+    training,
+    momentum,
+    eps,
+):
+    """The functional form (what a program that updates its running statistics becomes once
+    functionalised): the outputs of _native_batch_norm_legit plus the updated running mean and
+    variance (the variance's update is unbiased, as torch's)."""
+    x = ctx.expr(input)
+    if not training:
+        out, empty, _ = native_batch_norm_no_training(
+            ctx, x, weight, bias, running_mean, running_var, momentum, eps
+        )
+        return out, empty, empty, ctx.expr(running_mean), ctx.expr(running_var)
+    mean, var = batch_stats(ctx, x)
+    out = batch_norm(ctx, x, weight, bias, mean, var, eps)
+    d = ctx.dtype(x)
+    unbiased = ctx.call("variance", x, axis=_reduce_axes_except(ctx, x), unbiased=True)
+
+    def update(old, new):
+        keep = ctx.call("multiply", ctx.expr(old), ctx.expr(1.0 - float(momentum), d))
+        return ctx.call("add", keep, ctx.call("multiply", new, ctx.expr(float(momentum), d)))
+
+    return (
+        out,
+        mean,
+        _rstd(ctx, var, eps),
+        update(running_mean, mean),
+        update(running_var, unbiased),
+    )
+
+
+@aten("_batch_norm_with_update_functional.default")
+def batch_norm_with_update_functional(
+    ctx,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,
+    momentum,
+    eps,  # noqa: A002
+):
+    """Training batch norm, functional: (out, mean, rstd, reserve, new running mean, var)."""
+    out, mean, rstd, new_mean, new_var = native_batch_norm_functional(
+        ctx, input, weight, bias, running_mean, running_var, True, momentum, eps
+    )
+    reserve = ctx.call("zeros", shape=(0,), dtype="uint8")
+    return out, mean, rstd, reserve, new_mean, new_var
+
+
 @aten("_native_batch_norm_legit.no_stats")
 def native_batch_norm_no_stats(ctx, input, weight, bias, training, momentum, eps):  # noqa: A002
     x = ctx.expr(input)

@@ -31,9 +31,18 @@ def _layout_transform(inputs, attrs, out_type):
     return compute(shape, body, "layout_transform")
 
 
-@register_lower("nn.batch_flatten", "vm.reshape_tensor")
+@register_lower("vm.reshape_tensor")
 def _view(inputs, attrs, out_type):
     return reshape_to(inputs[0], tuple(out_type.shape))
+
+
+@register_lower("nn.batch_flatten")
+def _batch_flatten(inputs, attrs, out_type):
+    x = inputs[0]  # extents from the input: its batch may be a run-time dim
+    rest = 1
+    for d in x.shape[1:]:
+        rest = d * rest
+    return reshape_to(x, (x.shape[0], rest))
 
 
 @register_lower("on_device", "device_copy")

@@ -304,6 +304,45 @@ add(
         **TOL,
     )
 )
+# The functional forms a program that updates its running statistics becomes once functionalised:
+# every output compared, the updated running mean and (unbiased) variance included.
+for _train in (True, False):
+    add(
+        fn_case(
+            f"native_batch_norm_functional_{'train' if _train else 'eval'}",
+            lambda x, w, b, m, v, _t=_train: A._native_batch_norm_legit_functional.default(
+                x, w, b, m, v, _t, 0.1, 1e-5
+            ),
+            R(2, 3, 4),
+            R(3),
+            R(3),
+            R(3),
+            R(3, lo=0.5, hi=1.5),
+            expect=("aten._native_batch_norm_legit_functional.default",),
+            decomposed=False,
+            **TOL,
+        )
+    )
+add(
+    fn_case(
+        "batch_norm_with_update_functional",
+        lambda x, w, b, m, v: tuple(
+            o
+            for k, o in enumerate(
+                A._batch_norm_with_update_functional.default(x, w, b, m, v, 0.1, 1e-5)
+            )
+            if k != 3  # the reserve buffer (empty on CPU)
+        ),
+        R(2, 3, 4),
+        R(3),
+        R(3),
+        R(3),
+        R(3, lo=0.5, hi=1.5),
+        expect=("aten._batch_norm_with_update_functional.default",),
+        decomposed=False,
+        **TOL,
+    )
+)
 add(
     fn_case(
         "native_batch_norm_eval",
