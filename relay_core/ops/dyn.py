@@ -18,10 +18,11 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .creation import full_array, one_hot_array, one_hot_shape
+from .dyn_params import _const_ints, _ints, _static_call  # shared with the other dynamic ops
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
-from .registry import OpPattern, Sample, lookup
+from .registry import OpPattern, Sample
 from .sort import topk_arrays, topk_type
 from .transform import broadcast_array, reshape_shape, tile_shape
 from .transform_slice import slice_plan, strided_slice_array
@@ -46,22 +47,6 @@ def _length(t, op, what):
     if n is None:
         raise OpTypeError(f"{op}: the length of {what} must be static (it fixes the result's rank)")
     return n
-
-
-def _ints(x) -> tuple[int, ...]:
-    return tuple(int(v) for v in np.asarray(x).reshape(-1))
-
-
-def _const_ints(e):
-    from ..ir.expr import Constant
-
-    return _ints(e.data) if isinstance(e, Constant) else None
-
-
-def _static_call(call, name: str, args, **attrs):
-    from ..ir.expr import Call, Op
-
-    return Call(Op.get(name), tuple(args), lookup(name).make_attrs(**attrs), span=call.span)
 
 
 def _runtime(fn):
