@@ -4,11 +4,11 @@ onnx.reference or onnxruntime, and small array helpers."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from relay_core.ops import lookup
+from tests.require import require
 
-torch = pytest.importorskip("torch")
+torch = require("torch")
 F = torch.nn.functional
 
 

@@ -17,8 +17,9 @@ from relay_core.ir import Any, Call, ShapeVar, TensorType, TupleType, const, var
 from relay_core.ir import dtype as dt
 from relay_core.ir.expr import Op
 from relay_core.ops import lookup
+from tests.require import require
 
-onnx = pytest.importorskip("onnx")
+onnx = require("onnx")
 from onnx import helper  # noqa: E402
 from onnx.helper import np_dtype_to_tensor_dtype  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402

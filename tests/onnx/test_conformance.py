@@ -14,7 +14,9 @@ import os
 
 import pytest
 
-pytest.importorskip("onnx")
+from tests.require import require
+
+require("onnx")
 
 from tests.expected import ExpectedFailures  # noqa: E402
 from tools.onnx_conformance import folder_cases, light_cases, node_cases, run_case  # noqa: E402

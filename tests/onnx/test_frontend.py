@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+from tests.require import require
+
+onnx = require("onnx")
+ort = require("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 import relay_core  # noqa: E402

@@ -10,7 +10,9 @@ import os
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
+from tests.require import require
+
+onnx = require("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from converters.onnx import from_onnx, load_model  # noqa: E402

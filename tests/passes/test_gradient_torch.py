@@ -20,8 +20,9 @@ from relay_core.ir import (
     const,
     var,
 )
+from tests.require import require
 
-torch = pytest.importorskip("torch")
+torch = require("torch")
 F = torch.nn.functional
 
 F64 = "float64"

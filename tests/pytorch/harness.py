@@ -9,9 +9,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
-import pytest
 
-torch = pytest.importorskip("torch")
+from tests.require import require
+
+torch = require("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.require import require
+
+torch = require("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402
@@ -12,7 +14,7 @@ from relay_core.ir import Function, If, Let, post_order  # noqa: E402
 
 from .harness import assert_close  # noqa: E402
 
-while_loop = pytest.importorskip("torch._higher_order_ops.while_loop").while_loop
+while_loop = require("torch._higher_order_ops.while_loop").while_loop
 
 
 class Cond(torch.nn.Module):

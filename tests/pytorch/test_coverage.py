@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 
-import pytest
+from tests.require import require
 
-torch = pytest.importorskip("torch")
+torch = require("torch")
 
 from converters.pytorch import TORCH  # noqa: E402
 from tools.torch_coverage import core_aten_overloads, coverage  # noqa: E402

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.require import require
+
+torch = require("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.require import require
+
+torch = require("torch")
 
 import relay_core  # noqa: E402
 from converters.pytorch import from_pytorch  # noqa: E402
@@ -217,7 +219,7 @@ def test_dynamic_batch(compiled):
 
 
 def _hf():
-    return pytest.importorskip("transformers")
+    return require("transformers")
 
 
 @pytest.mark.slow

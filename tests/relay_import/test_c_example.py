@@ -8,9 +8,10 @@ import shutil
 import subprocess
 
 import numpy as np
-import pytest
 
-pytest.importorskip("onnxruntime")
+from tests.require import require
+
+require("onnxruntime")
 
 import relay_import  # noqa: E402
 

@@ -12,11 +12,12 @@ import pytest
 import relay_core
 import relay_import as ri
 from relay_core.backend import compiler
+from tests.require import require
 
 from .clirun import relay
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+onnx = require("onnx")
+ort = require("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 _F = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.require import require
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "demo_cnn.onnx"
 
@@ -33,7 +35,7 @@ def relay(*args, cwd=None, check=True):
 
 @pytest.fixture(scope="module")
 def torch_pt2(tmp_path_factory):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     torch.manual_seed(0)
     m = torch.nn.Sequential(
         torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5)
@@ -46,7 +48,7 @@ def torch_pt2(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tf_saved_model(tmp_path_factory):
-    keras = pytest.importorskip("keras")
+    keras = require("keras")
     m = keras.Sequential(
         [
             keras.Input((8, 8, 3)),
@@ -154,7 +156,7 @@ def test_pytorch_inspect_verify_compile(torch_pt2, tmp_path):
 
 
 def test_pickled_pt_is_refused(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     path = tmp_path / "whole.pt"
     torch.save(torch.nn.Linear(2, 2), str(path))
     p = relay("inspect", path, check=False)

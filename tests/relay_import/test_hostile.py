@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("onnxruntime")
+from tests.require import require
+
+require("onnxruntime")
 
 from tests.relay_import import hostile  # noqa: E402
 
@@ -154,7 +156,7 @@ def test_onnx_indices_match_onnxruntime(label):
 def test_torch_index_ops_refuse_like_torch():
     """embedding, index_select, gather, scatter, scatter_add, index_add: torch refuses negative
     and out-of-range indices; so do we (interpreted by the reference, compiled here)."""
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     import relay_import as ri
     from relay_core.errors import RelayError
 
@@ -189,7 +191,7 @@ def test_torch_index_ops_refuse_like_torch():
 def test_tf_index_ops_refuse_like_tf():
     """gather, embedding_lookup, gather_nd, scatter_nd, tensor_scatter_nd_add: TF (CPU) refuses
     negative and out-of-range indices; so do we."""
-    tf = pytest.importorskip("tensorflow")
+    tf = require("tensorflow")
     import relay_import as ri
     from relay_core.errors import RelayError
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.require import require
+
 from .clirun import DEMO, relay
 
 
 @pytest.fixture(scope="module")
 def torch_model():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     torch.manual_seed(0)
     return torch.nn.Sequential(
         torch.nn.Conv2d(3, 4, 3, padding=1),
@@ -36,7 +38,7 @@ def pt2(torch_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def keras_model():
-    keras = pytest.importorskip("keras")
+    keras = require("keras")
     keras.utils.set_random_seed(0)
     return keras.Sequential(
         [

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import relay_import as ri
+from tests.require import require
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo_cnn.onnx"
 TARGET = "/layer2/Relu_1"  # the second Relu of block 2: mid-network
@@ -67,7 +68,7 @@ def _negated_relu(ctx, x, *rest, **kw):
 
 
 def test_verify_pytorch_localises_planted_node():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
 
     class M(torch.nn.Module):
         def __init__(self):
@@ -93,7 +94,7 @@ def test_verify_pytorch_localises_planted_node():
 
 
 def test_verify_tensorflow_localises_planted_node():
-    keras = pytest.importorskip("keras")
+    keras = require("keras")
     m = keras.Sequential(
         [
             keras.Input((8, 8, 3)),

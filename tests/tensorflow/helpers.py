@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from tests.expected import ExpectedFailures
+from tests.require import require
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-tf = pytest.importorskip("tensorflow")
+tf = require("tensorflow")
 
 
 @dataclass

@@ -9,10 +9,11 @@ import pytest
 from converters.tensorflow import from_tensorflow, supported_ops  # noqa: E402
 from relay_core.errors import InputError, ModelLoadError, UnsupportedOpsError  # noqa: E402
 from relay_core.ir import Any, Call, TensorType, post_order  # noqa: E402
+from tests.require import require
 
 from .helpers import assert_close, rand, relay_outputs, tf
 
-keras = pytest.importorskip("keras")
+keras = require("keras")
 
 
 def _small_model():

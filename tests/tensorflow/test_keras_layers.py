@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from converters.tensorflow import from_tensorflow
+from tests.require import require
 
 from .helpers import flat, rel_error, relay_outputs, tf
 
-keras = pytest.importorskip("keras")
+keras = require("keras")
 L = keras.layers
 
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from converters.tensorflow import from_tensorflow  # noqa: E402
+from tests.require import require
 
 from .helpers import compiled_outputs, flat, rel_error, relay_outputs, tf
 
-keras = pytest.importorskip("keras")
+keras = require("keras")
 REL = 1e-4
 FIGURES: dict[str, float] = {}
 

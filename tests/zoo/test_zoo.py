@@ -10,6 +10,7 @@ import os
 import pytest
 
 from tests.expected import ExpectedFailures
+from tests.require import require
 
 from .catalog import catalog
 from .runner import run_model
@@ -25,9 +26,9 @@ def _param(m):
 @pytest.mark.parametrize("model", [_param(m) for m in catalog()])
 def test_zoo(model):
     if model.family == "transformers":
-        pytest.importorskip("transformers")
+        require("transformers")
     if model.family == "keras" or model.frontend == "keras":
-        pytest.importorskip("keras")
+        require("keras")
     r = run_model(model)
     with EXPECTED.check(model.id):
         assert r.status == "pass", r.error

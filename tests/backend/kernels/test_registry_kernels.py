@@ -39,8 +39,7 @@ def test_kernel_matches_ref(name):
             except NotImplementedError:
                 continue
             runs.append((kern, s, attrs, 1 + (k % 2)))
-    if not runs:
-        pytest.skip(f"{name}: no sample is supported by the kernel")
+    assert runs, f"{name}: no sample is supported by the kernel"
     km.compile()
     for kern, s, attrs, nt in runs:
         want = op.ref([np.asarray(x) for x in s.inputs], attrs)

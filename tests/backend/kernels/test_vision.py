@@ -8,6 +8,7 @@ import pytest
 
 from relay_core.ir import TensorType
 from relay_core.ops import all_ops
+from tests.require import require
 
 from .helpers import assert_close, index_epilogue, index_expected, run_batch
 
@@ -63,7 +64,7 @@ def test_roi_align(layout, dtype):
 
 
 def test_roi_align_matches_onnxruntime():
-    ort = pytest.importorskip("onnxruntime")
+    ort = require("onnxruntime")
     from onnx import TensorProto, helper
 
     x = rng.standard_normal((2, 3, 16, 12)).astype(np.float32)
