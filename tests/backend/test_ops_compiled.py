@@ -108,24 +108,31 @@ def _compile_and_check(name: str, only: int | None = None) -> None:
             where = (
                 f"{name} {[x.shape for x in s.inputs]} {[str(x.dtype) for x in s.inputs]} {s.attrs}"
             )
-            assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
-            assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
             if op.stateful:  # random: the same distribution, not numpy's numbers
+                assert (g.dtype, g.shape) == (r.dtype, r.shape), where
                 _check_random(name, s, g, where)
                 continue
-            if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
-                rtol, atol = _tolerance(s, r)
-                np.testing.assert_allclose(
-                    g.astype(np.float64),
-                    r.astype(np.float64),
-                    rtol=rtol,
-                    atol=atol,
-                    equal_nan=True,
-                    err_msg=where,
-                )
-            else:
-                np.testing.assert_array_equal(g, r, err_msg=where)
+            check_output(g, r, s, where)
     assert pos == len(got)
+
+
+def check_output(g, r, s, where: str) -> None:
+    """A compiled output against the reference's: dtype, shape, then values (floats within the
+    sample's tolerance, NaN equal to NaN; everything else exactly)."""
+    assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
+    assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
+    if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
+        rtol, atol = _tolerance(s, r)
+        np.testing.assert_allclose(
+            g.astype(np.float64),
+            r.astype(np.float64),
+            rtol=rtol,
+            atol=atol,
+            equal_nan=True,
+            err_msg=where,
+        )
+    else:
+        np.testing.assert_array_equal(g, r, err_msg=where)
 
 
 def _check_random(name, s, g, where):

@@ -22,7 +22,7 @@ from relay_core.ops import all_ops
 from relay_core.ops.registry import OpPattern
 from tests.expected import ExpectedFailures
 
-from .test_ops_compiled import EXPECTED_FAIL, _flat, _supported, _tolerance
+from .test_ops_compiled import EXPECTED_FAIL, _flat, _supported, check_output
 
 _CANDIDATES = sorted(n for n, op in all_ops().items() if n not in EXPECTED_FAIL and not op.stateful)
 EXPECTED = ExpectedFailures(
@@ -123,17 +123,4 @@ def test_op_unknown_leading_dim(name):
                     g = got[pos]
                     pos += 1
                     where = f"{name} size {size} {[x.shape for x in s.inputs]} {s.attrs}"
-                    assert g.dtype == r.dtype, f"{where}: dtype {g.dtype} vs {r.dtype}"
-                    assert g.shape == r.shape, f"{where}: shape {g.shape} vs {r.shape}"
-                    if r.dtype.kind in "fc" or dt.from_numpy(r.dtype) in dt.FLOAT_DTYPES:
-                        rtol, atol = _tolerance(s, r)
-                        np.testing.assert_allclose(
-                            g.astype(np.float64),
-                            r.astype(np.float64),
-                            rtol=rtol,
-                            atol=atol,
-                            equal_nan=True,
-                            err_msg=where,
-                        )
-                    else:
-                        np.testing.assert_array_equal(g, r, err_msg=where)
+                    check_output(g, r, s, where)
