@@ -15,7 +15,8 @@
                     768, 12 heads), token ids Bx128, use_cache=False; output last_hidden_state
     lstm            torch.nn.LSTM, 2 layers, input 128, hidden 256, batch first, Bx64x128
 
-    Keras (keras.applications, weights=None):
+    Keras (keras.applications, weights=None, classifier_activation=None: logits, as the
+    torchvision models give; ONNX export needs tf2onnx, which is not a dependency):
     keras_mobilenet_v2  MobileNetV2, Bx224x224x3
     keras_resnet50      ResNet50, Bx224x224x3
 
@@ -46,9 +47,7 @@ def _pixels_nchw(size=224):
 
 
 def _pixels_nhwc(size=224):
-    return lambda b: [
-        np.random.default_rng(b).uniform(0, 255, (b, size, size, 3)).astype("float32")
-    ]
+    return lambda b: [np.random.default_rng(b).normal(size=(b, size, size, 3)).astype("float32")]
 
 
 def _ids(vocab, seq):
@@ -131,7 +130,9 @@ def _keras_app(app):
         import keras
 
         keras.utils.set_random_seed(0)
-        model = getattr(keras.applications, app)(weights=None, input_shape=(224, 224, 3))
+        model = getattr(keras.applications, app)(
+            weights=None, input_shape=(224, 224, 3), classifier_activation=None
+        )
         return model, _pixels_nhwc()
 
     return make

@@ -173,14 +173,19 @@ def export_torch_onnx(module, xs, path: str) -> None:
 
 
 def export_keras_onnx(model, xs, path: str) -> None:
+    """tf2onnx (not a dependency of this project: put it on the path to get these rows) on the
+    model traced as a tf.function (its `from_keras` predates Keras 3)."""
     try:
         import tf2onnx
     except ImportError:
         raise ImportError("tf2onnx is not installed: no ONNX export for Keras models") from None
     import tensorflow as tf
 
-    spec = [tf.TensorSpec(x.shape, tf.as_dtype(x.dtype)) for x in xs]
-    tf2onnx.convert.from_keras(model, input_signature=spec, output_path=path)
+    spec = [
+        tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"input{i}") for i, x in enumerate(xs)
+    ]
+    fn = tf.function(lambda *a: model(list(a) if len(a) > 1 else a[0], training=False))
+    tf2onnx.convert.from_function(fn, input_signature=spec, opset=17, output_path=path)
 
 
 class Case:
