@@ -73,6 +73,8 @@ def _torchvision(fn_name, **kw):
                 hidden_dim=384,
                 mlp_dim=1536,
             )
+            # torchvision zero-initialises the classifier head: every output would be 0
+            torch.nn.init.normal_(m.heads.head.weight, std=0.02)
         else:
             m = getattr(tv.models, fn_name)(weights=None, **kw)
         _randomise_norms(m)
