@@ -554,7 +554,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes (default 1,8)")
     ap.add_argument("--quiet", action="store_true", help="only the quiet-machine rounds")
     ap.add_argument("--busy", action="store_true", help="only the busy-machine rounds")
-    ap.add_argument("--rounds", type=int, default=25, help="rounds per model, batch and mode")
+    ap.add_argument("--rounds", type=int, default=40, help="rounds per model, batch and mode")
     ap.add_argument(
         "--budget", type=float, default=30.0, help="seconds of rounds per model, batch and mode"
     )
