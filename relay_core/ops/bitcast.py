@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 @dataclass(frozen=True)
@@ -122,3 +122,8 @@ register(
         samples=_reinterpret_samples,
     )
 )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare("bitcast", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)
+declare("reinterpret", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)

@@ -13,7 +13,7 @@ from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
 from .misc import cast_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _scalar(t, op, what):
@@ -317,3 +317,38 @@ register(
 )
 
 __all__ = ["arange_array", "full_array", "one_hot_shape", "one_hot_array"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "arange",
+    lower=Rule("relay_core.te.lower_dyn:_arange"),
+    grad=Rule("relay_core.ops.grads_tensor:_arange"),
+)
+declare(
+    "full",
+    lower=Rule("relay_core.te.lower_misc:_full"),
+    grad=Rule("relay_core.ops.grads_tensor:_full"),
+)
+declare("zeros", lower=Rule("relay_core.te.lower_misc:_filled", 0, False))
+declare("ones", lower=Rule("relay_core.te.lower_misc:_filled", 1, False))
+declare(
+    "zeros_like",
+    lower=Rule("relay_core.te.lower_misc:_filled", 0, True),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "zeros_like"),
+)
+declare(
+    "ones_like",
+    lower=Rule("relay_core.te.lower_misc:_filled", 1, True),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ones_like"),
+)
+declare(
+    "full_like",
+    lower=Rule("relay_core.te.lower_misc:_full_like"),
+    grad=Rule("relay_core.ops.grads_tensor:_full_like"),
+)
+declare(
+    "one_hot",
+    lower=Rule("relay_core.te.lower_misc:_one_hot"),
+    grad=Rule("relay_core.ops.grads_tensor:_one_hot"),
+)

@@ -22,7 +22,7 @@ from .dyn_params import _const_ints, _ints, _static_call  # shared with the othe
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
-from .registry import OpPattern, Sample
+from .registry import OpPattern, Rule, Sample, declare
 from .sort import topk_arrays, topk_type
 from .transform import broadcast_array, reshape_shape, tile_shape
 from .transform_slice import slice_plan, strided_slice_array
@@ -519,4 +519,49 @@ _dyn(
     _trilu_static,
     shape_inputs=(),
     pattern=OpPattern.INJECTIVE,
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "dyn.reshape",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reshape"),
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "dyn.reshape"),
+)
+declare(
+    "dyn.broadcast_to",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_broadcast_to"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
+)
+declare(
+    "dyn.tile",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_tile"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.tile", (0,)),
+)
+declare(
+    "dyn.strided_slice",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_strided_slice"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.strided_slice", (0,)),
+)
+declare(
+    "dyn.full",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_full"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_full"),
+)
+declare("dyn.zeros", lower=Rule("relay_core.te.lower_dyn:_dyn_const", 0))
+declare("dyn.ones", lower=Rule("relay_core.te.lower_dyn:_dyn_const", 1))
+declare(
+    "dyn.topk",
+    lower=Rule("relay_core.backend.lower_loops:_dyn_topk"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_topk"),
+)
+declare(
+    "dyn.one_hot",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_one_hot"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_one_hot"),
+)
+declare(
+    "dyn.trilu",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_trilu"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.trilu", (0,)),
 )

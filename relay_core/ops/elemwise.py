@@ -9,7 +9,7 @@ import numpy as np
 from ..ir.expr import call
 from .factories import binary, unary
 from .grads import mul
-from .registry import OpPattern
+from .registry import OpPattern, Rule, declare
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -212,3 +212,258 @@ binary("left_shift", _shift(np.left_shift), kind="int")
 binary("right_shift", _shift(np.right_shift), kind="int")
 
 __all__ = ["OpPattern"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "exp",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "exp"),
+    grad=Rule("relay_core.ops.grads:_g_exp"),
+)
+declare(
+    "exp2",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "exp2"),
+    grad=Rule("relay_core.ops.grads:_g_exp2"),
+)
+declare(
+    "expm1",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "expm1"),
+    grad=Rule("relay_core.ops.grads:_g_expm1"),
+)
+declare(
+    "log",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log"),
+    grad=Rule("relay_core.ops.grads:_g_log"),
+)
+declare(
+    "log2",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log2"),
+    grad=Rule("relay_core.ops.grads:_g_log2"),
+)
+declare(
+    "log10",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log10"),
+    grad=Rule("relay_core.ops.grads:_g_log10"),
+)
+declare(
+    "log1p",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log1p"),
+    grad=Rule("relay_core.ops.grads:_g_log1p"),
+)
+declare(
+    "sqrt",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sqrt"),
+    grad=Rule("relay_core.ops.grads:_g_sqrt"),
+)
+declare(
+    "rsqrt",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "rsqrt"),
+    grad=Rule("relay_core.ops.grads:_g_rsqrt"),
+)
+declare(
+    "sin",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sin"),
+    grad=Rule("relay_core.ops.grads:_g_sin"),
+)
+declare(
+    "cos",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "cos"),
+    grad=Rule("relay_core.ops.grads:_g_cos"),
+)
+declare(
+    "tan",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "tan"),
+    grad=Rule("relay_core.ops.grads:_g_tan"),
+)
+declare(
+    "asin",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "asin"),
+    grad=Rule("relay_core.ops.grads:_g_asin"),
+)
+declare(
+    "acos",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "acos"),
+    grad=Rule("relay_core.ops.grads:_g_acos"),
+)
+declare(
+    "atan",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "atan"),
+    grad=Rule("relay_core.ops.grads:_g_atan"),
+)
+declare(
+    "sinh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sinh"),
+    grad=Rule("relay_core.ops.grads:_g_sinh"),
+)
+declare(
+    "cosh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "cosh"),
+    grad=Rule("relay_core.ops.grads:_g_cosh"),
+)
+declare(
+    "tanh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "tanh"),
+    grad=Rule("relay_core.ops.grads:_g_tanh"),
+)
+declare(
+    "asinh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "asinh"),
+    grad=Rule("relay_core.ops.grads:_g_asinh"),
+)
+declare(
+    "acosh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "acosh"),
+    grad=Rule("relay_core.ops.grads:_g_acosh"),
+)
+declare(
+    "atanh",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "atanh"),
+    grad=Rule("relay_core.ops.grads:_g_atanh"),
+)
+declare(
+    "erf",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "erf"),
+    grad=Rule("relay_core.ops.grads:_g_erf"),
+)
+declare(
+    "sigmoid",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sigmoid"),
+    grad=Rule("relay_core.ops.grads:_g_sigmoid"),
+)
+declare(
+    "floor",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "floor"),
+    grad=Rule("relay_core.ops.grads:zero_grad", "floor"),
+)
+declare(
+    "ceil",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "ceil"),
+    grad=Rule("relay_core.ops.grads:zero_grad", "ceil"),
+)
+declare(
+    "round",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "round"),
+    grad=Rule("relay_core.ops.grads:zero_grad", "round"),
+)
+declare(
+    "trunc",
+    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "trunc"),
+    grad=Rule("relay_core.ops.grads:zero_grad", "trunc"),
+)
+declare(
+    "reciprocal",
+    lower=Rule("relay_core.te.lower_elemwise:_r_reciprocal"),
+    grad=Rule("relay_core.ops.grads:_g_reciprocal"),
+)
+declare("isnan", lower=Rule("relay_core.te.lower_elemwise:_r_isnan"))
+declare("isinf", lower=Rule("relay_core.te.lower_elemwise:_r_isinf"))
+declare("isfinite", lower=Rule("relay_core.te.lower_elemwise:_r_isfinite"))
+declare("isposinf", lower=Rule("relay_core.te.lower_elemwise:_r_isposinf"))
+declare("isneginf", lower=Rule("relay_core.te.lower_elemwise:_r_isneginf"))
+declare(
+    "abs",
+    lower=Rule("relay_core.te.lower_elemwise:_r_abs"),
+    grad=Rule("relay_core.ops.grads:_g_abs"),
+)
+declare(
+    "negative",
+    lower=Rule("relay_core.te.lower_elemwise:_r_negative"),
+    grad=Rule("relay_core.ops.grads:_g_negative"),
+)
+declare(
+    "sign",
+    lower=Rule("relay_core.te.lower_elemwise:_r_sign"),
+    grad=Rule("relay_core.ops.grads:zero_grad", "sign"),
+)
+declare(
+    "square",
+    lower=Rule("relay_core.te.lower_elemwise:_r_square"),
+    grad=Rule("relay_core.ops.grads:_g_square"),
+)
+declare(
+    "copy",
+    lower=Rule("relay_core.te.lower_elemwise:_r_copy"),
+    view=True,
+    grad=Rule("relay_core.ops.grads:_g_copy"),
+)
+declare("logical_not", lower=Rule("relay_core.te.lower_elemwise:_r_logical_not"))
+declare("bitwise_not", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_not"))
+declare(
+    "add",
+    lower=Rule("relay_core.te.lower_elemwise:_r_add"),
+    grad=Rule("relay_core.ops.grads:_g_add"),
+)
+declare(
+    "subtract",
+    lower=Rule("relay_core.te.lower_elemwise:_r_subtract"),
+    grad=Rule("relay_core.ops.grads:_g_subtract"),
+)
+declare(
+    "multiply",
+    lower=Rule("relay_core.te.lower_elemwise:_r_multiply"),
+    grad=Rule("relay_core.ops.grads:_g_multiply"),
+)
+declare(
+    "divide",
+    lower=Rule("relay_core.te.lower_elemwise:_r_divide"),
+    grad=Rule("relay_core.ops.grads:_g_divide"),
+)
+declare(
+    "floor_divide",
+    lower=Rule("relay_core.te.lower_elemwise:_r_floor_divide"),
+    grad=Rule("relay_core.ops.grads:_g_floor_divide"),
+)
+declare(
+    "mod",
+    lower=Rule("relay_core.te.lower_elemwise:_r_mod"),
+    grad=Rule("relay_core.ops.grads:_g_mod"),
+)
+declare(
+    "floor_mod",
+    lower=Rule("relay_core.te.lower_elemwise:_r_floor_mod"),
+    grad=Rule("relay_core.ops.grads:_g_floor_mod"),
+)
+declare(
+    "power",
+    lower=Rule("relay_core.te.lower_elemwise:_r_power"),
+    grad=Rule("relay_core.ops.grads:_g_power"),
+)
+declare(
+    "maximum",
+    lower=Rule("relay_core.te.lower_elemwise:_r_maximum"),
+    grad=Rule("relay_core.ops.grads:_minmax", "maximum", "greater_equal", "less"),
+)
+declare(
+    "minimum",
+    lower=Rule("relay_core.te.lower_elemwise:_r_minimum"),
+    grad=Rule("relay_core.ops.grads:_minmax", "minimum", "less_equal", "greater"),
+)
+declare(
+    "fmax",
+    lower=Rule("relay_core.te.lower_elemwise:_r_fmax"),
+    grad=Rule("relay_core.ops.grads:_minmax", "fmax", "greater_equal", "less"),
+)
+declare(
+    "fmin",
+    lower=Rule("relay_core.te.lower_elemwise:_r_fmin"),
+    grad=Rule("relay_core.ops.grads:_minmax", "fmin", "less_equal", "greater"),
+)
+declare(
+    "atan2",
+    lower=Rule("relay_core.te.lower_elemwise:_r_atan2"),
+    grad=Rule("relay_core.ops.grads:_g_atan2"),
+)
+declare("equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "equal", "eq"))
+declare("not_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "not_equal", "ne"))
+declare("less", lower=Rule("relay_core.te.lower_elemwise:_compare", "less", "lt"))
+declare("less_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "less_equal", "le"))
+declare("greater", lower=Rule("relay_core.te.lower_elemwise:_compare", "greater", "gt"))
+declare("greater_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "greater_equal", "ge"))
+declare("logical_and", lower=Rule("relay_core.te.lower_elemwise:_r_logical_and"))
+declare("logical_or", lower=Rule("relay_core.te.lower_elemwise:_r_logical_or"))
+declare("logical_xor", lower=Rule("relay_core.te.lower_elemwise:_r_logical_xor"))
+declare("bitwise_and", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_and"))
+declare("bitwise_or", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_or"))
+declare("bitwise_xor", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_xor"))
+declare("left_shift", lower=Rule("relay_core.te.lower_elemwise:_r_left_shift"))
+declare("right_shift", lower=Rule("relay_core.te.lower_elemwise:_r_right_shift"))

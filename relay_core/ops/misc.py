@@ -12,7 +12,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 # -- cast -----------------------------------------------------------------------------------------
 # Float8 types with a saturating cast (ONNX Cast `saturate`): out-of-range and +-inf go to +-max.
@@ -575,3 +575,48 @@ register(
 )
 
 __all__ = ["cast_array", "parse_einsum", "trilu_array", "SATURATING_FLOAT8"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "cast",
+    lower=Rule("relay_core.te.lower_misc:_cast"),
+    grad=Rule("relay_core.ops.grads_tensor:_cast"),
+)
+declare(
+    "cast_like",
+    lower=Rule("relay_core.te.lower_misc:_cast_like"),
+    grad=Rule("relay_core.ops.grads_tensor:_cast_like"),
+)
+declare(
+    "where",
+    lower=Rule("relay_core.te.lower_transform:_where"),
+    grad=Rule("relay_core.ops.grads_tensor:_where"),
+)
+declare(
+    "clip",
+    lower=Rule("relay_core.te.lower_misc:_clip"),
+    grad=Rule("relay_core.ops.grads_tensor:_clip"),
+)
+declare(
+    "cumsum",
+    lower=Rule("relay_core.te.lower_misc:_scan", "sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_cumsum"),
+)
+declare(
+    "cumprod",
+    lower=Rule("relay_core.te.lower_misc:_scan", "prod"),
+    grad=Rule("relay_core.ops.grads_tensor:_cumprod"),
+)
+declare(
+    "einsum",
+    lower=Rule("relay_core.te.lower_misc:_einsum"),
+    grad=Rule("relay_core.ops.grads_tensor:_einsum"),
+)
+declare(
+    "trilu",
+    lower=Rule("relay_core.te.lower_transform:_trilu"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "trilu", (0,)),
+)
+declare("shape_of", lower=Rule("relay_core.te.lower_misc:_shape_of"))
+declare("ndarray_size", lower=Rule("relay_core.te.lower_misc:_ndarray_size"))

@@ -10,7 +10,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 # -- label_encoder -------------------------------------------------------------------------------
@@ -197,4 +197,17 @@ register(
         "a forest of decision trees, leaf weights aggregated per target (ai.onnx.ml TreeEnsemble)",
         samples=_te_samples,
     )
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "ml.label_encoder",
+    lower=Rule("relay_core.te.lower_ml:_label_encoder"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.label_encoder"),
+)
+declare(
+    "ml.tree_ensemble",
+    lower=Rule("relay_core.te.lower_ml:_tree_ensemble"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.tree_ensemble"),
 )

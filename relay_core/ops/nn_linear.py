@@ -15,7 +15,7 @@ from ..ir.types import TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -269,4 +269,31 @@ register(
         "add a 1-D bias along `axis`",
         samples=_bias_add_samples,
     )
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.dense",
+    lower=Rule("relay_core.te.lower_nn:_dense"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_dense"),
+    batch_axis0=lambda attrs: True,
+    grad=Rule("relay_core.ops.grads_nn:_dense"),
+)
+declare(
+    "nn.matmul",
+    lower=Rule("relay_core.te.lower_nn:_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_matmul"),
+)
+declare(
+    "nn.batch_matmul",
+    lower=Rule("relay_core.te.lower_nn:_batch_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_batch_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_batch_matmul"),
+)
+declare(
+    "nn.bias_add",
+    lower=Rule("relay_core.te.lower_nn:_bias_add"),
+    grad=Rule("relay_core.ops.grads_nn:_bias_add"),
 )

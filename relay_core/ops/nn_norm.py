@@ -13,7 +13,7 @@ from ..errors import OpTypeError
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -446,4 +446,47 @@ register(
         "(x - mean) / (std + epsilon) over axes (ONNX MVN)",
         samples=_mvn_samples,
     )
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.batch_norm",
+    lower=Rule("relay_core.te.lower_nn:_batch_norm"),
+    decompose=Rule("relay_core.ops.decompose:_batch_norm"),
+)
+declare(
+    "nn.layer_norm",
+    lower=Rule("relay_core.te.lower_nn:_layer_norm"),
+    decompose=Rule("relay_core.ops.decompose:_layer_norm"),
+)
+declare(
+    "nn.rms_norm",
+    lower=Rule("relay_core.te.lower_nn:_rms_norm"),
+    decompose=Rule("relay_core.ops.decompose:_rms_norm"),
+)
+declare(
+    "nn.instance_norm",
+    lower=Rule("relay_core.te.lower_nn:_instance_norm"),
+    decompose=Rule("relay_core.ops.decompose:_instance_norm"),
+)
+declare(
+    "nn.group_norm",
+    lower=Rule("relay_core.te.lower_nn:_group_norm"),
+    decompose=Rule("relay_core.ops.decompose:_group_norm"),
+)
+declare(
+    "nn.l2_normalize",
+    lower=Rule("relay_core.te.lower_nn:_l2_normalize"),
+    decompose=Rule("relay_core.ops.decompose:_l2_normalize"),
+)
+declare(
+    "nn.lrn",
+    lower=Rule("relay_core.te.lower_nn:_lrn"),
+    decompose=Rule("relay_core.ops.decompose:_lrn"),
+)
+declare(
+    "nn.mean_variance_normalization",
+    lower=Rule("relay_core.te.lower_nn:_mvn"),
+    decompose=Rule("relay_core.ops.decompose:_mvn"),
 )

@@ -19,7 +19,7 @@ from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
 from .misc import SATURATING_FLOAT8
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 QUANT_INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int4", "uint4", "int2", "uint2")
 QUANT_FLOAT_DTYPES = tuple(sorted(SATURATING_FLOAT8)) + ("float4_e2m1fn",)
@@ -271,3 +271,16 @@ register(
 )
 
 __all__ = ["QUANT_DTYPES", "expand_param", "quantize_array", "dequantize_array"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "qnn.quantize",
+    lower=Rule("relay_core.te.lower_misc:_quantize"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_qnn_quantize"),
+)
+declare(
+    "qnn.dequantize",
+    lower=Rule("relay_core.te.lower_misc:_dequantize"),
+    grad=Rule("relay_core.ops.grads_tensor:_dequantize"),
+)

@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _float_dtype(d, op):
@@ -224,3 +224,12 @@ register(
         samples=_multinomial_samples,
     )
 )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare("random.uniform", lower=Rule("relay_core.te.lower_random:_uniform"))
+declare("random.normal", lower=Rule("relay_core.te.lower_random:_normal_op"))
+declare("random.uniform_like", lower=Rule("relay_core.te.lower_random:_uniform_like"))
+declare("random.normal_like", lower=Rule("relay_core.te.lower_random:_normal_like"))
+declare("random.bernoulli", lower=Rule("relay_core.te.lower_random:_bernoulli"))
+declare("random.multinomial", lower=Rule("relay_core.te.lower_random:_multinomial"))

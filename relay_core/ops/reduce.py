@@ -16,7 +16,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from . import relations as R
 from .factories import SAMPLE_DTYPES, check_kind, random_array, reduce, reduce_axes
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _acc(x: np.ndarray) -> np.ndarray:
@@ -338,3 +338,70 @@ register(
 )
 
 __all__ = ["ArgReduceAttrs", "VarianceAttrs", "reduce_samples"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "sum",
+    lower=Rule("relay_core.te.lower_reduce:_r_sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_sum"),
+)
+declare(
+    "prod",
+    lower=Rule("relay_core.te.lower_reduce:_r_prod"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_prod"),
+)
+declare(
+    "max",
+    lower=Rule("relay_core.te.lower_reduce:_r_max"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_max"),
+)
+declare(
+    "min",
+    lower=Rule("relay_core.te.lower_reduce:_r_min"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_min"),
+)
+declare(
+    "mean",
+    lower=Rule("relay_core.te.lower_reduce:_mean"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_mean"),
+)
+declare(
+    "logsumexp",
+    lower=Rule("relay_core.te.lower_reduce:_logsumexp"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_logsumexp"),
+)
+declare(
+    "l1_norm",
+    lower=Rule("relay_core.te.lower_reduce:_r_l1_norm"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_l1_norm"),
+)
+declare(
+    "l2_norm",
+    lower=Rule("relay_core.te.lower_reduce:_l2"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_l2_norm"),
+)
+declare(
+    "sum_square",
+    lower=Rule("relay_core.te.lower_reduce:_r_sum_square"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_sum_square"),
+)
+declare(
+    "log_sum",
+    lower=Rule("relay_core.te.lower_reduce:_log_sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_log_sum"),
+)
+declare("all", lower=Rule("relay_core.te.lower_reduce:_r_all"))
+declare("any", lower=Rule("relay_core.te.lower_reduce:_r_any"))
+declare("argmax", lower=Rule("relay_core.te.lower_reduce:_r_argmax"))
+declare("argmin", lower=Rule("relay_core.te.lower_reduce:_r_argmin"))
+declare(
+    "variance",
+    lower=Rule("relay_core.te.lower_reduce:_r_variance"),
+    grad=Rule("relay_core.ops.grads_tensor:_variance"),
+)
+declare(
+    "std",
+    lower=Rule("relay_core.te.lower_reduce:_r_std"),
+    grad=Rule("relay_core.ops.grads_tensor:_std"),
+)

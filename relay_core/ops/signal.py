@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
@@ -272,4 +272,22 @@ register(
         samples=_mel_samples,
         data_dependent_shape=True,
     )
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "dft",
+    lower=Rule("relay_core.te.lower_signal:_dft"),
+    grad=Rule("relay_core.ops.grads_misc:_g_dft"),
+)
+declare(
+    "stft",
+    lower=Rule("relay_core.te.lower_signal:_stft"),
+    decompose=Rule("relay_core.ops.grads_misc:_stft"),
+)
+declare(
+    "mel_weight_matrix",
+    lower=Rule("relay_core.te.lower_signal:_mel"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "mel_weight_matrix"),
 )

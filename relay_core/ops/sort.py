@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _computable(x: np.ndarray) -> np.ndarray:
@@ -261,3 +261,22 @@ register(
 )
 
 __all__ = ["sort_indices", "topk_type", "topk_arrays", "unique_arrays"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "sort",
+    lower=Rule("relay_core.backend.lower_loops:_sort"),
+    grad=Rule("relay_core.ops.grads_tensor:_sort"),
+)
+declare("argsort", lower=Rule("relay_core.backend.lower_loops:_argsort"))
+declare(
+    "topk",
+    lower=Rule("relay_core.backend.lower_loops:_topk"),
+    grad=Rule("relay_core.ops.grads_tensor:_topk"),
+)
+declare(
+    "unique",
+    lower=Rule("relay_core.backend.lower_select:_unique"),
+    grad=Rule("relay_core.ops.grads_tensor:_unique"),
+)

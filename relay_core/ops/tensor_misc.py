@@ -13,7 +13,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 # -- det -----------------------------------------------------------------------------------------
@@ -366,3 +366,19 @@ register(
         data_dependent_shape=True,
     )
 )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "col2im",
+    lower=Rule("relay_core.te.lower_signal:_col2im"),
+    grad=Rule("relay_core.ops.grads_misc:_g_col2im"),
+)
+declare(
+    "tensor_scatter",
+    lower=Rule("relay_core.te.lower_signal:_tensor_scatter"),
+    grad=Rule("relay_core.ops.grads_misc:_g_tensor_scatter"),
+)
+
+declare("det", decompose=Rule("relay_core.ops.grads_misc:_det"))
+declare("nn.deformable_conv2d", decompose=Rule("relay_core.ops.grads_misc:_deform"))

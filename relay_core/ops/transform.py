@@ -15,7 +15,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def as_contiguous(x) -> np.ndarray:
@@ -780,3 +780,80 @@ __all__ = [
     "tile_shape",
     "broadcast_array",
 ]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "reshape",
+    lower=Rule("relay_core.te.lower_transform:_reshape"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "reshape"),
+)
+declare(
+    "reshape_like",
+    lower=Rule("relay_core.te.lower_transform:_reshape_like"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "reshape_like"),
+)
+declare(
+    "transpose",
+    lower=Rule("relay_core.te.lower_transform:_transpose"),
+    grad=Rule("relay_core.ops.grads_tensor:_transpose"),
+)
+declare(
+    "squeeze",
+    lower=Rule("relay_core.te.lower_transform:_squeeze"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "squeeze"),
+)
+declare(
+    "expand_dims",
+    lower=Rule("relay_core.te.lower_transform:_expand_dims"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "expand_dims"),
+)
+declare(
+    "concatenate",
+    lower=Rule("relay_core.te.lower_transform:_concatenate"),
+    grad=Rule("relay_core.ops.grads_tensor:_concatenate"),
+)
+declare(
+    "stack",
+    lower=Rule("relay_core.te.lower_transform:_stack"),
+    grad=Rule("relay_core.ops.grads_tensor:_stack"),
+)
+declare(
+    "split",
+    lower=Rule("relay_core.te.lower_transform:_split"),
+    grad=Rule("relay_core.ops.grads_tensor:_split"),
+)
+declare(
+    "broadcast_to",
+    lower=Rule("relay_core.te.lower_transform:_bcast"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
+)
+declare(
+    "broadcast_to_like",
+    lower=Rule("relay_core.te.lower_transform:_bcast"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
+)
+declare(
+    "tile",
+    lower=Rule("relay_core.te.lower_transform:_tile"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "tile", (0,)),
+)
+declare(
+    "repeat",
+    lower=Rule("relay_core.te.lower_transform:_repeat"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "repeat", (0,)),
+)
+declare(
+    "reverse",
+    lower=Rule("relay_core.te.lower_transform:_reverse"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "reverse", (0,)),
+)
+declare(
+    "meshgrid",
+    lower=Rule("relay_core.te.lower_transform:_meshgrid"),
+    grad=Rule("relay_core.ops.grads_tensor:_meshgrid"),
+)

@@ -17,7 +17,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def normalize_indices(idx: np.ndarray, n: int, what: str = "index") -> np.ndarray:
@@ -564,3 +564,38 @@ register(
 )
 
 __all__ = ["normalize_indices"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "take",
+    lower=Rule("relay_core.te.lower_transform:_take"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "take", (0,)),
+)
+declare(
+    "gather",
+    lower=Rule("relay_core.te.lower_transform:_gather"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "gather", (0,)),
+)
+declare(
+    "gather_nd",
+    lower=Rule("relay_core.te.lower_transform:_gather_nd"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "gather_nd", (0,)),
+)
+declare(
+    "scatter_elements",
+    lower=Rule("relay_core.backend.lower_loops:_scatter_elements"),
+    grad=Rule("relay_core.ops.grads_tensor:_scatter_elements"),
+)
+declare(
+    "scatter_nd",
+    lower=Rule("relay_core.backend.lower_loops:_scatter_nd"),
+    grad=Rule("relay_core.ops.grads_tensor:_scatter_nd"),
+)
+declare(
+    "reverse_sequence",
+    lower=Rule("relay_core.te.lower_transform:_reverse_sequence"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "reverse_sequence", (0,)),
+)
+declare("nonzero", lower=Rule("relay_core.backend.lower_loops:_nonzero"))
+declare("argwhere", lower=Rule("relay_core.backend.lower_loops:_argwhere"))

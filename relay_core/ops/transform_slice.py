@@ -10,7 +10,7 @@ from ..errors import OpTypeError
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 from .transform import as_contiguous
 
 # Ends at least this large mean "to the end of the axis" whatever its size (ONNX uses INT_MAX).
@@ -156,3 +156,11 @@ register(
 
 
 __all__ = ["BIG", "slice_axis", "slice_plan", "strided_slice_shape", "strided_slice_array"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "strided_slice",
+    lower=Rule("relay_core.te.lower_transform:_strided_slice"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "strided_slice", (0,)),
+)

@@ -16,7 +16,7 @@ from ..ir.types import Any, TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -417,3 +417,17 @@ register(
         samples=_nms_samples,
     )
 )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "vision.roi_align",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_align"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_align"),
+)
+declare(
+    "vision.roi_pool",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_pool"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_pool"),
+)
+declare("vision.non_max_suppression", lower=Rule("relay_core.backend.lower_select:_nms"))

@@ -281,7 +281,3 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
             store_from(b, val, y, yo, dy)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
-
-
-def conv_transpose_kernels() -> dict:
-    return {f"nn.conv{nd}d_transpose": emit_conv_transpose(nd) for nd in (1, 2, 3)}

@@ -723,16 +723,3 @@ def _global_cf_f32(kf, kind, win):
             store(b, val, y, u)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
-
-
-def pool_kernels() -> dict:
-    """Registry entries for every pooling op."""
-    out = {}
-    for nd in (1, 2, 3):
-        for kind in ("max", "avg", "lp"):
-            out[f"nn.{kind}_pool{nd}d"] = emit_pool(kind, nd)
-            out[f"nn.global_{kind}_pool{nd}d"] = emit_global_pool(kind, nd)
-        out[f"nn.max_pool{nd}d_with_argmax"] = emit_argmax_pool(nd)
-        for kind in ("max", "avg"):
-            out[f"nn.adaptive_{kind}_pool{nd}d"] = emit_adaptive_pool(kind, nd)
-    return out

@@ -267,11 +267,3 @@ def _hardmax(b, x, y, L, inner, dtype):
         with for_range(b, 0, L, name="l2") as l_:
             one = b.select(b.icmp_signed("==", l_, b.load(arg)), const(t, 1.0), const(t, 0.0))
             store_from(b, one, y, b.add(b.mul(l_, i64(inner)), c), dtype)
-
-
-def softmax_kernels() -> dict:
-    return {
-        "nn.softmax": emit_softmax_family("softmax"),
-        "nn.log_softmax": emit_softmax_family("log_softmax"),
-        "nn.hardmax": emit_softmax_family("hardmax"),
-    }

@@ -328,11 +328,3 @@ def emit_crop_and_resize(llmod, name, in_types, out_types, attrs, epilogue=None,
         parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
     kf.b.ret_void()
     return KernelInfo(kf.fn)
-
-
-def vision_kernels() -> dict:
-    return {
-        "vision.roi_align": emit_roi_align,
-        "vision.roi_pool": emit_roi_pool,
-        "image.crop_and_resize": emit_crop_and_resize,
-    }

@@ -341,10 +341,3 @@ def emit_roi_pool_grad(llmod, name, in_types, out_types, attrs, epilogue=None, c
         store_from(b, const(compute_type(rdt), 0.0), kf.outs[1], q, rdt)
     kf.b.ret_void()
     return KernelInfo(kf.fn)
-
-
-def vision_grad_kernels() -> dict:
-    return {
-        "vision.roi_align_grad": emit_roi_align_grad,
-        "vision.roi_pool_grad": emit_roi_pool_grad,
-    }
