@@ -90,7 +90,7 @@ class OpDef:
     module: str = ""
 
     def __setattr__(self, key, value):
-        if False:
+        if key in _GUARDED and self.__dict__.get("_sealed"):
             who = _caller_module()
             if who != self.module:
                 raise AttributeError(
@@ -204,6 +204,9 @@ def register(opdef: OpDef) -> OpDef:
 
 
 _DECLARABLE = ("lower", "kernel", "grad", "decompose", "view", "batch_axis0")
+# The facts that other packages used to attach after registration: only the op's module may set
+# them once it is registered (`OpDef.__setattr__`; tests/core/test_layers.py checks the source).
+_GUARDED = frozenset(_DECLARABLE) | {"to_static", "shape_inputs", "type_identity", "module"}
 
 
 def declare(*names: str, **facts) -> None:
