@@ -1,6 +1,7 @@
 """Lowerings that are not pure compute rules: scatter (ordered writes) and sorting (the C
 runtime's stable argsort). They produce loop IR (`schedule.loop_op`) or runtime calls
-(`schedule.extern`) and fill `OpDef.lower` like the TE rules do.
+(`schedule.extern`); ops name them in their declaration (`lower=Rule("relay_core.backend.
+lower_loops:_sort")`) like the TE rules.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def neg(a):
     return _c("negative", a)
 
 
-def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> None:
+def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> GradFn:
     """Rule for y = f(x): grad = fn(x, y, g, ctx)."""
 
     def rule(c, g, ctx):
@@ -109,7 +109,7 @@ def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> None:
     return rule
 
 
-def zero_grad(name: str) -> None:
+def zero_grad(name: str) -> GradFn:
     """Piecewise-constant ops (floor, sign, ...): the derivative is zero almost everywhere."""
 
     def rule(c, g, ctx):
@@ -153,7 +153,7 @@ _g_copy = unary("copy", lambda x, y, g, k: g)
 
 
 # -- binary ---------------------------------------------------------------------------------------
-def binary(name: str, fa: Callable, fb: Callable) -> None:
+def binary(name: str, fa: Callable, fb: Callable) -> GradFn:
     """Rule for z = f(a, b) with broadcasting: each part is summed back to its input's shape."""
 
     def rule(c, g, ctx):

@@ -19,7 +19,7 @@ from ..errors import RelayError
 from ..ir import dtype as dt
 from ..ir.expr import Call, Constant, Expr, TupleGetItem, call
 from . import nn_util as U
-from .grads import GradCtx, div, mul, sub
+from .grads import GradCtx, GradFn, div, mul, sub
 from .grads_tensor import _count_ratio, _float, gather_adjoint, nondiff
 from .registry import attrs_to_dict, lookup
 
@@ -58,7 +58,7 @@ def _from_canonical(e: Expr, axes) -> Expr:
 
 
 # -- activations ----------------------------------------------------------------------------------
-def act(name: str, fn) -> None:
+def act(name: str, fn) -> GradFn:
     """y = f(x) elementwise: grad = fn(x, y, g, ctx)."""
 
     def rule(c, g, ctx):
@@ -327,7 +327,7 @@ def _conv_setup(c, ctx, nd, transpose):
     return dax, kax, oax, xs, ws, ys, strides, dilation, pads
 
 
-def conv_rule(nd: int) -> None:
+def conv_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         if not (_float(ctx, 0) and _float(ctx, 1)) or ctx.attrs.out_dtype not in ("", ctx.dtype(0)):
             return [None, None]
@@ -356,7 +356,7 @@ def conv_rule(nd: int) -> None:
     return rule
 
 
-def conv_transpose_rule(nd: int) -> None:
+def conv_transpose_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         if not (_float(ctx, 0) and _float(ctx, 1)) or ctx.attrs.out_dtype not in ("", ctx.dtype(0)):
             return [None, None]
@@ -390,7 +390,7 @@ def _argmax_name(name: str) -> str:
     return name + "_with_argmax"
 
 
-def max_pool_rule(nd: int) -> None:
+def max_pool_rule(nd: int) -> GradFn:
     name = f"nn.max_pool{nd}d"
 
     def rule(c, g, ctx):
@@ -401,7 +401,7 @@ def max_pool_rule(nd: int) -> None:
     return rule
 
 
-def max_pool_argmax_rule(nd: int) -> None:
+def max_pool_argmax_rule(nd: int) -> GradFn:
     name = f"nn.max_pool{nd}d"
 
     def rule_argmax(c, g, ctx):
@@ -445,7 +445,7 @@ def _axis_matrices(c: Call, ctx: GradCtx, nd: int, layout: str) -> list[np.ndarr
     return mats
 
 
-def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> None:
+def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> GradFn:
     """Gradient of a linear op acting on each spatial axis separately (resize, avg pooling)."""
 
     def rule(c, g, ctx):
@@ -463,14 +463,14 @@ def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> None:
     return rule
 
 
-def global_avg_rule(nd: int) -> None:
+def global_avg_rule(nd: int) -> GradFn:
     def avg(c, g, ctx):
         return [mul(_c("broadcast_to_like", g, c.args[0]), _count_ratio(ctx))]
 
     return avg
 
 
-def global_max_rule(nd: int) -> None:
+def global_max_rule(nd: int) -> GradFn:
     def mx(c, g, ctx):
         x = c.args[0]
         ax = U.data_axes(ctx.attrs.layout, nd, c.op.name)
@@ -481,7 +481,7 @@ def global_max_rule(nd: int) -> None:
     return mx
 
 
-def global_lp_rule(nd: int) -> None:
+def global_lp_rule(nd: int) -> GradFn:
     def lp(c, g, ctx):
         x, y, p = c.args[0], ctx.out, ctx.attrs.p
         gy = _where(
@@ -541,7 +541,7 @@ def _window_sum_adjoint(g: Expr, geom, nd: int) -> Expr:
     return _c(_CONV_T[nd], g, ones_k, output_padding=opad, **conv)
 
 
-def avg_pool_rule(nd: int) -> None:
+def avg_pool_rule(nd: int) -> GradFn:
     name = f"nn.avg_pool{nd}d"
 
     def rule(c, g, ctx):
@@ -559,7 +559,7 @@ def avg_pool_rule(nd: int) -> None:
     return rule
 
 
-def lp_pool_rule(nd: int) -> None:
+def lp_pool_rule(nd: int) -> GradFn:
     name = f"nn.lp_pool{nd}d"
 
     def rule(c, g, ctx):
@@ -578,7 +578,7 @@ def lp_pool_rule(nd: int) -> None:
     return rule
 
 
-def adaptive_max_rule(nd: int) -> None:
+def adaptive_max_rule(nd: int) -> GradFn:
     name = f"nn.adaptive_max_pool{nd}d"
 
     def rule(c, g, ctx):
@@ -622,7 +622,7 @@ def adaptive_max_rule(nd: int) -> None:
     return rule
 
 
-def unpool_rule(nd: int) -> None:
+def unpool_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         x, ind = c.args
         idx = _c("broadcast_to_like", _c("cast", ind, dtype="int64"), x)

@@ -25,7 +25,7 @@ from ..errors import RelayError
 from ..ir import dtype as dt
 from ..ir.expr import Constant, Expr, TupleGetItem, call, const
 from . import nn_util as U
-from .grads import GradCtx
+from .grads import GradCtx, GradFn
 from .image import _GRID_METHODS
 from .registry import attrs_to_dict
 
@@ -383,7 +383,7 @@ def _crop_and_resize(c, g, ctx):
 
 
 # -- roi_align / roi_pool: their backward ops (vision_grad.py) -------------------------------------
-def _roi_rule(name: str) -> None:
+def _roi_rule(name: str) -> GradFn:
     def rule(c, g, ctx):
         both = _c(name + "_grad", *c.args, g, **attrs_to_dict(ctx.attrs))
         return [TupleGetItem(both, 0), TupleGetItem(both, 1)] + [None] * (len(c.args) - 2)

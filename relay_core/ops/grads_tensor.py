@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir.expr import Call, Constant, Expr, TupleGetItem, call, const
 from ..ir.types import TensorType
-from .grads import GradCtx, add, div, mul, neg, sub
+from .grads import GradCtx, GradFn, add, div, mul, neg, sub
 from .registry import attrs_to_dict
 
 
@@ -93,7 +93,7 @@ def _zeros1(dtype: str):
     return np.zeros((1,), dt.to_numpy(dtype))
 
 
-def gather_rule(name: str, data: tuple[int, ...] = (0,)) -> None:
+def gather_rule(name: str, data: tuple[int, ...] = (0,)) -> GradFn:
     def rule(c, g, ctx):
         return [
             gather_adjoint(c, g, ctx, i, data) if i in data and _float(ctx, i) else None
@@ -103,7 +103,7 @@ def gather_rule(name: str, data: tuple[int, ...] = (0,)) -> None:
     return rule
 
 
-def nondiff(name: str) -> None:
+def nondiff(name: str) -> GradFn:
     """No gradient flows through this op (quantization, index generation): zero gradients."""
 
     def rule(c, g, ctx):
@@ -113,7 +113,7 @@ def nondiff(name: str) -> None:
 
 
 # -- reductions -----------------------------------------------------------------------------------
-def reduce_rule(name: str, fn) -> None:
+def reduce_rule(name: str, fn) -> GradFn:
     def rule(c, g, ctx):
         return [fn(c.args[0], ctx.out, g, ctx)] + [None] * (len(c.args) - 1)
 
@@ -310,7 +310,7 @@ def _dyn_one_hot(c, g, ctx):
 
 
 # -- shape transforms ----------------------------------------------------------------------------
-def _like_input(name: str) -> None:
+def _like_input(name: str) -> GradFn:
     def rule(c, g, ctx):
         return [_c("reshape_like", g, c.args[0])] + [None] * (len(c.args) - 1)
 
