@@ -85,6 +85,7 @@ register(
         samples=_bitcast_samples,
     )
 )
+declare("bitcast", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)
 
 
 # -- reinterpret -------------------------------------------------------------------------------
@@ -122,8 +123,4 @@ register(
         samples=_reinterpret_samples,
     )
 )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare("bitcast", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)
 declare("reinterpret", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)

@@ -69,6 +69,7 @@ register(
         samples=_make_samples,
     )
 )
+declare("complex.make", lower=Rule("relay_core.te.lower_signal:_complex_make"))
 for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag), ("complex.abs", np.abs)]:
     register(
         OpDef(
@@ -85,7 +86,6 @@ for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag), ("compl
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
 # function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare("complex.make", lower=Rule("relay_core.te.lower_signal:_complex_make"))
 declare("complex.real", lower=Rule("relay_core.te.lower_signal:_part", 0))
 declare("complex.imag", lower=Rule("relay_core.te.lower_signal:_part", 1))
 declare("complex.abs", lower=Rule("relay_core.te.lower_signal:_complex_abs"))

@@ -217,6 +217,11 @@ _reg(
     _squeeze_static,
     OpPattern.INJECTIVE,
 )
+declare(
+    "dyn.squeeze",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_squeeze"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
 
 
 def _unsqueeze_rel(args, attrs):
@@ -263,6 +268,11 @@ _reg(
     _unsqueeze_samples,
     _unsqueeze_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.unsqueeze",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_unsqueeze"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -316,6 +326,11 @@ _reg(
     _split_samples,
     _split_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.split",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_split"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -377,6 +392,11 @@ _reg(
     _pad_samples,
     _pad_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.nn.pad",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_pad"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -466,6 +486,7 @@ _reg(
     stateful=True,
     shape_inputs=(),
 )
+declare("forget_shape", lower=Rule("relay_core.te.lower_transform:_forget_shape"), view=True)
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
@@ -614,6 +635,11 @@ _reg(
     _resize_static,
     shape_inputs=(),
 )
+declare(
+    "dyn.image.resize",
+    lower=Rule("relay_core.te.lower_image:_dyn_resize"),
+    decompose=Rule("relay_core.ops.grads_misc:_dyn_resize"),
+)
 
 
 # -- affine_grid with a size tensor ---------------------------------------------------------
@@ -666,6 +692,11 @@ _reg(
     "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
     _affine_samples,
     _affine_static,
+)
+declare(
+    "dyn.image.affine_grid",
+    lower=Rule("relay_core.te.lower_image:_dyn_affine_grid"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
@@ -721,26 +752,6 @@ declare(
     decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 declare(
-    "dyn.squeeze",
-    lower=Rule("relay_core.te.lower_dyn:_dyn_squeeze"),
-    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
-)
-declare(
-    "dyn.unsqueeze",
-    lower=Rule("relay_core.te.lower_dyn:_dyn_unsqueeze"),
-    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
-)
-declare(
-    "dyn.split",
-    lower=Rule("relay_core.te.lower_dyn:_dyn_split"),
-    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
-)
-declare(
-    "dyn.nn.pad",
-    lower=Rule("relay_core.te.lower_dyn:_dyn_pad"),
-    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
-)
-declare(
     "dyn.cumsum",
     lower=Rule("relay_core.te.lower_dyn:_dyn_scan", "sum"),
     decompose=Rule("relay_core.ops.grads_misc:_via_static"),
@@ -748,16 +759,5 @@ declare(
 declare(
     "dyn.cumprod",
     lower=Rule("relay_core.te.lower_dyn:_dyn_scan", "prod"),
-    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
-)
-declare("forget_shape", lower=Rule("relay_core.te.lower_transform:_forget_shape"), view=True)
-declare(
-    "dyn.image.resize",
-    lower=Rule("relay_core.te.lower_image:_dyn_resize"),
-    decompose=Rule("relay_core.ops.grads_misc:_dyn_resize"),
-)
-declare(
-    "dyn.image.affine_grid",
-    lower=Rule("relay_core.te.lower_image:_dyn_affine_grid"),
     decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )

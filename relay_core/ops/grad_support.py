@@ -60,9 +60,6 @@ register(
         samples=_collapse_samples,
     )
 )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
 declare(
     "collapse_sum_like",
     lower=Rule("relay_core.te.lower_reduce:_collapse_sum_like"),

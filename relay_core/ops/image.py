@@ -485,6 +485,11 @@ register(
         samples=_grid_sample_samples,
     )
 )
+declare(
+    "image.grid_sample",
+    lower=Rule("relay_core.te.lower_image:_grid_sample"),
+    grad=Rule("relay_core.ops.grads_sample:_grid_sample"),
+)
 
 
 @attrs
@@ -541,6 +546,11 @@ register(
         "sampling grid (N, *size, nd) of affine maps theta",
         samples=_affine_grid_samples,
     )
+)
+declare(
+    "image.affine_grid",
+    lower=Rule("relay_core.te.lower_image:_affine_grid"),
+    grad=Rule("relay_core.ops.grads_nn:_affine_grid"),
 )
 
 
@@ -645,6 +655,11 @@ register(
         samples=_crop_samples,
     )
 )
+declare(
+    "image.crop_and_resize",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_crop_and_resize"),
+    grad=Rule("relay_core.ops.grads_sample:_crop_and_resize"),
+)
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
 # function of relay_core/te or relay_core/backend, imported on first use) ------------------
@@ -662,19 +677,4 @@ declare(
     "image.resize3d",
     lower=Rule("relay_core.te.lower_image:_resize", 3),
     grad=Rule("relay_core.ops.grads_nn:separable_rule", "image.resize3d", 3, "layout"),
-)
-declare(
-    "image.grid_sample",
-    lower=Rule("relay_core.te.lower_image:_grid_sample"),
-    grad=Rule("relay_core.ops.grads_sample:_grid_sample"),
-)
-declare(
-    "image.affine_grid",
-    lower=Rule("relay_core.te.lower_image:_affine_grid"),
-    grad=Rule("relay_core.ops.grads_nn:_affine_grid"),
-)
-declare(
-    "image.crop_and_resize",
-    kernel=Kernel("relay_core.backend.kernels.vision:emit_crop_and_resize"),
-    grad=Rule("relay_core.ops.grads_sample:_crop_and_resize"),
 )

@@ -77,6 +77,11 @@ register(
         samples=_le_samples,
     )
 )
+declare(
+    "ml.label_encoder",
+    lower=Rule("relay_core.te.lower_ml:_label_encoder"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.label_encoder"),
+)
 
 
 # -- tree_ensemble -------------------------------------------------------------------------------
@@ -197,14 +202,6 @@ register(
         "a forest of decision trees, leaf weights aggregated per target (ai.onnx.ml TreeEnsemble)",
         samples=_te_samples,
     )
-)
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "ml.label_encoder",
-    lower=Rule("relay_core.te.lower_ml:_label_encoder"),
-    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.label_encoder"),
 )
 declare(
     "ml.tree_ensemble",

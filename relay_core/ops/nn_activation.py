@@ -280,6 +280,11 @@ register(
         samples=_prelu_samples,
     )
 )
+declare(
+    "nn.prelu",
+    lower=Rule("relay_core.te.lower_nn:_prelu"),
+    grad=Rule("relay_core.ops.grads_nn:_prelu"),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,8 +338,26 @@ def _softmax_op(name: str, fn: Callable, doc: str):
 
 
 _softmax_op("nn.softmax", _softmax, "exp(x) / sum(exp(x)) along axis")
+declare(
+    "nn.softmax",
+    lower=Rule("relay_core.te.lower_nn:_softmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "softmax"),
+    grad=Rule("relay_core.ops.grads_nn:_softmax"),
+)
 _softmax_op("nn.log_softmax", _log_softmax, "x - log(sum(exp(x))) along axis")
+declare(
+    "nn.log_softmax",
+    lower=Rule("relay_core.te.lower_nn:_log_softmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "log_softmax"),
+    grad=Rule("relay_core.ops.grads_nn:_log_softmax"),
+)
 _softmax_op("nn.hardmax", _hardmax, "one-hot of the first maximum along axis (ONNX Hardmax-13)")
+declare(
+    "nn.hardmax",
+    lower=Rule("relay_core.te.lower_nn:_hardmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "hardmax"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "nn.hardmax"),
+)
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
 # function of relay_core/te or relay_core/backend, imported on first use) ------------------
@@ -407,27 +430,4 @@ declare(
     "nn.shrink",
     lower=Rule("relay_core.te.lower_nn:_r_shrink"),
     grad=Rule("relay_core.ops.grads_nn:_g_nn_shrink"),
-)
-declare(
-    "nn.prelu",
-    lower=Rule("relay_core.te.lower_nn:_prelu"),
-    grad=Rule("relay_core.ops.grads_nn:_prelu"),
-)
-declare(
-    "nn.softmax",
-    lower=Rule("relay_core.te.lower_nn:_softmax"),
-    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "softmax"),
-    grad=Rule("relay_core.ops.grads_nn:_softmax"),
-)
-declare(
-    "nn.log_softmax",
-    lower=Rule("relay_core.te.lower_nn:_log_softmax"),
-    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "log_softmax"),
-    grad=Rule("relay_core.ops.grads_nn:_log_softmax"),
-)
-declare(
-    "nn.hardmax",
-    lower=Rule("relay_core.te.lower_nn:_hardmax"),
-    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "hardmax"),
-    grad=Rule("relay_core.ops.grads_tensor:nondiff", "nn.hardmax"),
 )

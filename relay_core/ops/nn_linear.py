@@ -234,6 +234,13 @@ register(
         samples=_dense_samples,
     )
 )
+declare(
+    "nn.dense",
+    lower=Rule("relay_core.te.lower_nn:_dense"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_dense"),
+    batch_axis0=lambda attrs: True,
+    grad=Rule("relay_core.ops.grads_nn:_dense"),
+)
 register(
     OpDef(
         "nn.matmul",
@@ -245,6 +252,12 @@ register(
         "numpy matmul (1-D promotion, batch broadcasting)",
         samples=_matmul_samples(False),
     )
+)
+declare(
+    "nn.matmul",
+    lower=Rule("relay_core.te.lower_nn:_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_matmul"),
 )
 register(
     OpDef(
@@ -258,6 +271,12 @@ register(
         samples=_matmul_samples(True),
     )
 )
+declare(
+    "nn.batch_matmul",
+    lower=Rule("relay_core.te.lower_nn:_batch_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_batch_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_batch_matmul"),
+)
 register(
     OpDef(
         "nn.bias_add",
@@ -269,28 +288,6 @@ register(
         "add a 1-D bias along `axis`",
         samples=_bias_add_samples,
     )
-)
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "nn.dense",
-    lower=Rule("relay_core.te.lower_nn:_dense"),
-    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_dense"),
-    batch_axis0=lambda attrs: True,
-    grad=Rule("relay_core.ops.grads_nn:_dense"),
-)
-declare(
-    "nn.matmul",
-    lower=Rule("relay_core.te.lower_nn:_matmul"),
-    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_matmul"),
-    grad=Rule("relay_core.ops.grads_nn:_g_nn_matmul"),
-)
-declare(
-    "nn.batch_matmul",
-    lower=Rule("relay_core.te.lower_nn:_batch_matmul"),
-    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_batch_matmul"),
-    grad=Rule("relay_core.ops.grads_nn:_g_nn_batch_matmul"),
 )
 declare(
     "nn.bias_add",

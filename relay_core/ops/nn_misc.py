@@ -99,6 +99,9 @@ register(
         samples=_pad_samples,
     )
 )
+declare(
+    "nn.pad", lower=Rule("relay_core.te.lower_nn:_pad"), grad=Rule("relay_core.ops.grads_nn:_pad")
+)
 
 
 # -- dropout ------------------------------------------------------------------------------------
@@ -126,6 +129,11 @@ register(
         "(x, ones_like(x)) at inference (TVM's tuple result: take .0 for the output)",
         samples=_dropout_samples,
     )
+)
+declare(
+    "nn.dropout",
+    lower=Rule("relay_core.te.lower_nn:_dropout"),
+    decompose=Rule("relay_core.ops.decompose:_dropout"),
 )
 
 
@@ -235,14 +243,6 @@ for _to_space, _name, _cls, _doc in (
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
 # function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "nn.pad", lower=Rule("relay_core.te.lower_nn:_pad"), grad=Rule("relay_core.ops.grads_nn:_pad")
-)
-declare(
-    "nn.dropout",
-    lower=Rule("relay_core.te.lower_nn:_dropout"),
-    decompose=Rule("relay_core.ops.decompose:_dropout"),
-)
 declare(
     "nn.depth_to_space",
     lower=Rule("relay_core.te.lower_nn:_d2s", True),

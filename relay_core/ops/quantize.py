@@ -190,6 +190,11 @@ register(
         samples=_quantize_samples,
     )
 )
+declare(
+    "qnn.quantize",
+    lower=Rule("relay_core.te.lower_misc:_quantize"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_qnn_quantize"),
+)
 
 
 # -- dequantize -----------------------------------------------------------------------------------
@@ -269,18 +274,10 @@ register(
         samples=_dequantize_samples,
     )
 )
-
-__all__ = ["QUANT_DTYPES", "expand_param", "quantize_array", "dequantize_array"]
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "qnn.quantize",
-    lower=Rule("relay_core.te.lower_misc:_quantize"),
-    grad=Rule("relay_core.ops.grads_tensor:_g_qnn_quantize"),
-)
 declare(
     "qnn.dequantize",
     lower=Rule("relay_core.te.lower_misc:_dequantize"),
     grad=Rule("relay_core.ops.grads_tensor:_dequantize"),
 )
+
+__all__ = ["QUANT_DTYPES", "expand_param", "quantize_array", "dequantize_array"]

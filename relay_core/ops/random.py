@@ -130,9 +130,13 @@ def _like_op(name, kind, attrs_cls):
 
 
 _fixed_op("random.uniform", "uniform", UniformAttrs)
+declare("random.uniform", lower=Rule("relay_core.te.lower_random:_uniform"))
 _fixed_op("random.normal", "normal", NormalAttrs)
+declare("random.normal", lower=Rule("relay_core.te.lower_random:_normal_op"))
 _like_op("random.uniform_like", "uniform", UniformLikeAttrs)
+declare("random.uniform_like", lower=Rule("relay_core.te.lower_random:_uniform_like"))
 _like_op("random.normal_like", "normal", NormalLikeAttrs)
+declare("random.normal_like", lower=Rule("relay_core.te.lower_random:_normal_like"))
 
 
 # -- bernoulli / multinomial ----------------------------------------------------------------------
@@ -174,6 +178,7 @@ register(
         samples=_bernoulli_samples,
     )
 )
+declare("random.bernoulli", lower=Rule("relay_core.te.lower_random:_bernoulli"))
 
 
 @dataclass(frozen=True)
@@ -224,12 +229,4 @@ register(
         samples=_multinomial_samples,
     )
 )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare("random.uniform", lower=Rule("relay_core.te.lower_random:_uniform"))
-declare("random.normal", lower=Rule("relay_core.te.lower_random:_normal_op"))
-declare("random.uniform_like", lower=Rule("relay_core.te.lower_random:_uniform_like"))
-declare("random.normal_like", lower=Rule("relay_core.te.lower_random:_normal_like"))
-declare("random.bernoulli", lower=Rule("relay_core.te.lower_random:_bernoulli"))
 declare("random.multinomial", lower=Rule("relay_core.te.lower_random:_multinomial"))

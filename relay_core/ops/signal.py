@@ -130,6 +130,11 @@ register(
         samples=_dft_samples,
     )
 )
+declare(
+    "dft",
+    lower=Rule("relay_core.te.lower_signal:_dft"),
+    grad=Rule("relay_core.ops.grads_misc:_g_dft"),
+)
 
 
 # -- stft ----------------------------------------------------------------------------------------
@@ -197,6 +202,11 @@ register(
         "transform (ONNX STFT; an empty window means none)",
         samples=_stft_samples,
     )
+)
+declare(
+    "stft",
+    lower=Rule("relay_core.te.lower_signal:_stft"),
+    decompose=Rule("relay_core.ops.grads_misc:_stft"),
 )
 
 
@@ -272,19 +282,6 @@ register(
         samples=_mel_samples,
         data_dependent_shape=True,
     )
-)
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "dft",
-    lower=Rule("relay_core.te.lower_signal:_dft"),
-    grad=Rule("relay_core.ops.grads_misc:_g_dft"),
-)
-declare(
-    "stft",
-    lower=Rule("relay_core.te.lower_signal:_stft"),
-    decompose=Rule("relay_core.ops.grads_misc:_stft"),
 )
 declare(
     "mel_weight_matrix",

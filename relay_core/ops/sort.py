@@ -94,6 +94,11 @@ register(
         samples=_sort_samples,
     )
 )
+declare(
+    "sort",
+    lower=Rule("relay_core.backend.lower_loops:_sort"),
+    grad=Rule("relay_core.ops.grads_tensor:_sort"),
+)
 register(
     OpDef(
         "argsort",
@@ -106,6 +111,7 @@ register(
         samples=_sort_samples,
     )
 )
+declare("argsort", lower=Rule("relay_core.backend.lower_loops:_argsort"))
 
 
 # -- topk -----------------------------------------------------------------------------------------
@@ -180,6 +186,11 @@ register(
         "the lower index first (ONNX TopK)",
         samples=_topk_samples,
     )
+)
+declare(
+    "topk",
+    lower=Rule("relay_core.backend.lower_loops:_topk"),
+    grad=Rule("relay_core.ops.grads_tensor:_topk"),
 )
 
 
@@ -259,24 +270,10 @@ register(
         samples=_unique_samples,
     )
 )
-
-__all__ = ["sort_indices", "topk_type", "topk_arrays", "unique_arrays"]
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "sort",
-    lower=Rule("relay_core.backend.lower_loops:_sort"),
-    grad=Rule("relay_core.ops.grads_tensor:_sort"),
-)
-declare("argsort", lower=Rule("relay_core.backend.lower_loops:_argsort"))
-declare(
-    "topk",
-    lower=Rule("relay_core.backend.lower_loops:_topk"),
-    grad=Rule("relay_core.ops.grads_tensor:_topk"),
-)
 declare(
     "unique",
     lower=Rule("relay_core.backend.lower_select:_unique"),
     grad=Rule("relay_core.ops.grads_tensor:_unique"),
 )
+
+__all__ = ["sort_indices", "topk_type", "topk_arrays", "unique_arrays"]

@@ -314,7 +314,4 @@ register(
         samples=_tfidf_samples,
     )
 )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
 declare("tfidf_vectorizer", lower=Rule("relay_core.te.lower_ml:_tfidf"))

@@ -49,6 +49,7 @@ register(
         samples=_det_samples,
     )
 )
+declare("det", decompose=Rule("relay_core.ops.grads_misc:_det"))
 
 
 # -- col2im ----------------------------------------------------------------------------------------
@@ -137,6 +138,11 @@ register(
         samples=_col2im_samples,
         shape_inputs=(1,),
     )
+)
+declare(
+    "col2im",
+    lower=Rule("relay_core.te.lower_signal:_col2im"),
+    grad=Rule("relay_core.ops.grads_misc:_g_col2im"),
 )
 
 
@@ -240,6 +246,7 @@ register(
         samples=_deform_samples,
     )
 )
+declare("nn.deformable_conv2d", decompose=Rule("relay_core.ops.grads_misc:_deform"))
 
 
 # -- tensor_scatter -----------------------------------------------------------------------------
@@ -298,6 +305,11 @@ register(
         "along `axis` from per-batch positions (ONNX TensorScatter, KV caches)",
         samples=_ts_samples,
     )
+)
+declare(
+    "tensor_scatter",
+    lower=Rule("relay_core.te.lower_signal:_tensor_scatter"),
+    grad=Rule("relay_core.ops.grads_misc:_g_tensor_scatter"),
 )
 
 
@@ -366,19 +378,3 @@ register(
         data_dependent_shape=True,
     )
 )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "col2im",
-    lower=Rule("relay_core.te.lower_signal:_col2im"),
-    grad=Rule("relay_core.ops.grads_misc:_g_col2im"),
-)
-declare(
-    "tensor_scatter",
-    lower=Rule("relay_core.te.lower_signal:_tensor_scatter"),
-    grad=Rule("relay_core.ops.grads_misc:_g_tensor_scatter"),
-)
-
-declare("det", decompose=Rule("relay_core.ops.grads_misc:_det"))
-declare("nn.deformable_conv2d", decompose=Rule("relay_core.ops.grads_misc:_deform"))

@@ -153,14 +153,11 @@ register(
         samples=_ss_samples,
     )
 )
-
-
-__all__ = ["BIG", "slice_axis", "slice_plan", "strided_slice_shape", "strided_slice_array"]
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
 declare(
     "strided_slice",
     lower=Rule("relay_core.te.lower_transform:_strided_slice"),
     grad=Rule("relay_core.ops.grads_tensor:gather_rule", "strided_slice", (0,)),
 )
+
+
+__all__ = ["BIG", "slice_axis", "slice_plan", "strided_slice_shape", "strided_slice_array"]

@@ -162,6 +162,7 @@ register(
         samples=_layout_samples,
     )
 )
+declare("layout_transform", lower=Rule("relay_core.te.lower_tvm_compat:_layout_transform"))
 
 
 def _layout_grad(c, g, ctx):
@@ -204,6 +205,7 @@ register(
         samples=_batch_flatten_samples,
     )
 )
+declare("nn.batch_flatten", lower=Rule("relay_core.te.lower_tvm_compat:_batch_flatten"), view=True)
 
 
 def _batch_flatten_grad(c, g, ctx):
@@ -285,6 +287,7 @@ register(
         samples=_vm_shape_of_samples,
     )
 )
+declare("vm.shape_of", lower=Rule("relay_core.te.lower_misc:_shape_of"))
 
 
 @attrs
@@ -323,6 +326,7 @@ register(
         samples=_reshape_tensor_samples,
     )
 )
+declare("vm.reshape_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_view"), view=True)
 
 
 def _reshape_tensor_grad(c, g, ctx):
@@ -376,6 +380,7 @@ register(
         samples=_alloc_tensor_samples,
     )
 )
+declare("memory.alloc_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_alloc_tensor"))
 
 
 # TVM's `extern type Storage`: a block of memory tensors are allocated in. Here a byte array.
@@ -431,10 +436,5 @@ __all__ = ["STORAGE", "parse_layout"]
 
 # -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
 # function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare("layout_transform", lower=Rule("relay_core.te.lower_tvm_compat:_layout_transform"))
-declare("nn.batch_flatten", lower=Rule("relay_core.te.lower_tvm_compat:_batch_flatten"), view=True)
 declare("on_device", lower=Rule("relay_core.te.lower_tvm_compat:_identity"), view=True)
 declare("device_copy", lower=Rule("relay_core.te.lower_tvm_compat:_identity"), view=True)
-declare("vm.shape_of", lower=Rule("relay_core.te.lower_misc:_shape_of"))
-declare("vm.reshape_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_view"), view=True)
-declare("memory.alloc_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_alloc_tensor"))

@@ -209,6 +209,11 @@ register(
         samples=_roi_samples(True),
     )
 )
+declare(
+    "vision.roi_align",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_align"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_align"),
+)
 
 
 def _roi_pool_ref(xs, attrs):
@@ -255,6 +260,11 @@ register(
         "max RoI pooling (ONNX MaxRoiPool / Caffe): rois (K, 5) [batch, x1, y1, x2, y2]",
         samples=_roi_samples(False),
     )
+)
+declare(
+    "vision.roi_pool",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_pool"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_pool"),
 )
 
 
@@ -416,18 +426,5 @@ register(
         data_dependent_shape=True,
         samples=_nms_samples,
     )
-)
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "vision.roi_align",
-    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_align"),
-    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_align"),
-)
-declare(
-    "vision.roi_pool",
-    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_pool"),
-    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_pool"),
 )
 declare("vision.non_max_suppression", lower=Rule("relay_core.backend.lower_select:_nms"))
