@@ -75,6 +75,20 @@ def children(e: Expr) -> tuple[Expr, ...]:
 _LEAVE_TYPES = frozenset(_LEAVES)
 
 
+_BINDERS = {
+    Function: lambda e: (e.params,),
+    Let: lambda e: ((e.var,),),
+    Match: lambda e: tuple(pattern_vars(c.lhs) for c in e.clauses),
+}
+
+
+def binders(e: Expr) -> tuple[tuple[Var, ...], ...]:
+    """The variables `e` binds, one group per binding site (a function's params, a let's
+    var, each match clause's pattern vars); `()` for nodes that bind nothing."""
+    f = _BINDERS.get(type(e))
+    return f(e) if f is not None else ()
+
+
 def _map_pattern(p: Pattern, vmap: dict) -> Pattern:
     if isinstance(p, PatternVar):
         v = vmap.get(p.var, p.var)
@@ -158,25 +172,6 @@ def post_order(root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = child
     return order
 
 
-class ExprVisitor:
-    """Visit every node once, children first. Override `visit_call`, `visit_var`, ..."""
-
-    def visit(self, root: Expr) -> None:
-        for node in post_order(root, self.children):
-            getattr(self, _VISIT[type(node)])(node)
-
-    def children(self, e: Expr) -> Iterable[Expr]:
-        """Override to prune the traversal (e.g. not descend into functions)."""
-        return children(e)
-
-    def visit_default(self, e: Expr) -> None:
-        pass
-
-    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
-    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
-    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
-
-
 _KIND = {
     Var: "var",
     GlobalVar: "global_var",
@@ -194,17 +189,98 @@ _KIND = {
     RefRead: "ref_read",
     RefWrite: "ref_write",
 }
-_VISIT = {t: "visit_" + k for t, k in _KIND.items()}
-_REWRITE = {t: "rewrite_" + k for t, k in _KIND.items()}
+KINDS: tuple[str, ...] = tuple(_KIND.values())
 
 
-class ExprMutator:
-    """Bottom-up rewriting with memoization.
+def kind(e: Expr) -> str:
+    """The node kind of `e` (`"call"`, `"let"`, ...): the suffix of its `visit_` method."""
+    try:
+        return _KIND[type(e)]
+    except KeyError:
+        raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
+
+
+class ExprFunctor:
+    """One method per node kind: `dispatch(e, *args)` calls `visit_<kind>(e, *args)`.
+
+    The dispatch table is built once per class (no `getattr` per node). Unhandled kinds go to
+    `visit_default`, which raises. Subclasses set `PREFIX` to use another family of methods
+    (ExprMutator uses `rewrite_`). Extra arguments pass through, so pairwise walks
+    (structural equality: `visit_call(x, y)`) and machines with a frame (the interpreter:
+    `visit_call(node, frame)`) use the same dispatch. The functor itself does not walk: the
+    subclasses below (and consumers with their own evaluation order) drive it from an
+    explicit stack, never by recursion.
+    """
+
+    PREFIX = "visit_"
+    _table: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._table = {t: getattr(cls, cls.PREFIX + k) for t, k in _KIND.items()}
+
+    def dispatch(self, e, *args):
+        try:
+            fn = self._table[type(e)]
+        except KeyError:
+            raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
+        return fn(self, e, *args)
+
+    def visit_default(self, e, *args):
+        raise TypeError(f"{type(self).__name__} does not handle {type(e).__name__}")
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
+
+
+ExprFunctor._table = {t: getattr(ExprFunctor, "visit_" + k) for t, k in _KIND.items()}
+
+
+class ExprVisitor(ExprFunctor):
+    """Results per node, children first (as torch.fx's Interpreter): `visit(root)` walks the
+    graph post-order from an explicit stack and stores `visit_<kind>(node)` in `self.memo`
+    (each node once; read children's results as `self.memo[child]`).
+
+    `children(e)` is called once per node, in pre-order (before anything below `e` is
+    visited): override it to prune (return `()` not to descend into a Function) or to act on
+    entry (number binders, open a scope). The default `visit_<kind>` returns None.
+    """
+
+    def __init__(self):
+        self.memo: dict = {}
+
+    def visit(self, root: Expr):
+        memo = self.memo
+        if root in memo:
+            return memo[root]
+        kids = self.children
+        table = self._table
+        for node in post_order(root, lambda n: () if n in memo else kids(n)):
+            if node not in memo:
+                memo[node] = table[type(node)](self, node)
+        return memo[root]
+
+    def children(self, e: Expr) -> Iterable[Expr]:
+        return children(e)
+
+    def visit_default(self, e: Expr):
+        return None
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
+
+
+class ExprMutator(ExprFunctor):
+    """Bottom-up rewriting with memoization (as torch.fx's Transformer).
 
     `mutate(e)` rebuilds each node from its rewritten children (keeping the node when nothing
     below changed) and hands `(orig, new)` to `rewrite_<kind>`, whose result replaces the node.
     `self.memo` maps original nodes to their replacements; pre-seed it to substitute.
     """
+
+    PREFIX = "rewrite_"
 
     def __init__(self):
         self.memo: dict[Expr, Expr] = {}
@@ -232,7 +308,7 @@ class ExprMutator:
     def rewrite(self, orig: Expr, new: Expr) -> Expr:
         """The hook every node goes through: dispatches to `rewrite_<kind>`. Override it
         instead to handle all kinds in one method."""
-        return getattr(self, _REWRITE[type(orig)])(orig, new)
+        return self._table[type(orig)](self, orig, new)
 
     def rewrite_default(self, orig: Expr, new: Expr) -> Expr:
         return new
@@ -390,7 +466,11 @@ def count_nodes(e: Expr) -> int:
 
 
 __all__ = [
+    "KINDS",
+    "kind",
+    "ExprFunctor",
     "children",
+    "binders",
     "with_children",
     "post_order",
     "ExprVisitor",
