@@ -47,12 +47,27 @@ def let_chain(n: int):
     return IRModule.from_expr(Function((x,), body))
 
 
-def main(argv=None) -> None:
+def _cases(build, n: int, x) -> dict:
     import relay_core
     from relay_core import passes
     from relay_core.interp import evaluate
     from relay_core.ir.structural import structural_equal, structural_hash
 
+    typed = relay_core.infer_type(build(n))
+    other = build(n)
+    return {
+        "infer_type": lambda: relay_core.infer_type(build(n)),
+        "build (subtract)": lambda: build(n),
+        "astext": typed.astext,
+        "structural_hash": lambda: structural_hash(typed),
+        "structural_equal": lambda: structural_equal(typed, other),
+        "interpreter": lambda: evaluate(typed, x),
+        "FuseOps": lambda: passes.FuseOps()(typed),
+        "CSE": lambda: passes.EliminateCommonSubexpr()(typed),
+    }
+
+
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=5)
@@ -60,18 +75,7 @@ def main(argv=None) -> None:
     x = np.ones((4, 16), np.float32)
     rows = []
     for name, build in (("graph", graph), ("lets", let_chain)):
-        typed = relay_core.infer_type(build(a.nodes))
-        other = build(a.nodes)
-        cases = {
-            "infer_type": lambda: relay_core.infer_type(build(a.nodes)),
-            "build (subtract)": lambda: build(a.nodes),
-            "astext": typed.astext,
-            "structural_hash": lambda: structural_hash(typed),
-            "structural_equal": lambda: structural_equal(typed, other),
-            "interpreter": lambda: evaluate(typed, x),
-            "FuseOps": lambda: passes.FuseOps()(typed),
-            "CSE": lambda: passes.EliminateCommonSubexpr()(typed),
-        }
+        cases = _cases(build, a.nodes, x)
         times = {k: [] for k in cases}
         for _ in range(a.rounds):
             for k, f in cases.items():
