@@ -200,6 +200,13 @@ def kind(e: Expr) -> str:
         raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
 
 
+def method_table(cls: type, prefix: str) -> dict[type, Callable]:
+    """`{node type: cls.<prefix><kind>}` (falling back on `<prefix>default`): a dispatch table
+    for a second family of per-kind methods (e.g. the type checker's `callee_<kind>`)."""
+    default = getattr(cls, prefix + "default", None)
+    return {t: getattr(cls, prefix + k, default) for t, k in _KIND.items()}
+
+
 class ExprFunctor:
     """One method per node kind: `dispatch(e, *args)` calls `visit_<kind>(e, *args)`.
 
@@ -217,7 +224,7 @@ class ExprFunctor:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        cls._table = {t: getattr(cls, cls.PREFIX + k) for t, k in _KIND.items()}
+        cls._table = method_table(cls, cls.PREFIX)
 
     def dispatch(self, e, *args):
         try:
@@ -469,6 +476,7 @@ __all__ = [
     "KINDS",
     "kind",
     "ExprFunctor",
+    "method_table",
     "children",
     "binders",
     "with_children",

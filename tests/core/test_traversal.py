@@ -178,7 +178,7 @@ CONSUMERS = {
     "backend/vm.py": 4,
     "passes/fuse_ops.py": 4,
     "passes/cse.py": 2,
-    "typing/infer.py": 2,
+    "typing/infer.py": 0,
 }
 
 
