@@ -176,7 +176,7 @@ CONSUMERS = {
     "ir/structural.py": 0,
     "interp.py": 0,
     "backend/vm.py": 4,
-    "passes/fuse_ops.py": 4,
+    "passes/fuse_ops.py": 0,
     "passes/cse.py": 2,
     "typing/infer.py": 0,
 }
