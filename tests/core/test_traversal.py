@@ -175,7 +175,7 @@ CONSUMERS = {
     "ir/printer.py": 0,
     "ir/structural.py": 0,
     "interp.py": 0,
-    "backend/vm.py": 4,
+    "backend/vm.py": 0,
     "passes/fuse_ops.py": 0,
     "passes/cse.py": 0,
     "typing/infer.py": 0,
