@@ -177,6 +177,8 @@ CONSUMERS = sorted(
         "ir/visitor.py",
         "ir/printer.py",
         "ir/structural.py",
+        "ir/prelude.py",
+        "backend/graph.py",
         "interp.py",
         "backend/vm.py",
         "typing/infer.py",
