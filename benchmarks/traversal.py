@@ -3,7 +3,8 @@ interpreter, FuseOps and CSE on a generated 10k-node graph (a residual MLP-like 
 shared nodes and constants) and a 10k-deep let chain.
 
 Compare two checkouts by running this file under each (PYTHONPATH=<checkout>), alternating;
-each figure is the median of `--rounds` runs, in milliseconds.
+each figure is the median of `--rounds` runs, in milliseconds of this process's CPU time
+(`time.process_time`: on a shared, loaded machine it moves much less than wall time).
 
     PYTHONPATH=. python -m benchmarks.traversal [--nodes 10000] [--rounds 5]
 """
@@ -79,9 +80,9 @@ def main(argv=None) -> None:
         times = {k: [] for k in cases}
         for _ in range(a.rounds):
             for k, f in cases.items():
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 f()
-                times[k].append(time.perf_counter() - t0)
+                times[k].append(time.process_time() - t0)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         med["infer_type"] -= med.pop("build (subtract)")
         rows += [(name, k, v) for k, v in med.items()]
