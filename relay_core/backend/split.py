@@ -129,7 +129,9 @@ def split_module(llmod: ir.Module, kernels: list[str]) -> tuple[Unit, list[Unit]
     functions that become units of their own."""
     globs = dict(llmod.globals)
     texts = {n: str(g) for n, g in globs.items()}
-    refs = {n: [r for r in dict.fromkeys(_refs(t)) if r != n and r in globs] for n, t in texts.items()}
+    refs = {
+        n: [r for r in dict.fromkeys(_refs(t)) if r != n and r in globs] for n, t in texts.items()
+    }
     order = {n: i for i, n in enumerate(globs)}
     kset = set(kernels)
     md = _metadata(llmod)
