@@ -262,7 +262,7 @@ def BatchNormalization(
 ):
     if training_mode:
         return _batch_norm_training(ctx, x, scale, b, mean, var, epsilon, momentum)
-    out = ctx.call("nn.batch_norm", x, scale, b, mean, var, axis=1, epsilon=epsilon)
+    out = ctx.item(ctx.call("nn.batch_norm", x, scale, b, mean, var, axis=1, epsilon=epsilon), 0)
     if ctx.num_outputs > 1:
         return [out, mean, var][: ctx.num_outputs]
     return out
@@ -273,7 +273,7 @@ def _batch_norm_training(ctx, x, scale, b, mean, var, epsilon, momentum):
     axes = tuple(i for i in range(ctx.ndim(x)) if i != 1)
     bmean = ctx.call("mean", x, axis=axes)
     bvar = ctx.call("variance", x, axis=axes)
-    y = ctx.call("nn.batch_norm", x, scale, b, bmean, bvar, axis=1, epsilon=epsilon)
+    y = ctx.item(ctx.call("nn.batch_norm", x, scale, b, bmean, bvar, axis=1, epsilon=epsilon), 0)
     m = scalar_like(ctx, momentum, mean)
     rest = scalar_like(ctx, 1 - momentum, mean)
     run_mean = ctx.call("add", ctx.call("multiply", mean, m), ctx.call("multiply", bmean, rest))

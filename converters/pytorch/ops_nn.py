@@ -278,7 +278,7 @@ def batch_stats(ctx, x):
 def batch_norm(ctx, x, weight, bias, mean, var, eps):
     d = ctx.dtype(x)
     like = mean if mean is not None else _channels_like(ctx, x)
-    return ctx.call(
+    bn = ctx.call(
         "nn.batch_norm",
         x,
         _channel_param(ctx, weight, like, 1.0, d),
@@ -288,6 +288,7 @@ def batch_norm(ctx, x, weight, bias, mean, var, eps):
         axis=1,
         epsilon=float(eps),
     )
+    return ctx.item(bn, 0)  # TVM's signature: (normalized, mean, var)
 
 
 def _rstd(ctx, var, eps):

@@ -268,10 +268,11 @@ def _fused_batch_norm(
         rest = tuple(a for a in range(nd) if a != axis)
         m = ctx.call("mean", x, axis=rest)
         v = ctx.call("variance", x, axis=rest)
-        y = ctx.call("nn.batch_norm", x, params[0], params[1], m, v, axis=axis, epsilon=epsilon)
+        bn = ctx.call("nn.batch_norm", x, params[0], params[1], m, v, axis=axis, epsilon=epsilon)
+        y = ctx.item(bn, 0)
         unbiased = ctx.call("variance", x, axis=rest, unbiased=True)
         return [y, m, unbiased, m, v, m]
-    y = ctx.call("nn.batch_norm", x, *params, axis=axis, epsilon=epsilon)
+    y = ctx.item(ctx.call("nn.batch_norm", x, *params, axis=axis, epsilon=epsilon), 0)
     return [y, mean, variance, mean, variance, mean]
 
 

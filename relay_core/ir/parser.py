@@ -78,13 +78,6 @@ _BINOPS = {
 # TVM's signatures where ours differ (issue 18): these ops take one tuple in TVM and
 # are variadic here; a tuple written in the text is spread into the arguments.
 TUPLE_IN = frozenset({"concatenate", "stack", "einsum", "meshgrid"})
-# These return a tuple in TVM and their first field here: the text `nn.batch_norm(...)` is the
-# tuple (normalized, moving_mean, moving_var) (what TVM computes at inference) and
-# `nn.dropout(x)` is (x, ones_like(x)); the printer writes our op as `nn.batch_norm(...).0`.
-TUPLE_OUT = {
-    "nn.batch_norm": lambda call: (call, call.args[3], call.args[4]),
-    "nn.dropout": lambda call: (call, Call(Op.get("ones_like"), (call.args[0],))),
-}
 _KEYWORDS = frozenset(
     "fn let if else match ref ref_read ref_write def type extern free_var meta".split()
 )
@@ -111,7 +104,6 @@ class Parser(TypeSyntax):
         self.free: list[Var] | None = None  # standalone expression: its free variables
         self.free_by_name: dict[str, Var] = {}
         self.scoped: dict[str, Var] = {}  # every local bound so far (for out-of-scope uses)
-        self.tuple_out: set[int] = set()  # ids of the tuples TUPLE_OUT made
         self.let_tuples: dict[Var, int] = {}  # let-bound tuples: their arity
         self.meta: dict | None = None
         self.meta_consts: dict[tuple[str, int], Constant] = {}
@@ -445,10 +437,7 @@ class Parser(TypeSyntax):
             elif t.kind == ".":
                 self.next()
                 n = self.expect("number", "a tuple index after '.'")
-                if id(e) in self.tuple_out and int(n.value) < len(e.fields):
-                    e = e.fields[int(n.value)]  # `nn.batch_norm(...).0`: our op itself
-                else:
-                    e = TupleGetItem(e, int(n.value), span=self.span(n))
+                e = TupleGetItem(e, int(n.value), span=self.span(n))
             else:
                 return e
 
@@ -496,13 +485,7 @@ class Parser(TypeSyntax):
             opdef.check_arity(len(args))
         except OpTypeError as e:
             raise self.error(tok, str(e)) from None
-        call = Call(op, tuple(args), attrs, span=self.span(tok))
-        make = TUPLE_OUT.get(name)
-        if make is None:
-            return call
-        tup = Tuple(make(call), span=call.span)
-        self.tuple_out.add(id(tup))
-        return tup
+        return Call(op, tuple(args), attrs, span=self.span(tok))
 
     def _spread(self, arg) -> list:
         """The fields of a tuple argument: written out, let-bound, or typed (TVM's form)."""

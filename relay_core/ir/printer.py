@@ -66,9 +66,6 @@ from .visitor import free_vars, post_order
 # -- types ----------------------------------------------------------------------------------------
 
 
-_TUPLE_OUT = ("nn.batch_norm", "nn.dropout")  # see parser.TUPLE_OUT
-
-
 def _dim(d) -> str:
     return "?" if isinstance(d, AnyDim) else str(d)
 
@@ -382,10 +379,7 @@ class _Printer:
         args = [self.ref(a) for a in e.args]
         if type(op) is Op:
             args += [f"{k}={format_attr_value(v)}" for k, v in _non_default_attrs(e.attrs)]
-        text = f"{self.ref(op)}({', '.join(args)})"
-        if type(op) is Op and op.name in _TUPLE_OUT:  # TVM's op returns a tuple: ours is .0
-            text += ".0"
-        return text
+        return f"{self.ref(op)}({', '.join(args)})"
 
     def _pattern(self, p: Pattern) -> str:
         if isinstance(p, PatternWildcard):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir.expr import Call, Expr, call, const
+from ..ir.expr import Call, Expr, Tuple, call, const
 from ..ir.types import TensorType, Type
 from .registry import all_ops
 
@@ -75,7 +75,7 @@ def _batch_norm(c, types):
     vt = max(types[1:5], key=lambda t: t.ndim)
     scale = _along(scale, vt, tx.ndim, axis)
     shift = _along(shift, vt, tx.ndim, axis)
-    return _c("add", _c("multiply", x, scale), shift)
+    return Tuple((_c("add", _c("multiply", x, scale), shift), mean, var))
 
 
 def _normalize(x: Expr, axes: tuple[int, ...], eps: float, dtype: str) -> Expr:
@@ -158,7 +158,7 @@ def _group_norm(c, types):
 
 @decomposition("nn.dropout")
 def _dropout(c, types):
-    return c.args[0]  # identity at inference
+    return Tuple((c.args[0], _c("ones_like", c.args[0])))  # identity at inference
 
 
 @decomposition("nn.l2_normalize")

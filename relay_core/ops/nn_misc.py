@@ -117,12 +117,13 @@ def _dropout_samples(rng):
 register(
     OpDef(
         "nn.dropout",
-        lambda args, attrs: R.tensor(args[0]),
-        lambda xs, attrs: xs[0],
+        # TVM's signature: (output, mask); at inference the output is x and the mask all ones
+        lambda args, attrs: R.tuple_of(R.tensor(args[0]), R.tensor(args[0])),
+        lambda xs, attrs: (xs[0].copy(), np.ones_like(xs[0])),
         OpPattern.OPAQUE,
         DropoutAttrs,
         (1, 1),
-        "identity at inference",
+        "(x, ones_like(x)) at inference (TVM's tuple result: take .0 for the output)",
         samples=_dropout_samples,
     )
 )

@@ -125,7 +125,9 @@ def _batch_norm_rel(args, attrs):
         (x.shape[axis],),
         "nn.batch_norm",
     )
-    return x
+    # TVM's signature: (normalized, moving_mean, moving_var); at inference the statistics pass
+    # through unchanged.
+    return R.tuple_of(x, R.tensor(args[3]), R.tensor(args[4]))
 
 
 def _batch_norm_ref(xs, attrs):
@@ -133,7 +135,7 @@ def _batch_norm_ref(xs, attrs):
     axis = attrs.axis % x.ndim
     shape = _channel_shape(x, axis)
     y = (_f64(x) - _f64(mean).reshape(shape)) / np.sqrt(_f64(var).reshape(shape) + attrs.epsilon)
-    return _affine(y, gamma, beta, attrs, shape).astype(x.dtype)
+    return _affine(y, gamma, beta, attrs, shape).astype(x.dtype), mean.copy(), var.copy()
 
 
 def _batch_norm_samples(rng):
@@ -359,7 +361,8 @@ register(
         OpPattern.OPAQUE,
         BatchNormAttrs,
         (5, 5),
-        "(x - mean) / sqrt(var + eps) * gamma + beta along axis (inference)",
+        "((x - mean) / sqrt(var + eps) * gamma + beta along axis, mean, var) (inference; "
+        "TVM's tuple result: take .0 for the normalized tensor)",
         samples=_batch_norm_samples,
     )
 )

@@ -371,14 +371,17 @@ FOLD = [
     ),
     # batch_norm(conv(x, W), constants) -> bias_add(conv(x, W'), b')
     rule(
-        op(
-            "nn.batch_norm",
-            CONV,
-            const("gamma"),
-            const("beta"),
-            const("mean"),
-            const("var"),
-            name="bn",
+        tuple_get(
+            op(
+                "nn.batch_norm",
+                CONV,
+                const("gamma"),
+                const("beta"),
+                const("mean"),
+                const("var"),
+                name="bn",
+            ),
+            0,
         ),
         _conv_batch_norm,
         "batch_norm(conv(x, W)) -> bias_add(conv(x, W'), b')",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.expr import Call, Expr, Op
+from ..ir.expr import Call, Expr, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ._util import Rewriter, ensure_typed, map_functions, type_of
 from .manager import Pass, PassContext, register_pass
@@ -44,6 +44,9 @@ def expand_decompositions(func: Expr, only=None) -> Expr:
                         out = d.decompose(new, types)
                         if out is not None:
                             return out
+            elif type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
+                # `nn.batch_norm(...).0` once the op became (x * scale + shift, mean, var)
+                return new.tuple_value.fields[new.index]
             return new
 
     return _Expand().mutate(func)

@@ -145,7 +145,10 @@ def _bias_add(inputs, attrs, out_type):
 @register_lower("nn.dropout")
 def _dropout(inputs, attrs, out_type):
     x = inputs[0]
-    return compute(x.shape, lambda *i: x[i], "dropout")
+    one = _c(1, x.dtype)
+    return compute(x.shape, lambda *i: x[i], "dropout"), compute(
+        x.shape, lambda *i: one, "dropout_mask"
+    )
 
 
 # -- softmax family -------------------------------------------------------------------------------
@@ -276,7 +279,12 @@ def _batch_norm(inputs, attrs, out_type):
         )
         return cast(x.dtype, _affine(v, i, gamma, beta, attrs, ch))
 
-    return compute(x.shape, body, "batch_norm")
+    # TVM's tuple: the running statistics pass through at inference
+    return (
+        compute(x.shape, body, "batch_norm"),
+        compute(mean.shape, lambda *i: mean[i], "batch_norm_mean"),
+        compute(var.shape, lambda *i: var[i], "batch_norm_var"),
+    )
 
 
 def _trailing(x, axis):

@@ -143,7 +143,7 @@ register_lower("reshape")(_reshape)
 register_lower("squeeze")(_squeeze)
 register_lower("expand_dims")(_expand_dims)
 register_lower("reshape_like")(_reshape_like)
-mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "nn.dropout", "forget_shape")
+mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "forget_shape")
 
 
 @register_lower("forget_shape")

@@ -13,7 +13,7 @@ import pytest
 
 import relay_core
 from relay_core.errors import InputError
-from relay_core.ir import Function, IRModule, Tuple, call, const, var
+from relay_core.ir import Function, IRModule, Tuple, TupleGetItem, call, const, var
 
 
 def _mlp(rng):
@@ -36,7 +36,7 @@ def _cnn(rng):
         beta = const(rng.standard_normal(cout).astype("float32"))
         mean = const(rng.standard_normal(cout).astype("float32") * 0.1)
         var_ = const(rng.uniform(0.5, 1.5, cout).astype("float32"))
-        h = call("nn.batch_norm", h, gamma, beta, mean, var_)
+        h = TupleGetItem(call("nn.batch_norm", h, gamma, beta, mean, var_), 0)
         return call("nn.relu", h)
 
     h = conv_bn_relu(x, 3, 8, 1)

@@ -548,15 +548,17 @@ def test_batch_norm_matches_torch():
     g, b, m = randn(5), randn(5), randn(5)
     v = RNG.random(5).astype(np.float32) + 0.1
     want = F.batch_norm(T(x), T(m), T(v), T(g), T(b), training=False, eps=1e-3).numpy()
-    np.testing.assert_allclose(
-        run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5, atol=1e-6
-    )
+    # TVM's signature: (normalized, moving_mean, moving_var)
+    y, mo, vo = run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(mo, m)
+    np.testing.assert_array_equal(vo, v)
     xl = x.transpose(0, 2, 3, 1)
-    y = run("nn.batch_norm", xl, g, b, m, v, axis=-1, epsilon=1e-3)
+    y = run("nn.batch_norm", xl, g, b, m, v, axis=-1, epsilon=1e-3)[0]
     np.testing.assert_allclose(y, want.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
     (want,) = onnx_run("BatchNormalization", [x, g, b, m, v], epsilon=1e-3)
     np.testing.assert_allclose(
-        run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3), want, rtol=1e-5, atol=1e-6
+        run("nn.batch_norm", x, g, b, m, v, epsilon=1e-3)[0], want, rtol=1e-5, atol=1e-6
     )
     with pytest.raises(OpTypeError, match="moving_var"):
         rel("nn.batch_norm", *(TensorType(s) for s in [(2, 5, 3), (5,), (5,), (5,), (4,)]))
