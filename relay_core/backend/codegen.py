@@ -51,6 +51,7 @@ class ModuleContext:
         self.counter = 0
         self.consts: dict = {}
         self.has_checks = False  # some kernel checks indices (relay_error_pending after it)
+        self.kernels: list[str] = []  # top-level kernels: one compilation unit each (split.py)
 
     def const_data(self, buf) -> ir.Value:
         """A module-level read-only array holding `buf.data` (deduplicated by content)."""
@@ -119,6 +120,7 @@ class KernelCodegen:
         ] + [I32]
         fn = ir.Function(self.ctx.llmod, ir.FunctionType(VOID, argtys), k.name)
         fn.linkage = self.linkage
+        self.ctx.kernels.append(k.name)
         env = _Env()
         for p, a in zip(k.params, fn.args):
             a.name = p.name
