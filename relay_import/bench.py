@@ -10,8 +10,9 @@ ours more than onnxruntime's (see benchmarks/RESULTS.md on contention).
 
 Worker threads of both sides wait passively between parallel regions unless `spin=True`: in an
 interleaved benchmark a spinning pool of one runtime steals the cores the other one's workers
-need (libgomp's wait policy can only be set before libgomp loads; a note says when it could
-not be).
+need. Ours is the runtime's thread pool (RELAY_WAIT_POLICY=passive / spin, read when a module's
+pool starts); OMP_WAIT_POLICY is set too for libraries on libgomp (torch), which reads it once,
+when it loads (a note says when it could not be).
 
     >>> from relay_import.bench import bench
     >>> print(bench("model.onnx", runs=100).summary())
@@ -197,6 +198,7 @@ def bench(
     if runs < 1:
         raise ValueError("runs must be at least 1")
     policy = "ACTIVE" if spin else "PASSIVE"
+    os.environ["RELAY_WAIT_POLICY"] = "spin" if spin else "passive"
     notes = []
     if _libgomp_loaded():
         if os.environ.get("OMP_WAIT_POLICY", "").upper() != policy:
