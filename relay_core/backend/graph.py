@@ -219,6 +219,7 @@ class GraphCompiler:
             else:
                 copies.append((Storage("out", k, s.type), s))
         self.copies = copies
+        self._drop_unread_constants()
         offsets, total = self._plan()
         self.offsets, self.total = offsets, total
         self._entry()
@@ -280,6 +281,27 @@ class GraphCompiler:
 
             return _unflatten(rt, outs, 0)[0]
         return outs[0]
+
+    def _drop_unread_constants(self) -> None:
+        """Keeps only the constants some step or output copy reads, renumbered in slot order: a
+        weight that every kernel reads prepacked is stored once, in the packed layout (its
+        original slot was made when the group's arguments were collected)."""
+        read = {}
+        for st in self.steps:
+            for s in st.inputs:
+                if s.kind == "const":
+                    read[id(s)] = s
+        for _, src in self.copies:
+            if src.kind == "const":
+                read[id(src)] = src
+        kept = sorted(read.values(), key=lambda s: s.index)
+        arrays = []
+        for k, s in enumerate(kept):
+            arrays.append(self.const_arrays[s.index])
+            s.index = k
+        self.const_arrays = arrays
+        self.const_nodes = {}
+        self.const_slot = {}
 
     # -- memory --------------------------------------------------------------------------------
     def _plan(self):
