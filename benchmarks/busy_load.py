@@ -103,7 +103,8 @@ def main(argv=None) -> None:
     os.makedirs(d, exist_ok=True)
     models = export(args.models.split(","), d)
     print(
-        "| tree | model | phase | load | ours p10 / p50 / p90 ms | onnxruntime p10 / p50 / p90 ms | ours/ort (p50) |"
+        "| tree | model | phase | load | ours p10 / p50 / p90 ms "
+        "| onnxruntime p10 / p50 / p90 ms | ours/ort (p50) |"
     )
     print("|---|---|---|---:|---|---|---:|")
     for name, (path, shape) in models.items():
