@@ -98,6 +98,7 @@ def main(argv=None) -> None:
     ap.add_argument("--trees", default=os.path.dirname(HERE))
     ap.add_argument("--policy", default="default", choices=["default", "passive"])
     ap.add_argument("--onnx-dir", default=None, help="keep the exported models here")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate the trees this many times")
     args = ap.parse_args(argv)
     d = args.onnx_dir or tempfile.mkdtemp(prefix="relay-busy-")
     os.makedirs(d, exist_ok=True)
@@ -108,7 +109,7 @@ def main(argv=None) -> None:
     )
     print("|---|---|---|---:|---|---|---:|")
     for name, (path, shape) in models.items():
-        for tree in args.trees.split(","):
+        for tree in args.trees.split(",") * args.repeat:
             env = {
                 k: v
                 for k, v in os.environ.items()
