@@ -1,6 +1,6 @@
 """`make bench`: our compiled modules against onnxruntime, torch eager and TF graph mode on real
-architectures (benchmarks/models.py), 2 threads each, in one process, on a quiet machine and on a
-busy one.
+architectures (benchmarks/architectures.py), 2 threads each, in one process, on a quiet machine
+and on a busy one.
 
 For each model and batch size: the model is built with random weights; exported to ONNX
 (PyTorch: torch.onnx.export's default dynamo exporter; Keras: tf2onnx when it is installed) and
@@ -153,6 +153,23 @@ def ort_session(path: str):
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     return sess
+
+
+def export_onnx(model, example, path: str) -> None:
+    """The hand-written models of benchmarks/models.py (benchmarks.busy_load): TorchScript
+    exporter, opset 17, one input named `input`."""
+    import torch
+
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (example,),
+            path,
+            input_names=["input"],
+            output_names=["output"],
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 def export_torch_onnx(module, xs, path: str) -> None:
@@ -431,8 +448,8 @@ def report(rows: list, meta: dict) -> str:
         f"Versions: {versions}  ",
         f"Command: `{meta['command']}` ({meta['wall_s'] / 60:.0f} min)",
         "",
-        f"Models (benchmarks/models.py): real architectures with random weights. Every runtime "
-        f"uses {THREADS} threads, worker threads "
+        "Models (benchmarks/architectures.py): real architectures with random weights. Every "
+        f"runtime uses {THREADS} threads, worker threads "
         f"{'spin' if SPIN else 'wait passively'} between parallel regions. In one process, per "
         "model and batch size, the runtimes run in interleaved rounds (each once per round, "
         "rotating order); times are median (p10–p90) over rounds; a ratio is the median "
@@ -483,7 +500,7 @@ def _init_tf():
 
 
 def run(args) -> tuple[list, list]:
-    from benchmarks.models import catalog
+    from benchmarks.architectures import catalog
 
     cat = catalog()
     names = list(cat) if args.models == "all" else args.models.split(",")
@@ -545,7 +562,7 @@ def run(args) -> tuple[list, list]:
 
 
 def main(argv=None) -> int:
-    from benchmarks.models import MODELS
+    from benchmarks.architectures import MODELS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -572,6 +589,8 @@ def main(argv=None) -> int:
     SPIN = args.spin
     # libgomp reads this once, when it loads (before torch or a compiled module loads it)
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE" if SPIN else "PASSIVE")
+    # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob
+    os.environ.setdefault("RELAY_WAIT_POLICY", "spin" if SPIN else "passive")
     signal.signal(signal.SIGTERM, _sigterm)
     import torch
 
