@@ -394,6 +394,12 @@ def _strided_tensor(z, member, dtype, sizes, strides, offset, fqn, path):
     if len(raw) % itemsize:
         raise ModelLoadError(f"{path}: {fqn!r}: file size is not a multiple of the element size")
     flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.zeros(0, dtype=dtype)
+    dense, step = [], 1
+    for d in reversed(sizes):
+        dense.append(step)
+        step *= d
+    if offset == 0 and list(strides) == dense[::-1] and numel == flat.numel():
+        return flat.view(sizes)  # the whole private buffer, in order: no copy needed
     return torch.as_strided(flat, sizes, strides, offset).clone()
 
 
