@@ -212,6 +212,8 @@ def main(argv=None) -> int:
     SPIN = args.spin
     # libgomp reads this once, when it loads (before torch or a compiled module loads it)
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE" if SPIN else "PASSIVE")
+    # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob
+    os.environ.setdefault("RELAY_WAIT_POLICY", "spin" if SPIN else "passive")
     import torch
 
     # torch is only used to build and export the models: keep its OpenMP threads from

@@ -129,6 +129,38 @@ def is_static_graph(func: Function) -> bool:
     return all(check.dispatch(node) for node in post_order(func.body, _children))
 
 
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def group_flops(fn: Function) -> int:
+    """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
+    elementwise work is not counted)."""
+    total = 0
+    for n in post_order(fn.body):
+        if type(n) is not Call or not isinstance(n.op, Op):
+            continue
+        name, a = n.op.name, n.attrs
+        try:
+            out = n.checked_type.shape
+            if name in ("nn.conv1d", "nn.conv2d", "nn.conv3d"):
+                w = n.args[1].checked_type.shape
+                layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
+                o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
+                total += 2 * _numel(out) * _numel(w) // max(o, 1)
+            elif name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
+                x = n.args[0].checked_type.shape
+                ta = bool(getattr(a, "transpose_a", False))
+                k = int(x[-2] if ta and len(x) >= 2 else x[-1])
+                total += 2 * _numel(out) * k
+        except (AttributeError, TypeError, ValueError, IndexError):
+            continue  # dynamic or unusual shapes: no count
+    return total
+
+
 def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
     """Non-scalar constants of a primitive function become trailing parameters."""
     consts = [n for n in post_order(fn.body) if type(n) is Constant and n.data.ndim > 0]
@@ -162,6 +194,7 @@ class GraphCompiler(ExprFunctor):
         self.const_slot: dict = {}
         self.const_nodes: dict = {}
         self.step_ops: list = []
+        self.step_flops: list = []
         self.steps: list[Step] = []
         self.ws: list[Storage] = []
         import os
@@ -250,6 +283,7 @@ class GraphCompiler(ExprFunctor):
             else:
                 copies.append((Storage("out", k, s.type), s))
         self.copies = copies
+        self._drop_unread_constants()
         offsets, total = self._plan()
         self.offsets, self.total = offsets, total
         self._entry()
@@ -265,6 +299,7 @@ class GraphCompiler(ExprFunctor):
             info={
                 "step_ops": self.step_ops,
                 "step_kernels": [s.kernel for s in self.steps],
+                "step_flops": self.step_flops,
                 "profile": self.profile,
             },
         )
@@ -300,6 +335,7 @@ class GraphCompiler(ExprFunctor):
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
         self.steps.append(Step(name, list(flat_args), outs, values))
+        self.step_flops.append(group_flops(fn))
         self.step_ops.append(
             sorted(
                 {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
@@ -311,6 +347,27 @@ class GraphCompiler(ExprFunctor):
 
             return _unflatten(rt, outs, 0)[0]
         return outs[0]
+
+    def _drop_unread_constants(self) -> None:
+        """Keeps only the constants some step or output copy reads, renumbered in slot order: a
+        weight that every kernel reads prepacked is stored once, in the packed layout (its
+        original slot was made when the group's arguments were collected)."""
+        read = {}
+        for st in self.steps:
+            for s in st.inputs:
+                if s.kind == "const":
+                    read[id(s)] = s
+        for _, src in self.copies:
+            if src.kind == "const":
+                read[id(src)] = src
+        kept = sorted(read.values(), key=lambda s: s.index)
+        arrays = []
+        for k, s in enumerate(kept):
+            arrays.append(self.const_arrays[s.index])
+            s.index = k
+        self.const_arrays = arrays
+        self.const_nodes = {}
+        self.const_slot = {}
 
     # -- memory --------------------------------------------------------------------------------
     def _plan(self):

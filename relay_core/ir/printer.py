@@ -514,14 +514,26 @@ def module_to_text(mod, show_meta_data: bool = True, elide_bytes: int | None = N
 
     With `elide_bytes` (what `str(mod)` uses), constants larger than that many bytes print as
     `meta[Constant][3] /* float32[64, 3, 7, 7], 36.8 KB */` and their data is left out."""
-    show_types = _typed(mod)
     meta = _Meta(elide_bytes)
+    return _module_text(mod, meta) + _metadata_text(meta, show_meta_data)
+
+
+def module_to_text_and_constants(mod) -> tuple[str, list]:
+    """The module's text without a `#[metadata]` section, and the data of its constants in the
+    order `meta[Constant][i]` refers to them: `parse(text, constants=...)` reads it back
+    without the data ever becoming text (relay_core.ir.serialize)."""
+    meta = _Meta()
+    text = _module_text(mod, meta)
+    return text, [c.data for c in meta.constants]
+
+
+def _module_text(mod, meta: _Meta) -> str:
+    show_types = _typed(mod)
     parts = [f'#[version = "{VERSION}"]']
     items = [typedata_to_text(td) for td in mod.type_definitions.values()]
     for gv, f in mod.functions.items():
         items.append(_join(_Printer(meta, show_types).def_lines(gv.name_hint, f)))
-    text = parts[0] + "\n" + "\n\n".join(items)
-    return text + _metadata_text(meta, show_meta_data)
+    return parts[0] + "\n" + "\n\n".join(items)
 
 
 def excerpt(func: Function, node, name: str = "", mod=None, context: int = 6) -> str:
