@@ -481,8 +481,19 @@ class _Background:
 
 
 def _unit_level(unit, opt_level: int) -> int:
-    """The LLVM optimisation level of a unit (see BACKEND_NOTES, per-kernel levels)."""
-    return 3 if opt_level >= 2 else opt_level
+    """The LLVM pipeline of a unit: O3 for the kernels and the shared helpers (GEMM
+    microkernels, packing, im2col) that hold the hot loops; O1 for the entry function, which
+    only calls kernels in order. `RELAY_KERNEL_OPT_LEVEL` sets the kernels' level (to measure
+    its effect on run time: see benchmarks/RESULTS.md)."""
+    if opt_level < 2:
+        return opt_level
+    if unit.kind == "main":
+        return 1
+    if unit.kind == "kernel":
+        raw = os.environ.get("RELAY_KERNEL_OPT_LEVEL", "").strip()
+        if raw in ("0", "1", "2", "3"):
+            return int(raw)
+    return 3
 
 
 def _kernel_ops(plan) -> dict:
