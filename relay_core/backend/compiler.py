@@ -372,7 +372,8 @@ def _compile_to(
             r["ops"] = ", ".join(dict.fromkeys(o for k in r["kernels"] for o in ops.get(k, ())))
         report.units = records
         hits = sum(r["where"] == "cache" for r in records)
-        report.add("llvm", time.perf_counter() - t, f"{n_jobs} jobs, {hits} units from cache")
+        far = sum(r["opt_s"] + r["emit_s"] for r in records if r["where"] == "worker")
+        report.add("llvm", time.perf_counter() - t, f"{n_jobs} jobs, {hits} units from cache", far)
         report.notes["evicted_bytes"] = st["evicted_bytes"]
         t = time.perf_counter()
         rt = rt.result()
