@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from relay_core.backend.kernels import KERNELS  # noqa: E402
+from relay_core.ops import lookup  # noqa: E402
 from tools.kernel_jit import KernelModule, tt  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
     built = []
     for c in sel:
         in_types = [tt(a.shape) for a in c["inputs"]]
-        k = km.add(KERNELS[c["op"]], in_types, [tt(c["out"])], c["attrs"], None, c["const"])
+        k = km.add(lookup(c["op"]).kernel, in_types, [tt(c["out"])], c["attrs"], None, c["const"])
         built.append(k)
     t0 = time.perf_counter()
     km.compile()

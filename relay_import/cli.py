@@ -295,6 +295,7 @@ def cmd_bench(args) -> int:
         spin=args.spin,
         max_iterations=args.max_iterations,
         timeout=args.timeout,
+        profile=args.profile,
     )
     print(r.summary())
     return 0
@@ -464,6 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--spin",
         action="store_true",
         help="let both runtimes' workers spin between parallel regions (default: wait)",
+    )
+    s.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every step (fused group) of the timed calls: share of the total, GFLOP/s",
     )
     s.set_defaults(func=cmd_bench)
 

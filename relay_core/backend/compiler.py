@@ -446,8 +446,12 @@ def _compile_to(
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
         "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
         "steps": [
-            {"kernel": k, "ops": o}
-            for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))
+            {"kernel": k, "ops": o, "flops": fl}
+            for k, o, fl in zip(
+                plan.info.get("step_kernels", []),
+                plan.info.get("step_ops", []),
+                plan.info.get("step_flops") or [0] * len(plan.info.get("step_kernels", [])),
+            )
         ],
         "profile": plan.info.get("profile", False),
     }

@@ -1,7 +1,8 @@
 """Lowering of one fused group (a `Primitive` Relay function) to a loop-IR kernel.
 
-Each operator call becomes tensor expressions through its `OpDef.lower` rule, or a call of a
-hand-written kernel (relay_core.backend.kernels: GEMM, convolution, ...) when one exists for it;
+Each operator call becomes a call of its hand-written kernel (`OpDef.kernel`, in
+relay_core.backend.kernels: GEMM, convolution, ...) when it declares one and the kernel accepts
+the call, else tensor expressions through its `OpDef.lower` rule; the OpDef is the only dispatch;
 the scheduler turns the group into one loop nest per materialized stage.
 
 Kernel signature: `void name(in0*, ..., out0*, ..., i64 dim0, ..., i32 nthreads)` where inputs
@@ -19,9 +20,6 @@ from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import post_order
 from ..te.lowering import rule_of
-
-# The loop-IR rules (sort, scatter, unique, ...): importing them fills their ops' `lower`.
-from . import lower_loops, lower_select  # noqa: E402, F401, I001
 from . import tir as T
 from .schedule import Scheduler, extern
 
@@ -82,13 +80,6 @@ def _flatten_value(v) -> list:
         else:
             out.append(x)
     return out
-
-
-def kernel_for(op_name: str):
-    """The hand-written kernel generator of an op, if the kernels package provides one."""
-    from .kernels import KERNELS
-
-    return KERNELS.get(op_name)
 
 
 class GroupLowering:
@@ -293,7 +284,7 @@ class GroupLowering:
     def _call(self, call: Call, args: list):
         opdef = call.op.opdef
         out_type = call.checked_type
-        gen = kernel_for(opdef.name)
+        gen = opdef.kernel
         if gen is not None and self.llctx is not None:
             r = self._try_kernel(gen, call, args, out_type)
             if r is not None:

@@ -1,6 +1,7 @@
 """Lowerings that are not pure compute rules: scatter (ordered writes) and sorting (the C
 runtime's stable argsort). They produce loop IR (`schedule.loop_op`) or runtime calls
-(`schedule.extern`) and fill `OpDef.lower` like the TE rules do.
+(`schedule.extern`); ops name them in their declaration (`lower=Rule("relay_core.backend.
+lower_loops:_sort")`) like the TE rules.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from .. import te
 from ..te import expr as E
 from ..te.expr import Load, select
 from ..te.lower_transform import ravel
-from ..te.lowering import mark_view, register_lower
 from ..te.tensor import compute
 from . import tir as T
 from .codegen import I32, I64, VOID, storage_type
@@ -70,7 +70,6 @@ def _nest(shape, name):
     return vs, lambda body: T.loop_nest(list(zip(vs, shape)), body)
 
 
-@register_lower("scatter_elements")
 def _scatter_elements(inputs, attrs, out_type):
     data, idx, upd = inputs
     dshape = _dims(data.shape)
@@ -93,7 +92,6 @@ def _scatter_elements(inputs, attrs, out_type):
     return loop_op("scatter_elements", [(dshape, data.dtype)], inputs, build)[0]
 
 
-@register_lower("scatter_nd")
 def _scatter_nd(inputs, attrs, out_type):
     data, idx, upd = inputs
     dshape = _dims(data.shape)
@@ -171,7 +169,6 @@ def _gather_along(x, pos, axis):
     return compute(pos.shape, lambda *i: x[i[:axis] + (pos[i],) + i[axis + 1 :]], "sorted")
 
 
-@register_lower("argsort")
 def _argsort(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % x.ndim
@@ -179,7 +176,6 @@ def _argsort(inputs, attrs, out_type):
     return compute(pos.shape, lambda *i: E.cast(out_type.dtype, pos[i]), "argsort")
 
 
-@register_lower("sort")
 def _sort(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % x.ndim
@@ -187,7 +183,6 @@ def _sort(inputs, attrs, out_type):
     return _gather_along(x, pos, axis)
 
 
-@register_lower("topk")
 def _topk(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % x.ndim
@@ -230,10 +225,6 @@ def _max_unpool(nd: int):
         return loop_op("max_unpool", [(oshape, data.dtype)], inputs, build)[0]
 
     return lower
-
-
-for _nd in (1, 2, 3):
-    register_lower(f"nn.max_unpool{_nd}d")(_max_unpool(_nd))
 
 
 # -- nonzero / argwhere: count first (a kernel of its own), then a sequential scan -----------------
@@ -279,17 +270,14 @@ def _nonzero_scan(x, transposed: bool):
     return loop_op("nonzero", [(oshape, "int64")], [x], build)[0]
 
 
-@register_lower("nonzero")
 def _nonzero(inputs, attrs, out_type):
     return _nonzero_scan(inputs[0], False)
 
 
-@register_lower("argwhere")
 def _argwhere(inputs, attrs, out_type):
     return _nonzero_scan(inputs[0], True)
 
 
-@register_lower("dyn.topk")
 def _dyn_topk(inputs, attrs, out_type):
     x, kt = inputs
     axis = attrs.axis % x.ndim
@@ -315,8 +303,3 @@ def _byte_copy(inputs, attrs, out_type):
             ir.Function(llmod, ir.FunctionType(VOID, [p, p, I64, I32]), name)
 
     return extern("relay_copy_bytes", [(oshape, out_type.dtype)], [x], emit, [E.index(nbytes)])[0]
-
-
-register_lower("bitcast")(_byte_copy)
-register_lower("reinterpret")(_byte_copy)
-mark_view("bitcast", "reinterpret")

@@ -10,7 +10,6 @@ from llvmlite import ir
 from .. import te
 from ..te import expr as E
 from ..te.lower_transform import unravel
-from ..te.lowering import register_lower
 from ..te.tensor import compute
 from .codegen import I32, I64, VOID, storage_type
 from .lower_loops import _size, _static
@@ -23,7 +22,6 @@ def _declare(llmod, name, args):
 
 
 # -- unique -------------------------------------------------------------------------------------
-@register_lower("unique")
 def _unique(inputs, attrs, out_type):
     x = inputs[0]
     shape = _static(x.shape, "unique")
@@ -82,7 +80,6 @@ def _scalar_input(inputs, i, dtype: str, default):
     return compute((), lambda: E.cast(dtype, t[(0,) * t.ndim]), f"nms_arg{i}")
 
 
-@register_lower("vision.non_max_suppression")
 def _nms(inputs, attrs, out_type):
     boxes, scores = inputs[0], inputs[1]
     bs, ss = _static(boxes.shape, "nms"), _static(scores.shape, "nms")

@@ -1,26 +1,21 @@
 """The operator registry. `lookup("nn.conv2d")` returns the OpDef; `all_ops()` every one.
 
 Loading (the one idiom of every registry in this project): importing the package fills the
-registry. This `__init__` imports every family module (each registers its OpDefs; no family
-needs another at import time, so the order is free), then installs the gradient rules and
-decompositions that grads*.py and decompose.py declared. Nothing else imports a family for its
-side effect, and no lookup loads anything lazily.
+registry. This `__init__` imports every family module; each registers its OpDefs with everything
+about them (a rule that lives elsewhere -- a gradient in grads*.py, a decomposition in
+decompose.py, a tensor-expression rule in relay_core/te, a kernel in relay_core/backend -- is
+named by a `Rule` / `Kernel` and imported on its first use). No family needs another at import
+time, so the order is free; nothing is attached to an OpDef after its module has loaded.
 """
 
 from . import (
     bitcast,
     complex,
     creation,
-    decompose,
     dyn,
     dyn_params,
     elemwise,
     grad_support,
-    grads,
-    grads_misc,
-    grads_nn,
-    grads_sample,
-    grads_tensor,
     image,
     misc,
     ml,
@@ -45,8 +40,5 @@ from . import (
     vision_grad,
 )
 from .registry import OpDef, OpPattern, all_ops, attrs_to_dict, lookup, make_attrs, register
-
-grads.install()
-decompose.install()
 
 __all__ = ["OpDef", "OpPattern", "all_ops", "attrs_to_dict", "lookup", "make_attrs", "register"]

@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ register(
         samples=_bitcast_samples,
     )
 )
+declare("bitcast", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)
 
 
 # -- reinterpret -------------------------------------------------------------------------------
@@ -122,3 +123,4 @@ register(
         samples=_reinterpret_samples,
     )
 )
+declare("reinterpret", lower=Rule("relay_core.backend.lower_loops:_byte_copy"), view=True)

@@ -10,7 +10,7 @@ from ..errors import OpTypeError
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 _TO_COMPLEX = {"float32": "complex64", "float64": "complex128"}
 _TO_REAL = {v: k for k, v in _TO_COMPLEX.items()}
@@ -69,6 +69,7 @@ register(
         samples=_make_samples,
     )
 )
+declare("complex.make", lower=Rule("relay_core.te.lower_signal:_complex_make"))
 for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag), ("complex.abs", np.abs)]:
     register(
         OpDef(
@@ -82,3 +83,9 @@ for _name, _fn in [("complex.real", np.real), ("complex.imag", np.imag), ("compl
             samples=_part_samples,
         )
     )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare("complex.real", lower=Rule("relay_core.te.lower_signal:_part", 0))
+declare("complex.imag", lower=Rule("relay_core.te.lower_signal:_part", 1))
+declare("complex.abs", lower=Rule("relay_core.te.lower_signal:_complex_abs"))

@@ -13,7 +13,7 @@ from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
 from .misc import cast_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _scalar(t, op, what):
@@ -108,6 +108,11 @@ register(
         samples=_arange_samples,
     )
 )
+declare(
+    "arange",
+    lower=Rule("relay_core.te.lower_dyn:_arange"),
+    grad=Rule("relay_core.ops.grads_tensor:_arange"),
+)
 
 
 # -- full / zeros / ones --------------------------------------------------------------------------
@@ -151,6 +156,11 @@ register(
         samples=_full_samples,
     )
 )
+declare(
+    "full",
+    lower=Rule("relay_core.te.lower_misc:_full"),
+    grad=Rule("relay_core.ops.grads_tensor:_full"),
+)
 
 
 @dataclass(frozen=True)
@@ -187,7 +197,9 @@ def _const_op(name, value):
 
 
 _const_op("zeros", 0)
+declare("zeros", lower=Rule("relay_core.te.lower_misc:_filled", 0, False))
 _const_op("ones", 1)
+declare("ones", lower=Rule("relay_core.te.lower_misc:_filled", 1, False))
 
 
 def _like_samples(rng):
@@ -242,6 +254,11 @@ register(
         "full_like(data, fill_value): data's shape and dtype, filled with the scalar",
         samples=_full_like_samples,
     )
+)
+declare(
+    "full_like",
+    lower=Rule("relay_core.te.lower_misc:_full_like"),
+    grad=Rule("relay_core.ops.grads_tensor:_full_like"),
 )
 
 
@@ -315,5 +332,23 @@ register(
         samples=_one_hot_samples,
     )
 )
+declare(
+    "one_hot",
+    lower=Rule("relay_core.te.lower_misc:_one_hot"),
+    grad=Rule("relay_core.ops.grads_tensor:_one_hot"),
+)
 
 __all__ = ["arange_array", "full_array", "one_hot_shape", "one_hot_array"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "zeros_like",
+    lower=Rule("relay_core.te.lower_misc:_filled", 0, True),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "zeros_like"),
+)
+declare(
+    "ones_like",
+    lower=Rule("relay_core.te.lower_misc:_filled", 1, True),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ones_like"),
+)

@@ -1,4 +1,5 @@
-"""Decompositions: ops expressed with simpler ops (fills `OpDef.decompose`).
+"""Decompositions: ops expressed with simpler ops (named by `OpDef.decompose`, as
+`decompose=Rule("relay_core.ops.decompose:_batch_norm")` in the op's declaration).
 
 `decompose(call, arg_types) -> Expr | None` returns an expression equal to the call (None when
 it does not apply, e.g. a shape it needs is unknown), built from
@@ -17,26 +18,8 @@ from collections.abc import Callable
 
 from ..ir.expr import Call, Expr, Tuple, call, const
 from ..ir.types import TensorType, Type
-from .registry import all_ops
 
 DecomposeFn = Callable[[Call, list[Type]], Expr]
-_PENDING: dict[str, DecomposeFn] = {}
-
-
-def decomposition(name: str) -> Callable[[DecomposeFn], DecomposeFn]:
-    def deco(fn: DecomposeFn) -> DecomposeFn:
-        _PENDING[name] = fn
-        return fn
-
-    return deco
-
-
-def install() -> None:
-    ops = all_ops()
-    for name, fn in _PENDING.items():
-        d = ops.get(name)
-        if d is not None and d.decompose is None:
-            d.decompose = fn
 
 
 def _c(name: str, *args, **attrs) -> Expr:
@@ -60,7 +43,6 @@ def _along(p: Expr, t: TensorType, ndim: int, axis: int) -> Expr:
     return _c("expand_dims", p, axis=t.ndim, num_newaxis=trailing)
 
 
-@decomposition("nn.batch_norm")
 def _batch_norm(c, types):
     x, gamma, beta, mean, var = c.args
     tx = _t(types, 0)
@@ -94,7 +76,6 @@ def _affine(y: Expr, gamma: Expr | None, beta: Expr | None, a) -> Expr:
     return y
 
 
-@decomposition("nn.layer_norm")
 def _layer_norm(c, types):
     x, gamma, beta = c.args
     tx = _t(types, 0)
@@ -102,7 +83,6 @@ def _layer_norm(c, types):
     return _affine(_normalize(x, axes, c.attrs.epsilon, tx.dtype), gamma, beta, c.attrs)
 
 
-@decomposition("nn.rms_norm")
 def _rms_norm(c, types):
     x, gamma = c.args
     tx = _t(types, 0)
@@ -112,7 +92,6 @@ def _rms_norm(c, types):
     return _c("multiply", y, gamma)
 
 
-@decomposition("nn.instance_norm")
 def _instance_norm(c, types):
     x, gamma, beta = c.args
     tx = _t(types, 0)
@@ -135,7 +114,6 @@ def _channel_affine(y, gamma, beta, a, types, axis, ndim):
     return y
 
 
-@decomposition("nn.group_norm")
 def _group_norm(c, types):
     x, gamma, beta = c.args
     tx = _t(types, 0)
@@ -156,12 +134,10 @@ def _group_norm(c, types):
     return _channel_affine(y, gamma, beta, a, types, axis, tx.ndim)
 
 
-@decomposition("nn.dropout")
 def _dropout(c, types):
     return Tuple((c.args[0], _c("ones_like", c.args[0])))  # identity at inference
 
 
-@decomposition("nn.l2_normalize")
 def _l2_normalize(c, types):
     x = c.args[0]
     tx = _t(types, 0)
@@ -170,7 +146,6 @@ def _l2_normalize(c, types):
     return _c("multiply", x, _c("rsqrt", _c("maximum", s, _eps(c.attrs.eps, tx.dtype))))
 
 
-@decomposition("nn.mean_variance_normalization")
 def _mvn(c, types):
     x = c.args[0]
     tx = _t(types, 0)
@@ -181,7 +156,6 @@ def _mvn(c, types):
     return _c("divide", d, _c("add", std, _eps(c.attrs.epsilon, tx.dtype)))
 
 
-@decomposition("nn.lrn")
 def _lrn(c, types):
     # y = x / (bias + alpha / size * window_sum(x^2)) ^ beta, the window along the channel axis
     # (floor((size-1)/2) before, ceil after, as ONNX): a padded sum of shifted slices.
@@ -204,4 +178,4 @@ def _lrn(c, types):
     return _c("divide", x, _c("power", d, _eps(a.beta, tx.dtype)))
 
 
-__all__ = ["decomposition", "install"]
+__all__ = ["DecomposeFn"]

@@ -22,7 +22,7 @@ from .dyn_params import _const_ints, _ints, _static_call  # shared with the othe
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
-from .registry import OpPattern, Sample
+from .registry import OpPattern, Rule, Sample, declare
 from .sort import topk_arrays, topk_type
 from .transform import broadcast_array, reshape_shape, tile_shape
 from .transform_slice import slice_plan, strided_slice_array
@@ -103,6 +103,11 @@ _dyn(
     _reshape_samples,
     _reshape_static,
 )
+declare(
+    "dyn.reshape",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reshape"),
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "dyn.reshape"),
+)
 
 
 # -- dyn.broadcast_to -----------------------------------------------------------------------------
@@ -149,6 +154,11 @@ _dyn(
     _bcast_samples,
     _bcast_static,
 )
+declare(
+    "dyn.broadcast_to",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_broadcast_to"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
+)
 
 
 # -- dyn.tile -------------------------------------------------------------------------------------
@@ -184,6 +194,11 @@ _dyn(
     "dyn.tile(data, reps): numpy.tile",
     _tile_samples,
     _tile_static,
+)
+declare(
+    "dyn.tile",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_tile"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.tile", (0,)),
 )
 
 
@@ -261,6 +276,11 @@ _dyn(
     _slice_static,
     shape_inputs=(1, 2, 3, 4),
 )
+declare(
+    "dyn.strided_slice",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_strided_slice"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.strided_slice", (0,)),
+)
 
 
 # -- dyn.full / dyn.zeros / dyn.ones --------------------------------------------------------------
@@ -316,6 +336,11 @@ _dyn(
     _full_samples,
     _full_static,
 )
+declare(
+    "dyn.full",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_full"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_full"),
+)
 
 
 def _init_op(name, value):
@@ -355,7 +380,9 @@ def _init_op(name, value):
 
 
 _init_op("dyn.zeros", 0)
+declare("dyn.zeros", lower=Rule("relay_core.te.lower_dyn:_dyn_const", 0))
 _init_op("dyn.ones", 1)
+declare("dyn.ones", lower=Rule("relay_core.te.lower_dyn:_dyn_const", 1))
 
 
 # -- dyn.topk -------------------------------------------------------------------------------------
@@ -423,6 +450,11 @@ _dyn(
     _topk_static,
     shape_inputs=(),
 )
+declare(
+    "dyn.topk",
+    lower=Rule("relay_core.backend.lower_loops:_dyn_topk"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_topk"),
+)
 
 
 # -- dyn.one_hot ----------------------------------------------------------------------------------
@@ -477,6 +509,11 @@ _dyn(
     _one_hot_static,
     shape_inputs=(),
 )
+declare(
+    "dyn.one_hot",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_one_hot"),
+    grad=Rule("relay_core.ops.grads_tensor:_dyn_one_hot"),
+)
 
 
 # -- dyn.trilu ------------------------------------------------------------------------------------
@@ -519,4 +556,9 @@ _dyn(
     _trilu_static,
     shape_inputs=(),
     pattern=OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.trilu",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_trilu"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "dyn.trilu", (0,)),
 )

@@ -19,7 +19,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, lookup, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, lookup, register
 
 
 def _ints(x) -> tuple[int, ...]:
@@ -217,6 +217,11 @@ _reg(
     _squeeze_static,
     OpPattern.INJECTIVE,
 )
+declare(
+    "dyn.squeeze",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_squeeze"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
 
 
 def _unsqueeze_rel(args, attrs):
@@ -263,6 +268,11 @@ _reg(
     _unsqueeze_samples,
     _unsqueeze_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.unsqueeze",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_unsqueeze"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -316,6 +326,11 @@ _reg(
     _split_samples,
     _split_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.split",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_split"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -377,6 +392,11 @@ _reg(
     _pad_samples,
     _pad_static,
     OpPattern.INJECTIVE,
+)
+declare(
+    "dyn.nn.pad",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_pad"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )
 
 
@@ -466,6 +486,7 @@ _reg(
     stateful=True,
     shape_inputs=(),
 )
+declare("forget_shape", lower=Rule("relay_core.te.lower_transform:_forget_shape"), view=True)
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------
@@ -614,6 +635,11 @@ _reg(
     _resize_static,
     shape_inputs=(),
 )
+declare(
+    "dyn.image.resize",
+    lower=Rule("relay_core.te.lower_image:_dyn_resize"),
+    decompose=Rule("relay_core.ops.grads_misc:_dyn_resize"),
+)
 
 
 # -- affine_grid with a size tensor ---------------------------------------------------------
@@ -666,4 +692,72 @@ _reg(
     "dyn.image.affine_grid(theta, size): affine_grid with the size as a tensor",
     _affine_samples,
     _affine_static,
+)
+declare(
+    "dyn.image.affine_grid",
+    lower=Rule("relay_core.te.lower_image:_dyn_affine_grid"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "dyn.sum",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "sum"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.mean",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "mean"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.max",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "max"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.min",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "min"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.prod",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "prod"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.l1_norm",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "l1_norm"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.l2_norm",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "l2_norm"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.log_sum",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "log_sum"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.logsumexp",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "logsumexp"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.sum_square",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_reduce", "sum_square"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.cumsum",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_scan", "sum"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
+)
+declare(
+    "dyn.cumprod",
+    lower=Rule("relay_core.te.lower_dyn:_dyn_scan", "prod"),
+    decompose=Rule("relay_core.ops.grads_misc:_via_static"),
 )

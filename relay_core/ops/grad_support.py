@@ -8,7 +8,7 @@ from ..errors import OpTypeError
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def collapse_sum_array(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -59,4 +59,9 @@ register(
         "sum data down to the shape of the second argument (the adjoint of broadcasting)",
         samples=_collapse_samples,
     )
+)
+declare(
+    "collapse_sum_like",
+    lower=Rule("relay_core.te.lower_reduce:_collapse_sum_like"),
+    grad=Rule("relay_core.ops.grads_tensor:_collapse"),
 )

@@ -1,4 +1,6 @@
-"""Gradient rules, kept with the ops: each fills `OpDef.grad`.
+"""Gradient rules. Each op names its rule in its own declaration, `grad=Rule("relay_core.ops.
+grads:_g_exp")` (or writes it there, as `unary(..., grad=...)` does); the rule modules
+(grads*.py) register nothing and are imported the first time one of their rules is used.
 
 A rule is `grad(call, g, ctx) -> [gradient of each argument, or None]`:
 
@@ -21,7 +23,6 @@ from dataclasses import dataclass
 from ..ir import dtype as dt
 from ..ir.expr import Call, Expr, call, const
 from ..ir.types import TensorType, Type
-from .registry import all_ops
 
 GradFn = Callable[[Call, Expr, "GradCtx"], list]
 
@@ -71,28 +72,6 @@ class GradCtx:
         return call("collapse_sum_like", g, self.arg(i))
 
 
-_PENDING: dict[str, GradFn] = {}
-
-
-def defgrad(name: str) -> Callable[[GradFn], GradFn]:
-    """Decorator: `fn` is the gradient rule of op `name` (set on its OpDef when it exists)."""
-
-    def deco(fn: GradFn) -> GradFn:
-        _PENDING[name] = fn
-        return fn
-
-    return deco
-
-
-def install() -> None:
-    """Set `OpDef.grad` for every registered op with a rule (called once the families load)."""
-    ops = all_ops()
-    for name, fn in _PENDING.items():
-        d = ops.get(name)
-        if d is not None and d.grad is None:
-            d.grad = fn
-
-
 # ---------------------------------------------------------------------------------------------
 # Shorthands for building rules.
 
@@ -121,63 +100,62 @@ def neg(a):
     return _c("negative", a)
 
 
-def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> None:
+def unary(name: str, fn: Callable[[Expr, Expr, Expr, GradCtx], Expr]) -> GradFn:
     """Rule for y = f(x): grad = fn(x, y, g, ctx)."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         return [fn(c.args[0], ctx.out, g, ctx)]
 
+    return rule
 
-def zero_grad(name: str) -> None:
+
+def zero_grad(name: str) -> GradFn:
     """Piecewise-constant ops (floor, sign, ...): the derivative is zero almost everywhere."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         return [ctx.zeros(i) if dt.is_float(ctx.dtype(i)) else None for i in range(len(c.args))]
 
+    return rule
+
 
 # -- unary ----------------------------------------------------------------------------------------
-unary("exp", lambda x, y, g, k: mul(g, y))
-unary("exp2", lambda x, y, g, k: mul(g, mul(y, k.scalar(math.log(2.0)))))
-unary("expm1", lambda x, y, g, k: mul(g, add(y, k.scalar(1.0))))
-unary("log", lambda x, y, g, k: div(g, x))
-unary("log2", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(2.0)))))
-unary("log10", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(10.0)))))
-unary("log1p", lambda x, y, g, k: div(g, add(x, k.scalar(1.0))))
-unary("sqrt", lambda x, y, g, k: div(mul(g, k.scalar(0.5)), y))
-unary("rsqrt", lambda x, y, g, k: mul(g, mul(k.scalar(-0.5), div(y, x))))
-unary("sin", lambda x, y, g, k: mul(g, _c("cos", x)))
-unary("cos", lambda x, y, g, k: neg(mul(g, _c("sin", x))))
-unary("tan", lambda x, y, g, k: mul(g, add(k.scalar(1.0), mul(y, y))))
-unary("asin", lambda x, y, g, k: mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x)))))
-unary("acos", lambda x, y, g, k: neg(mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x))))))
-unary("atan", lambda x, y, g, k: div(g, add(k.scalar(1.0), mul(x, x))))
-unary("sinh", lambda x, y, g, k: mul(g, _c("cosh", x)))
-unary("cosh", lambda x, y, g, k: mul(g, _c("sinh", x)))
-unary("tanh", lambda x, y, g, k: mul(g, sub(k.scalar(1.0), mul(y, y))))
-unary("asinh", lambda x, y, g, k: mul(g, _c("rsqrt", add(mul(x, x), k.scalar(1.0)))))
-unary("acosh", lambda x, y, g, k: mul(g, _c("rsqrt", sub(mul(x, x), k.scalar(1.0)))))
-unary("atanh", lambda x, y, g, k: div(g, sub(k.scalar(1.0), mul(x, x))))
-unary(
+_g_exp = unary("exp", lambda x, y, g, k: mul(g, y))
+_g_exp2 = unary("exp2", lambda x, y, g, k: mul(g, mul(y, k.scalar(math.log(2.0)))))
+_g_expm1 = unary("expm1", lambda x, y, g, k: mul(g, add(y, k.scalar(1.0))))
+_g_log = unary("log", lambda x, y, g, k: div(g, x))
+_g_log2 = unary("log2", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(2.0)))))
+_g_log10 = unary("log10", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(10.0)))))
+_g_log1p = unary("log1p", lambda x, y, g, k: div(g, add(x, k.scalar(1.0))))
+_g_sqrt = unary("sqrt", lambda x, y, g, k: div(mul(g, k.scalar(0.5)), y))
+_g_rsqrt = unary("rsqrt", lambda x, y, g, k: mul(g, mul(k.scalar(-0.5), div(y, x))))
+_g_sin = unary("sin", lambda x, y, g, k: mul(g, _c("cos", x)))
+_g_cos = unary("cos", lambda x, y, g, k: neg(mul(g, _c("sin", x))))
+_g_tan = unary("tan", lambda x, y, g, k: mul(g, add(k.scalar(1.0), mul(y, y))))
+_g_asin = unary("asin", lambda x, y, g, k: mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x)))))
+_g_acos = unary("acos", lambda x, y, g, k: neg(mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x))))))
+_g_atan = unary("atan", lambda x, y, g, k: div(g, add(k.scalar(1.0), mul(x, x))))
+_g_sinh = unary("sinh", lambda x, y, g, k: mul(g, _c("cosh", x)))
+_g_cosh = unary("cosh", lambda x, y, g, k: mul(g, _c("sinh", x)))
+_g_tanh = unary("tanh", lambda x, y, g, k: mul(g, sub(k.scalar(1.0), mul(y, y))))
+_g_asinh = unary("asinh", lambda x, y, g, k: mul(g, _c("rsqrt", add(mul(x, x), k.scalar(1.0)))))
+_g_acosh = unary("acosh", lambda x, y, g, k: mul(g, _c("rsqrt", sub(mul(x, x), k.scalar(1.0)))))
+_g_atanh = unary("atanh", lambda x, y, g, k: div(g, sub(k.scalar(1.0), mul(x, x))))
+_g_erf = unary(
     "erf",
     lambda x, y, g, k: mul(g, mul(k.scalar(2.0 / math.sqrt(math.pi)), _c("exp", neg(mul(x, x))))),
 )
-unary("sigmoid", lambda x, y, g, k: mul(g, mul(y, sub(k.scalar(1.0), y))))
-unary("reciprocal", lambda x, y, g, k: neg(mul(g, mul(y, y))))
-unary("abs", lambda x, y, g, k: mul(g, _c("sign", x)))
-unary("negative", lambda x, y, g, k: neg(g))
-unary("square", lambda x, y, g, k: mul(g, mul(k.scalar(2.0), x)))
-unary("copy", lambda x, y, g, k: g)
-for _n in ("floor", "ceil", "round", "trunc", "sign"):
-    zero_grad(_n)
+_g_sigmoid = unary("sigmoid", lambda x, y, g, k: mul(g, mul(y, sub(k.scalar(1.0), y))))
+_g_reciprocal = unary("reciprocal", lambda x, y, g, k: neg(mul(g, mul(y, y))))
+_g_abs = unary("abs", lambda x, y, g, k: mul(g, _c("sign", x)))
+_g_negative = unary("negative", lambda x, y, g, k: neg(g))
+_g_square = unary("square", lambda x, y, g, k: mul(g, mul(k.scalar(2.0), x)))
+_g_copy = unary("copy", lambda x, y, g, k: g)
 
 
 # -- binary ---------------------------------------------------------------------------------------
-def binary(name: str, fa: Callable, fb: Callable) -> None:
+def binary(name: str, fa: Callable, fb: Callable) -> GradFn:
     """Rule for z = f(a, b) with broadcasting: each part is summed back to its input's shape."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         a, b = c.args
         ga = fa(a, b, ctx.out, g, ctx)
@@ -187,44 +165,50 @@ def binary(name: str, fa: Callable, fb: Callable) -> None:
             None if gb is None else ctx.reduce_to(gb, 1),
         ]
 
+    return rule
+
 
 def _select(cond, g):
     return _c("where", cond, g, _c("zeros_like", g))
 
 
-binary("add", lambda a, b, z, g, k: g, lambda a, b, z, g, k: g)
-binary("subtract", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(g))
-binary("multiply", lambda a, b, z, g, k: mul(g, b), lambda a, b, z, g, k: mul(g, a))
-binary("divide", lambda a, b, z, g, k: div(g, b), lambda a, b, z, g, k: neg(div(mul(g, z), b)))
-binary(
+_g_add = binary("add", lambda a, b, z, g, k: g, lambda a, b, z, g, k: g)
+_g_subtract = binary("subtract", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(g))
+_g_multiply = binary("multiply", lambda a, b, z, g, k: mul(g, b), lambda a, b, z, g, k: mul(g, a))
+_g_divide = binary(
+    "divide", lambda a, b, z, g, k: div(g, b), lambda a, b, z, g, k: neg(div(mul(g, z), b))
+)
+_g_floor_divide = binary(
     "floor_divide",
     lambda a, b, z, g, k: _c("zeros_like", g),
     lambda a, b, z, g, k: _c("zeros_like", g),
 )
-binary("mod", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(mul(g, _c("trunc", div(a, b)))))
-binary(
+_g_mod = binary(
+    "mod", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(mul(g, _c("trunc", div(a, b))))
+)
+_g_floor_mod = binary(
     "floor_mod", lambda a, b, z, g, k: g, lambda a, b, z, g, k: neg(mul(g, _c("floor", div(a, b))))
 )
-binary(
+_g_power = binary(
     "power",
     lambda a, b, z, g, k: mul(g, mul(b, _c("power", a, sub(b, k.scalar(1.0))))),
     lambda a, b, z, g, k: mul(g, mul(z, _c("log", a))),
 )
-for _n, _ge, _lt in [
-    ("maximum", "greater_equal", "less"),
-    ("minimum", "less_equal", "greater"),
-    ("fmax", "greater_equal", "less"),
-    ("fmin", "less_equal", "greater"),
-]:
-    binary(
-        _n,
-        (lambda ge: lambda a, b, z, g, k: _select(_c(ge, a, b), g))(_ge),
-        (lambda lt: lambda a, b, z, g, k: _select(_c(lt, a, b), g))(_lt),
+
+
+def _minmax(name: str, ge: str, lt: str):
+    """maximum, minimum, fmax, fmin: the gradient goes to the operand that was chosen."""
+    return binary(
+        name,
+        (lambda ge: lambda a, b, z, g, k: _select(_c(ge, a, b), g))(ge),
+        (lambda lt: lambda a, b, z, g, k: _select(_c(lt, a, b), g))(lt),
     )
-binary(
+
+
+_g_atan2 = binary(
     "atan2",
     lambda a, b, z, g, k: div(mul(g, b), add(mul(a, a), mul(b, b))),
     lambda a, b, z, g, k: neg(div(mul(g, a), add(mul(a, a), mul(b, b)))),
 )
 
-__all__ = ["GradCtx", "defgrad", "install", "add", "sub", "mul", "div", "neg"]
+__all__ = ["GradCtx", "add", "sub", "mul", "div", "neg"]

@@ -1,5 +1,5 @@
-"""Gradients of the dyn_params, signal, ml and tensor_misc ops (rules and decompositions,
-installed with the others by grads.install() / decompose.install()).
+"""Gradients of the dyn_params, signal, ml and tensor_misc ops (rules and decompositions, named
+by the ops' declarations).
 
 - dyn.* twins decompose into their static op once the parameter inputs are constants;
 - piecewise-constant ops (lookups, trees, the mel matrix) pass no gradient;
@@ -20,10 +20,7 @@ from ..errors import RelayError
 from ..ir import dtype as dt
 from ..ir.expr import Constant, call, const
 from ..ir.types import TensorType
-from .decompose import decomposition
-from .dyn_params import DYN_REDUCTIONS
-from .grads import defgrad
-from .grads_tensor import gather_rule, nondiff
+from .grads_tensor import gather_rule
 from .registry import all_ops
 
 _c = call
@@ -38,20 +35,6 @@ def _via_static(call_, types):
     return call_.op.opdef.to_static(call_)
 
 
-for _name in (
-    *DYN_REDUCTIONS,
-    "squeeze",
-    "unsqueeze",
-    "split",
-    "cumsum",
-    "cumprod",
-    "nn.pad",
-    "image.affine_grid",
-):
-    decomposition(f"dyn.{_name}")(_via_static)
-
-
-@decomposition("dyn.image.resize")
 def _dyn_resize(call_, types):
     """The static resize when the parameters are constants, or statically empty (absent)."""
     from .dyn_params import static_resize_call
@@ -70,10 +53,9 @@ def _dyn_resize(call_, types):
 
 
 # -- no gradient through lookups ---------------------------------------------------------------
-for _name in ("ml.label_encoder", "ml.tree_ensemble", "mel_weight_matrix"):
-    nondiff(_name)
 
-gather_rule("tensor_scatter", data=(0, 1))
+
+_g_tensor_scatter = gather_rule("tensor_scatter", data=(0, 1))
 
 
 # -- linear ops: the adjoint of their matrix ---------------------------------------------------
@@ -81,7 +63,6 @@ _MAX_MATRIX = 1 << 22  # entries of the basis matrix a rule may build
 
 
 def _linear_rule(name: str):
-    @defgrad(name)
     def rule(c, g, ctx):
         xt = ctx.arg_types[0]
         if not _static(xt):
@@ -102,13 +83,14 @@ def _linear_rule(name: str):
         gx = _c("nn.matmul", Constant(m), gflat)
         return [_c("reshape", gx, newshape=xt.shape)] + [None] * (len(c.args) - 1)
 
+    return rule
 
-_linear_rule("dft")
-_linear_rule("col2im")
+
+_g_dft = _linear_rule("dft")
+_g_col2im = _linear_rule("col2im")
 
 
 # -- stft: frames, a window, a dft ---------------------------------------------------------------
-@decomposition("stft")
 def _stft(call_, types):
     x_t = types[0]
     if not _static(x_t) or not isinstance(call_.args[1], Constant):
@@ -155,7 +137,6 @@ def _perm_sign(p) -> int:
     return s
 
 
-@decomposition("det")
 def _det(call_, types):
     t = types[0]
     if not isinstance(t, TensorType) or not isinstance(t.shape[-1], int) or t.shape[-1] > 4:
@@ -180,7 +161,6 @@ def _det(call_, types):
 
 
 # -- deformable convolution: bilinear gathers and a matmul --------------------------------------
-@decomposition("nn.deformable_conv2d")
 def _deform(call_, types):
     x_t, off_t, w_t = types[:3]
     if not all(_static(t) for t in types):

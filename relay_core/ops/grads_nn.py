@@ -19,7 +19,7 @@ from ..errors import RelayError
 from ..ir import dtype as dt
 from ..ir.expr import Call, Constant, Expr, TupleGetItem, call
 from . import nn_util as U
-from .grads import GradCtx, defgrad, div, mul, sub
+from .grads import GradCtx, GradFn, div, mul, sub
 from .grads_tensor import _count_ratio, _float, gather_adjoint, nondiff
 from .registry import attrs_to_dict, lookup
 
@@ -58,30 +58,33 @@ def _from_canonical(e: Expr, axes) -> Expr:
 
 
 # -- activations ----------------------------------------------------------------------------------
-def act(name: str, fn) -> None:
+def act(name: str, fn) -> GradFn:
     """y = f(x) elementwise: grad = fn(x, y, g, ctx)."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         return [fn(c.args[0], ctx.out, g, ctx)]
+
+    return rule
 
 
 def _sig(x):
     return _c("sigmoid", x)
 
 
-act("nn.relu", lambda x, y, g, k: _where(_c("greater", x, _zero(k)), g, _c("zeros_like", g)))
-act(
+_g_nn_relu = act(
+    "nn.relu", lambda x, y, g, k: _where(_c("greater", x, _zero(k)), g, _c("zeros_like", g))
+)
+_g_nn_leaky_relu = act(
     "nn.leaky_relu",
     lambda x, y, g, k: _where(_c("greater_equal", x, _zero(k)), g, mul(g, k.scalar(k.attrs.alpha))),
 )
-act(
+_g_nn_elu = act(
     "nn.elu",
     lambda x, y, g, k: _where(
         _c("greater", x, _zero(k)), g, mul(g, add_(y, k.scalar(k.attrs.alpha)))
     ),
 )
-act(
+_g_nn_selu = act(
     "nn.selu",
     lambda x, y, g, k: _where(
         _c("greater", x, _zero(k)),
@@ -89,24 +92,26 @@ act(
         mul(g, add_(y, k.scalar(k.attrs.alpha * k.attrs.gamma))),
     ),
 )
-act(
+_g_nn_celu = act(
     "nn.celu",
     lambda x, y, g, k: _where(
         _c("greater", x, _zero(k)), g, mul(g, _c("exp", div(x, k.scalar(k.attrs.alpha))))
     ),
 )
-act(
+_g_nn_silu = act(
     "nn.silu",
     lambda x, y, g, k: mul(
         g, mul(_sig(x), add_(k.scalar(1.0), mul(x, sub(k.scalar(1.0), _sig(x)))))
     ),
 )
-act("nn.softsign", lambda x, y, g, k: div(g, _c("square", add_(k.scalar(1.0), _c("abs", x)))))
-act(
+_g_nn_softsign = act(
+    "nn.softsign", lambda x, y, g, k: div(g, _c("square", add_(k.scalar(1.0), _c("abs", x))))
+)
+_g_nn_thresholded_relu = act(
     "nn.thresholded_relu",
     lambda x, y, g, k: _where(_c("greater", x, k.scalar(k.attrs.alpha)), g, _c("zeros_like", g)),
 )
-act(
+_g_nn_hard_sigmoid = act(
     "nn.hard_sigmoid",
     lambda x, y, g, k: _where(
         _c("logical_and", _c("greater", y, _zero(k)), _c("less", y, k.scalar(1.0))),
@@ -114,7 +119,7 @@ act(
         _c("zeros_like", g),
     ),
 )
-act(
+_g_nn_hard_swish = act(
     "nn.hard_swish",
     lambda x, y, g, k: mul(
         g,
@@ -129,7 +134,7 @@ act(
         ),
     ),
 )
-act(
+_g_nn_shrink = act(
     "nn.shrink",
     lambda x, y, g, k: _where(
         _c(
@@ -163,7 +168,7 @@ def _gelu(x, y, g, k):
     return mul(g, add_(cdf, mul(x, pdf)))
 
 
-act("nn.gelu", _gelu)
+_g_nn_gelu = act("nn.gelu", _gelu)
 
 
 def _softplus(x, y, g, k):
@@ -171,7 +176,7 @@ def _softplus(x, y, g, k):
     return _where(_c("greater", bx, k.scalar(k.attrs.threshold)), g, mul(g, _sig(bx)))
 
 
-act("nn.softplus", _softplus)
+_g_nn_softplus = act("nn.softplus", _softplus)
 
 
 def _mish(x, y, g, k):
@@ -180,11 +185,10 @@ def _mish(x, y, g, k):
     return mul(g, add_(t, mul(mul(x, sub(k.scalar(1.0), mul(t, t))), _sig(x))))
 
 
-act("nn.mish", _mish)
+_g_nn_mish = act("nn.mish", _mish)
 nondiff("nn.hardmax")
 
 
-@defgrad("nn.prelu")
 def _prelu(c, g, ctx):
     x, alpha = c.args
     axis = ctx.attrs.axis
@@ -206,21 +210,18 @@ def _prelu(c, g, ctx):
     return [dx, da]
 
 
-@defgrad("nn.softmax")
 def _softmax(c, g, ctx):
     y = ctx.out
     s = _c("sum", mul(g, y), axis=(ctx.attrs.axis,), keepdims=True)
     return [mul(y, sub(g, s))]
 
 
-@defgrad("nn.log_softmax")
 def _log_softmax(c, g, ctx):
     s = _c("sum", g, axis=(ctx.attrs.axis,), keepdims=True)
     return [sub(g, mul(_c("exp", ctx.out), s))]
 
 
 # -- dense / matmul -------------------------------------------------------------------------------
-@defgrad("nn.dense")
 def _dense(c, g, ctx):
     x, w = c.args
     if not (_float(ctx, 0) and _float(ctx, 1)):
@@ -265,11 +266,10 @@ def _matmul_grads(c, g, ctx, name):
     return [da, db]
 
 
-defgrad("nn.matmul")(lambda c, g, ctx: _matmul_grads(c, g, ctx, "nn.matmul"))
-defgrad("nn.batch_matmul")(lambda c, g, ctx: _matmul_grads(c, g, ctx, "nn.batch_matmul"))
+_g_nn_matmul = lambda c, g, ctx: _matmul_grads(c, g, ctx, "nn.matmul")
+_g_nn_batch_matmul = lambda c, g, ctx: _matmul_grads(c, g, ctx, "nn.batch_matmul")
 
 
-@defgrad("nn.bias_add")
 def _bias_add(c, g, ctx):
     axis = ctx.attrs.axis % ctx.ndim(0)
     return [g, _c("reshape_like", _c("sum", g, axis=(axis,), exclude=True), c.args[1])]
@@ -327,8 +327,7 @@ def _conv_setup(c, ctx, nd, transpose):
     return dax, kax, oax, xs, ws, ys, strides, dilation, pads
 
 
-def conv_rule(nd: int) -> None:
-    @defgrad(_CONV[nd])
+def conv_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         if not (_float(ctx, 0) and _float(ctx, 1)) or ctx.attrs.out_dtype not in ("", ctx.dtype(0)):
             return [None, None]
@@ -354,9 +353,10 @@ def conv_rule(nd: int) -> None:
         dw = conv_weight_grad(x, gc, xs, ys, k, s, d, pads, ctx.attrs.groups, nd)
         return [_from_canonical(dx, dax), _from_canonical(dw, kax)]
 
+    return rule
 
-def conv_transpose_rule(nd: int) -> None:
-    @defgrad(_CONV_T[nd])
+
+def conv_transpose_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         if not (_float(ctx, 0) and _float(ctx, 1)) or ctx.attrs.out_dtype not in ("", ctx.dtype(0)):
             return [None, None]
@@ -368,10 +368,7 @@ def conv_transpose_rule(nd: int) -> None:
         dw = conv_weight_grad(gc, x, ys, xs, ws[2:], s, d, pads, ctx.attrs.groups, nd)
         return [_from_canonical(dx, dax), _from_canonical(dw, kax)]
 
-
-for _nd in (1, 2, 3):
-    conv_rule(_nd)
-    conv_transpose_rule(_nd)
+    return rule
 
 
 # -- pooling --------------------------------------------------------------------------------------
@@ -393,16 +390,20 @@ def _argmax_name(name: str) -> str:
     return name + "_with_argmax"
 
 
-def max_pool_rule(nd: int) -> None:
+def max_pool_rule(nd: int) -> GradFn:
     name = f"nn.max_pool{nd}d"
 
-    @defgrad(name)
     def rule(c, g, ctx):
         kw = attrs_to_dict(ctx.attrs)
         both = _c(_argmax_name(name), c.args[0], **kw)
         return [_scatter_flat(c.args[0], TupleGetItem(both, 1), g)]
 
-    @defgrad(_argmax_name(name))
+    return rule
+
+
+def max_pool_argmax_rule(nd: int) -> GradFn:
+    name = f"nn.max_pool{nd}d"
+
     def rule_argmax(c, g, ctx):
         if ctx.attrs.storage_order != 0:
             kw = attrs_to_dict(ctx.attrs)
@@ -411,6 +412,8 @@ def max_pool_rule(nd: int) -> None:
         else:
             idx = TupleGetItem(ctx.out, 1)
         return [_scatter_flat(c.args[0], idx, TupleGetItem(g, 0))]
+
+    return rule_argmax
 
 
 def _axis_matrices(c: Call, ctx: GradCtx, nd: int, layout: str) -> list[np.ndarray]:
@@ -442,10 +445,9 @@ def _axis_matrices(c: Call, ctx: GradCtx, nd: int, layout: str) -> list[np.ndarr
     return mats
 
 
-def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> None:
+def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> GradFn:
     """Gradient of a linear op acting on each spatial axis separately (resize, avg pooling)."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         layout = getattr(ctx.attrs, layout_attr)
         mats = _axis_matrices(c, ctx, nd, layout)
@@ -458,13 +460,17 @@ def separable_rule(name: str, nd: int, layout_attr: str = "layout") -> None:
         dx = _c("einsum", gc, *mats_c, equation=eq)
         return [_from_canonical(dx, ax)] + [None] * (len(c.args) - 1)
 
+    return rule
 
-def global_rule(nd: int) -> None:
-    @defgrad(f"nn.global_avg_pool{nd}d")
+
+def global_avg_rule(nd: int) -> GradFn:
     def avg(c, g, ctx):
         return [mul(_c("broadcast_to_like", g, c.args[0]), _count_ratio(ctx))]
 
-    @defgrad(f"nn.global_max_pool{nd}d")
+    return avg
+
+
+def global_max_rule(nd: int) -> GradFn:
     def mx(c, g, ctx):
         x = c.args[0]
         ax = U.data_axes(ctx.attrs.layout, nd, c.op.name)
@@ -472,7 +478,10 @@ def global_rule(nd: int) -> None:
         cnt = _c("sum", mask, axis=tuple(ax[2:]), keepdims=True)
         return [div(mul(_c("broadcast_to_like", g, x), mask), _c("broadcast_to_like", cnt, x))]
 
-    @defgrad(f"nn.global_lp_pool{nd}d")
+    return mx
+
+
+def global_lp_rule(nd: int) -> GradFn:
     def lp(c, g, ctx):
         x, y, p = c.args[0], ctx.out, ctx.attrs.p
         gy = _where(
@@ -481,6 +490,8 @@ def global_rule(nd: int) -> None:
             mul(g, _c("power", y, ctx.scalar(1.0 - p))),
         )
         return [mul(_c("broadcast_to_like", gy, x), _lp_inner(x, p, ctx))]
+
+    return lp
 
 
 def _lp_inner(x, p, ctx):
@@ -530,10 +541,9 @@ def _window_sum_adjoint(g: Expr, geom, nd: int) -> Expr:
     return _c(_CONV_T[nd], g, ones_k, output_padding=opad, **conv)
 
 
-def avg_pool_rule(nd: int) -> None:
+def avg_pool_rule(nd: int) -> GradFn:
     name = f"nn.avg_pool{nd}d"
 
-    @defgrad(name)
     def rule(c, g, ctx):
         # avg = window_sum(x) / D, a window sum being a depthwise convolution with a kernel of
         # ones: d x = window_sum^T(g / D), with 1 / D = avg(ones) / window_sum(ones).
@@ -546,11 +556,12 @@ def avg_pool_rule(nd: int) -> None:
         dx = _window_sum_adjoint(mul(_to_canonical(g, ax), inv), geom, nd)
         return [_from_canonical(dx, ax)]
 
+    return rule
 
-def lp_pool_rule(nd: int) -> None:
+
+def lp_pool_rule(nd: int) -> GradFn:
     name = f"nn.lp_pool{nd}d"
 
-    @defgrad(name)
     def rule(c, g, ctx):
         # y = window_sum(|x|^p)^(1/p): d x = window_sum^T(g y^(1-p)) |x|^(p-1) sign(x).
         x, y, p = c.args[0], ctx.out, ctx.attrs.p
@@ -564,20 +575,12 @@ def lp_pool_rule(nd: int) -> None:
         ds = _from_canonical(_window_sum_adjoint(_to_canonical(gy, ax), geom, nd), ax)
         return [mul(ds, _lp_inner(x, p, ctx))]
 
-
-for _nd in (1, 2, 3):
-    max_pool_rule(_nd)
-    avg_pool_rule(_nd)
-    separable_rule(f"nn.adaptive_avg_pool{_nd}d", _nd)
-    separable_rule(f"image.resize{_nd}d", _nd)
-    global_rule(_nd)
-    lp_pool_rule(_nd)
+    return rule
 
 
-def adaptive_max_rule(nd: int) -> None:
+def adaptive_max_rule(nd: int) -> GradFn:
     name = f"nn.adaptive_max_pool{nd}d"
 
-    @defgrad(name)
     def rule(c, g, ctx):
         # Each output is the max of a window; the windows come from the adaptive average's
         # per-axis matrices (nonzero entries). The gradient goes to the maxima of each window.
@@ -616,13 +619,10 @@ def adaptive_max_rule(nd: int) -> None:
         )
         return [_from_canonical(dx, ax)]
 
-
-for _nd in (1, 2, 3):
-    adaptive_max_rule(_nd)
+    return rule
 
 
-def unpool_rule(nd: int) -> None:
-    @defgrad(f"nn.max_unpool{nd}d")
+def unpool_rule(nd: int) -> GradFn:
     def rule(c, g, ctx):
         x, ind = c.args
         idx = _c("broadcast_to_like", _c("cast", ind, dtype="int64"), x)
@@ -642,13 +642,10 @@ def unpool_rule(nd: int) -> None:
         won = _c("equal", _c("reshape_like", _c("take", landed, idx, axis=0), x), ids)
         return [_where(won, dx, _c("zeros_like", dx)), None]
 
-
-for _nd in (1, 2, 3):
-    unpool_rule(_nd)
+    return rule
 
 
 # -- padding and layout moves ---------------------------------------------------------------------
-@defgrad("nn.pad")
 def _pad(c, g, ctx):
     kw = attrs_to_dict(ctx.attrs)
     kw["pad_value"] = 0.0  # padded places must read as "no element" (0) in gather_adjoint
@@ -668,11 +665,10 @@ def _pad(c, g, ctx):
     return out
 
 
-for _n in ("nn.depth_to_space", "nn.space_to_depth"):
-    (lambda n: defgrad(n)(lambda c, g, ctx: [gather_adjoint(c, g, ctx, 0)]))(_n)
+# depth_to_space, space_to_depth: a permutation of the elements
+_g_depth_space = lambda c, g, ctx: [gather_adjoint(c, g, ctx, 0)]
 
 
-@defgrad("image.affine_grid")
 def _affine_grid(c, g, ctx):
     # The grid is linear in theta: d theta[n, i, k] = sum_pos g[n, pos, i] * base[pos, k], with
     # base[pos, k] read off the op's reference for unit thetas.

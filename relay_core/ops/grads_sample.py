@@ -25,7 +25,7 @@ from ..errors import RelayError
 from ..ir import dtype as dt
 from ..ir.expr import Constant, Expr, TupleGetItem, call, const
 from . import nn_util as U
-from .grads import GradCtx, defgrad
+from .grads import GradCtx, GradFn
 from .image import _GRID_METHODS
 from .registry import attrs_to_dict
 
@@ -175,7 +175,6 @@ def _keys_and_slope(u: Expr, a: float, d: str):
     return _where(le1, near, _where(lt2, far, zero)), _where(le1, dnear, _where(lt2, dfar, zero))
 
 
-@defgrad("image.grid_sample")
 def _grid_sample(c, g, ctx):
     """d data, and d grid (zero for nearest: piecewise constant in the grid)."""
     x, grid = c.args
@@ -273,7 +272,6 @@ def _grid_sample(c, g, ctx):
 
 
 # -- crop_and_resize ------------------------------------------------------------------------------
-@defgrad("image.crop_and_resize")
 def _crop_and_resize(c, g, ctx):
     """d data, and d boxes (zero for nearest_neighbor: piecewise constant in the boxes).
     Box coordinates are rounded to float32 first, as the forward op (ONNX's roi arithmetic)."""
@@ -385,12 +383,9 @@ def _crop_and_resize(c, g, ctx):
 
 
 # -- roi_align / roi_pool: their backward ops (vision_grad.py) -------------------------------------
-def _roi_rule(name: str) -> None:
-    @defgrad(name)
+def _roi_rule(name: str) -> GradFn:
     def rule(c, g, ctx):
         both = _c(name + "_grad", *c.args, g, **attrs_to_dict(ctx.attrs))
         return [TupleGetItem(both, 0), TupleGetItem(both, 1)] + [None] * (len(c.args) - 2)
 
-
-for _n in ("vision.roi_align", "vision.roi_pool"):
-    _roi_rule(_n)
+    return rule

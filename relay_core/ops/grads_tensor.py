@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir.expr import Call, Constant, Expr, TupleGetItem, call, const
 from ..ir.types import TensorType
-from .grads import GradCtx, add, defgrad, div, mul, neg, sub
+from .grads import GradCtx, GradFn, add, div, mul, neg, sub
 from .registry import attrs_to_dict
 
 
@@ -93,38 +93,45 @@ def _zeros1(dtype: str):
     return np.zeros((1,), dt.to_numpy(dtype))
 
 
-def gather_rule(name: str, data: tuple[int, ...] = (0,)) -> None:
-    @defgrad(name)
+def gather_rule(name: str, data: tuple[int, ...] = (0,)) -> GradFn:
     def rule(c, g, ctx):
         return [
             gather_adjoint(c, g, ctx, i, data) if i in data and _float(ctx, i) else None
             for i in range(len(c.args))
         ]
 
+    return rule
 
-def nondiff(name: str) -> None:
+
+def nondiff(name: str) -> GradFn:
     """No gradient flows through this op (quantization, index generation): zero gradients."""
 
-    @defgrad(name)
     def rule(c, g, ctx):
         return [ctx.zeros(i) if _float(ctx, i) else None for i in range(len(c.args))]
 
+    return rule
+
 
 # -- reductions -----------------------------------------------------------------------------------
-def reduce_rule(name: str, fn) -> None:
-    @defgrad(name)
+def reduce_rule(name: str, fn) -> GradFn:
     def rule(c, g, ctx):
         return [fn(c.args[0], ctx.out, g, ctx)] + [None] * (len(c.args) - 1)
 
+    return rule
 
-reduce_rule("sum", lambda x, y, g, k: unreduce(g, k))
-reduce_rule("mean", lambda x, y, g, k: mul(unreduce(g, k), _count_ratio(k)))
-reduce_rule("prod", lambda x, y, g, k: div(unreduce(mul(g, y), k), x))
-reduce_rule("logsumexp", lambda x, y, g, k: mul(unreduce(g, k), _c("exp", sub(x, unreduce(y, k)))))
-reduce_rule("l1_norm", lambda x, y, g, k: mul(unreduce(g, k), _c("sign", x)))
-reduce_rule("l2_norm", lambda x, y, g, k: mul(unreduce(g, k), div(x, unreduce(y, k))))
-reduce_rule("log_sum", lambda x, y, g, k: unreduce(mul(g, _c("exp", neg(y))), k))
-reduce_rule("sum_square", lambda x, y, g, k: mul(unreduce(g, k), mul(k.scalar(2.0, 0), x)))
+
+_g_sum = reduce_rule("sum", lambda x, y, g, k: unreduce(g, k))
+_g_mean = reduce_rule("mean", lambda x, y, g, k: mul(unreduce(g, k), _count_ratio(k)))
+_g_prod = reduce_rule("prod", lambda x, y, g, k: div(unreduce(mul(g, y), k), x))
+_g_logsumexp = reduce_rule(
+    "logsumexp", lambda x, y, g, k: mul(unreduce(g, k), _c("exp", sub(x, unreduce(y, k))))
+)
+_g_l1_norm = reduce_rule("l1_norm", lambda x, y, g, k: mul(unreduce(g, k), _c("sign", x)))
+_g_l2_norm = reduce_rule("l2_norm", lambda x, y, g, k: mul(unreduce(g, k), div(x, unreduce(y, k))))
+_g_log_sum = reduce_rule("log_sum", lambda x, y, g, k: unreduce(mul(g, _c("exp", neg(y))), k))
+_g_sum_square = reduce_rule(
+    "sum_square", lambda x, y, g, k: mul(unreduce(g, k), mul(k.scalar(2.0, 0), x))
+)
 
 
 def _extreme(x, y, g, k):
@@ -135,8 +142,8 @@ def _extreme(x, y, g, k):
     return div(mul(unreduce(g, k), mask), _c("broadcast_to_like", cnt, x))
 
 
-reduce_rule("max", _extreme)
-reduce_rule("min", _extreme)
+_g_max = reduce_rule("max", _extreme)
+_g_min = reduce_rule("min", _extreme)
 
 
 def _variance_grad(c, g, ctx, gy):
@@ -157,12 +164,10 @@ def _variance_grad(c, g, ctx, gy):
     return out
 
 
-@defgrad("variance")
 def _variance(c, g, ctx):
     return _variance_grad(c, g, ctx, g)
 
 
-@defgrad("std")
 def _std(c, g, ctx):
     # d std = d var / (2 std); where std is 0 (a single element) nothing moves it.
     y = ctx.out
@@ -173,7 +178,6 @@ def _std(c, g, ctx):
 
 
 # -- scans ----------------------------------------------------------------------------------------
-@defgrad("cumsum")
 def _cumsum(c, g, ctx):
     a = ctx.attrs
     if a.dtype not in (None, ctx.dtype(0)):
@@ -182,7 +186,6 @@ def _cumsum(c, g, ctx):
     return [_c("reshape_like", r, c.args[0])]
 
 
-@defgrad("cumprod")
 def _cumprod(c, g, ctx):
     a = ctx.attrs
     if a.dtype not in (None, ctx.dtype(0)):
@@ -192,17 +195,14 @@ def _cumprod(c, g, ctx):
 
 
 # -- elementwise-like ----------------------------------------------------------------------------
-@defgrad("cast")
 def _cast(c, g, ctx):
     return [_c("cast", g, dtype=ctx.dtype(0)) if _float(ctx, 0) else None]
 
 
-@defgrad("cast_like")
 def _cast_like(c, g, ctx):
     return [_c("cast", g, dtype=ctx.dtype(0)) if _float(ctx, 0) else None, None]
 
 
-@defgrad("clip")
 def _clip(c, g, ctx):
     x, a = c.args[0], ctx.attrs
     keep = None
@@ -214,7 +214,6 @@ def _clip(c, g, ctx):
     return [g if keep is None else _c("where", keep, g, _c("zeros_like", g))]
 
 
-@defgrad("where")
 def _where(c, g, ctx):
     cond = c.args[0]
     z = _c("zeros_like", g)
@@ -225,12 +224,9 @@ def _where(c, g, ctx):
     ]
 
 
-for _n in ("zeros_like", "ones_like"):
-    nondiff(_n)
-nondiff("qnn.quantize")
+_g_qnn_quantize = nondiff("qnn.quantize")
 
 
-@defgrad("arange")
 def _arange(c, g, ctx):
     # out[i] = start + i * step: d start = sum(g), d step = sum(g * i); the stop only moves
     # the (integer) length.
@@ -243,7 +239,6 @@ def _arange(c, g, ctx):
     ]
 
 
-@defgrad("qnn.dequantize")
 def _dequantize(c, g, ctx):
     # out = (x - zero_point) * expand(scale): linear in the scale. The scale's gradient sums
     # g * (x - zero_point) over the elements each scale entry covers, found like
@@ -283,17 +278,14 @@ def _fill_grad(g, ctx, i):
     return _c("broadcast_to_like", s, ctx.arg(i))
 
 
-@defgrad("full")
 def _full(c, g, ctx):
     return [_fill_grad(g, ctx, 0)]
 
 
-@defgrad("dyn.full")
 def _dyn_full(c, g, ctx):
     return [_fill_grad(g, ctx, 0), None]
 
 
-@defgrad("full_like")
 def _full_like(c, g, ctx):
     return [ctx.zeros(0) if _float(ctx, 0) else None, _fill_grad(g, ctx, 1)]
 
@@ -304,14 +296,12 @@ def _one_hot_grad(c, g, ctx, mask):
     return [None, on, off] + [None] * (len(c.args) - 3)
 
 
-@defgrad("one_hot")
 def _one_hot(c, g, ctx):
     d = ctx.dtype()
     one, zero = const(1, d), const(0, d)
     return _one_hot_grad(c, g, ctx, _c("one_hot", c.args[0], one, zero, **attrs_to_dict(ctx.attrs)))
 
 
-@defgrad("dyn.one_hot")
 def _dyn_one_hot(c, g, ctx):
     d = ctx.dtype()
     one, zero = const(1, d), const(0, d)
@@ -320,30 +310,23 @@ def _dyn_one_hot(c, g, ctx):
 
 
 # -- shape transforms ----------------------------------------------------------------------------
-def _like_input(name: str) -> None:
-    @defgrad(name)
+def _like_input(name: str) -> GradFn:
     def rule(c, g, ctx):
         return [_c("reshape_like", g, c.args[0])] + [None] * (len(c.args) - 1)
 
-
-for _n in ("reshape", "reshape_like", "squeeze", "expand_dims", "dyn.reshape"):
-    _like_input(_n)
+    return rule
 
 
-for _n in ("broadcast_to", "broadcast_to_like", "dyn.broadcast_to"):
-    (
-        lambda n: defgrad(n)(
-            lambda c, g, ctx: [_c("collapse_sum_like", g, c.args[0])] + [None] * (len(c.args) - 1)
-        )
-    )(_n)
+# broadcast_to, broadcast_to_like, dyn.broadcast_to: the adjoint of a broadcast
+_g_broadcast = lambda c, g, ctx: (
+    [_c("collapse_sum_like", g, c.args[0])] + [None] * (len(c.args) - 1)
+)
 
 
-@defgrad("collapse_sum_like")
 def _collapse(c, g, ctx):
     return [_c("broadcast_to_like", g, c.args[0]), None]
 
 
-@defgrad("transpose")
 def _transpose(c, g, ctx):
     n = ctx.ndim(0)
     axes = ctx.attrs.axes
@@ -354,7 +337,6 @@ def _transpose(c, g, ctx):
     return [_c("transpose", g, axes=tuple(inv))]
 
 
-@defgrad("concatenate")
 def _concatenate(c, g, ctx):
     axis = ctx.attrs.axis
     nd = ctx.ndim(0)
@@ -376,19 +358,16 @@ def _concatenate(c, g, ctx):
     return [TupleGetItem(parts, i) for i in range(len(c.args))]
 
 
-@defgrad("split")
 def _split(c, g, ctx):
     n = len(ctx.out_type.fields)
     return [_c("concatenate", *[TupleGetItem(g, i) for i in range(n)], axis=ctx.attrs.axis)]
 
 
-@defgrad("stack")
 def _stack(c, g, ctx):
     axis = ctx.attrs.axis
     return [_c("take", g, const(i, "int64"), axis=axis) for i in range(len(c.args))]
 
 
-@defgrad("meshgrid")
 def _meshgrid(c, g, ctx):
     n = len(c.args)
     out = []
@@ -404,24 +383,8 @@ def _meshgrid(c, g, ctx):
 
 
 # -- indexing -------------------------------------------------------------------------------------
-for _n in (
-    "strided_slice",
-    "take",
-    "gather",
-    "gather_nd",
-    "reverse",
-    "reverse_sequence",
-    "tile",
-    "repeat",
-    "trilu",
-    "dyn.strided_slice",
-    "dyn.tile",
-    "dyn.trilu",
-):
-    gather_rule(_n)
 
 
-@defgrad("scatter_elements")
 def _scatter_elements(c, g, ctx):
     a = ctx.attrs
     data, idx, upd = c.args
@@ -456,7 +419,6 @@ def _scatter_elements(c, g, ctx):
     return [mul(g, keep), None, _c("where", _c("equal", won, ids), gu, _c("zeros_like", gu))]
 
 
-@defgrad("scatter_nd")
 def _scatter_nd(c, g, ctx):
     data, idx, upd = c.args
     mode = ctx.attrs.mode
@@ -508,7 +470,6 @@ def _scatter_back(x: Expr, idx: Expr, gv: Expr, axis: int) -> Expr:
     return _c("scatter_elements", _c("zeros_like", x), idx, gv, axis=axis, reduction="add")
 
 
-@defgrad("unique")
 def _unique(c, g, ctx):
     # The values are take(x, first_indices, axis): the adjoint of that take.
     from ..ir.expr import Op
@@ -524,7 +485,6 @@ def _take_attrs(axis):
     return lookup("take").make_attrs(axis=axis)
 
 
-@defgrad("sort")
 def _sort(c, g, ctx):
     a = ctx.attrs
     idx = _c("argsort", c.args[0], axis=a.axis, is_ascend=a.is_ascend, dtype="int64")
@@ -540,14 +500,12 @@ def _topk_grad(c, g, ctx, recompute):
     return [_scatter_back(c.args[0], idx, gv, a.axis)] + [None] * (len(c.args) - 1)
 
 
-@defgrad("topk")
 def _topk(c, g, ctx):
     kw = attrs_to_dict(ctx.attrs)
     kw["ret_type"] = "indices"
     return _topk_grad(c, g, ctx, lambda: _c("topk", c.args[0], **kw))
 
 
-@defgrad("dyn.topk")
 def _dyn_topk(c, g, ctx):
     kw = attrs_to_dict(ctx.attrs)
     kw["ret_type"] = "indices"
@@ -570,7 +528,6 @@ def _expand_ellipsis(labels, out, ranks):
     return new, out.replace("*", names), free[ell:]
 
 
-@defgrad("einsum")
 def _einsum(c, g, ctx):
     import numpy as np
 

@@ -32,7 +32,7 @@ from ..ir.types import Any, TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 _METHODS = {
     "nearest_neighbor": "nearest",
@@ -485,6 +485,11 @@ register(
         samples=_grid_sample_samples,
     )
 )
+declare(
+    "image.grid_sample",
+    lower=Rule("relay_core.te.lower_image:_grid_sample"),
+    grad=Rule("relay_core.ops.grads_sample:_grid_sample"),
+)
 
 
 @attrs
@@ -541,6 +546,11 @@ register(
         "sampling grid (N, *size, nd) of affine maps theta",
         samples=_affine_grid_samples,
     )
+)
+declare(
+    "image.affine_grid",
+    lower=Rule("relay_core.te.lower_image:_affine_grid"),
+    grad=Rule("relay_core.ops.grads_nn:_affine_grid"),
 )
 
 
@@ -644,4 +654,27 @@ register(
         "CropAndResize); outside the image: extrapolation_value",
         samples=_crop_samples,
     )
+)
+declare(
+    "image.crop_and_resize",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_crop_and_resize"),
+    grad=Rule("relay_core.ops.grads_sample:_crop_and_resize"),
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "image.resize1d",
+    lower=Rule("relay_core.te.lower_image:_resize", 1),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "image.resize1d", 1, "layout"),
+)
+declare(
+    "image.resize2d",
+    lower=Rule("relay_core.te.lower_image:_resize", 2),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "image.resize2d", 2, "layout"),
+)
+declare(
+    "image.resize3d",
+    lower=Rule("relay_core.te.lower_image:_resize", 3),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "image.resize3d", 3, "layout"),
 )

@@ -12,7 +12,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 # -- cast -----------------------------------------------------------------------------------------
 # Float8 types with a saturating cast (ONNX Cast `saturate`): out-of-range and +-inf go to +-max.
@@ -142,6 +142,11 @@ register(
         samples=_cast_samples,
     )
 )
+declare(
+    "cast",
+    lower=Rule("relay_core.te.lower_misc:_cast"),
+    grad=Rule("relay_core.ops.grads_tensor:_cast"),
+)
 
 
 def _cast_like_rel(args, attrs):
@@ -166,6 +171,11 @@ register(
         "cast to the dtype of the second argument",
         samples=_cast_like_samples,
     )
+)
+declare(
+    "cast_like",
+    lower=Rule("relay_core.te.lower_misc:_cast_like"),
+    grad=Rule("relay_core.ops.grads_tensor:_cast_like"),
 )
 
 
@@ -212,6 +222,11 @@ register(
         "broadcast",
         samples=_where_samples,
     )
+)
+declare(
+    "where",
+    lower=Rule("relay_core.te.lower_transform:_where"),
+    grad=Rule("relay_core.ops.grads_tensor:_where"),
 )
 
 
@@ -276,6 +291,11 @@ register(
         "integers inside the bounds",
         samples=_clip_samples,
     )
+)
+declare(
+    "clip",
+    lower=Rule("relay_core.te.lower_misc:_clip"),
+    grad=Rule("relay_core.ops.grads_tensor:_clip"),
 )
 
 
@@ -472,6 +492,11 @@ register(
         samples=_einsum_samples,
     )
 )
+declare(
+    "einsum",
+    lower=Rule("relay_core.te.lower_misc:_einsum"),
+    grad=Rule("relay_core.ops.grads_tensor:_einsum"),
+)
 
 
 # -- trilu ----------------------------------------------------------------------------------------
@@ -517,6 +542,11 @@ register(
         samples=_trilu_samples,
     )
 )
+declare(
+    "trilu",
+    lower=Rule("relay_core.te.lower_transform:_trilu"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "trilu", (0,)),
+)
 
 
 # -- shape_of / ndarray_size ----------------------------------------------------------------------
@@ -553,6 +583,7 @@ register(
         shape_only=True,
     )
 )
+declare("shape_of", lower=Rule("relay_core.te.lower_misc:_shape_of"))
 
 
 def _size_rel(args, attrs):
@@ -573,5 +604,19 @@ register(
         shape_only=True,
     )
 )
+declare("ndarray_size", lower=Rule("relay_core.te.lower_misc:_ndarray_size"))
 
 __all__ = ["cast_array", "parse_einsum", "trilu_array", "SATURATING_FLOAT8"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "cumsum",
+    lower=Rule("relay_core.te.lower_misc:_scan", "sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_cumsum"),
+)
+declare(
+    "cumprod",
+    lower=Rule("relay_core.te.lower_misc:_scan", "prod"),
+    grad=Rule("relay_core.ops.grads_tensor:_cumprod"),
+)

@@ -10,7 +10,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 # -- label_encoder -------------------------------------------------------------------------------
@@ -76,6 +76,11 @@ register(
         "map each key to its value, others to `default` (ai.onnx.ml LabelEncoder)",
         samples=_le_samples,
     )
+)
+declare(
+    "ml.label_encoder",
+    lower=Rule("relay_core.te.lower_ml:_label_encoder"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.label_encoder"),
 )
 
 
@@ -197,4 +202,9 @@ register(
         "a forest of decision trees, leaf weights aggregated per target (ai.onnx.ml TreeEnsemble)",
         samples=_te_samples,
     )
+)
+declare(
+    "ml.tree_ensemble",
+    lower=Rule("relay_core.te.lower_ml:_tree_ensemble"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "ml.tree_ensemble"),
 )

@@ -15,7 +15,7 @@ from ..errors import OpTypeError
 from . import nn_util as U
 from . import relations as R
 from .factories import SAMPLE_SHAPES, check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -280,6 +280,11 @@ register(
         samples=_prelu_samples,
     )
 )
+declare(
+    "nn.prelu",
+    lower=Rule("relay_core.te.lower_nn:_prelu"),
+    grad=Rule("relay_core.ops.grads_nn:_prelu"),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,5 +338,96 @@ def _softmax_op(name: str, fn: Callable, doc: str):
 
 
 _softmax_op("nn.softmax", _softmax, "exp(x) / sum(exp(x)) along axis")
+declare(
+    "nn.softmax",
+    lower=Rule("relay_core.te.lower_nn:_softmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "softmax"),
+    grad=Rule("relay_core.ops.grads_nn:_softmax"),
+)
 _softmax_op("nn.log_softmax", _log_softmax, "x - log(sum(exp(x))) along axis")
+declare(
+    "nn.log_softmax",
+    lower=Rule("relay_core.te.lower_nn:_log_softmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "log_softmax"),
+    grad=Rule("relay_core.ops.grads_nn:_log_softmax"),
+)
 _softmax_op("nn.hardmax", _hardmax, "one-hot of the first maximum along axis (ONNX Hardmax-13)")
+declare(
+    "nn.hardmax",
+    lower=Rule("relay_core.te.lower_nn:_hardmax"),
+    kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "hardmax"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "nn.hardmax"),
+)
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.relu",
+    lower=Rule("relay_core.te.lower_nn:_r_relu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_relu"),
+)
+declare(
+    "nn.leaky_relu",
+    lower=Rule("relay_core.te.lower_nn:_r_leaky_relu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_leaky_relu"),
+)
+declare(
+    "nn.elu",
+    lower=Rule("relay_core.te.lower_nn:_r_elu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_elu"),
+)
+declare(
+    "nn.selu",
+    lower=Rule("relay_core.te.lower_nn:_r_selu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_selu"),
+)
+declare(
+    "nn.celu",
+    lower=Rule("relay_core.te.lower_nn:_r_celu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_celu"),
+)
+declare(
+    "nn.gelu",
+    lower=Rule("relay_core.te.lower_nn:_r_gelu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_gelu"),
+)
+declare(
+    "nn.silu",
+    lower=Rule("relay_core.te.lower_nn:_r_silu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_silu"),
+)
+declare(
+    "nn.mish",
+    lower=Rule("relay_core.te.lower_nn:_r_mish"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_mish"),
+)
+declare(
+    "nn.hard_sigmoid",
+    lower=Rule("relay_core.te.lower_nn:_r_hard_sigmoid"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_hard_sigmoid"),
+)
+declare(
+    "nn.hard_swish",
+    lower=Rule("relay_core.te.lower_nn:_r_hard_swish"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_hard_swish"),
+)
+declare(
+    "nn.softplus",
+    lower=Rule("relay_core.te.lower_nn:_r_softplus"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_softplus"),
+)
+declare(
+    "nn.softsign",
+    lower=Rule("relay_core.te.lower_nn:_r_softsign"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_softsign"),
+)
+declare(
+    "nn.thresholded_relu",
+    lower=Rule("relay_core.te.lower_nn:_r_thresholded_relu"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_thresholded_relu"),
+)
+declare(
+    "nn.shrink",
+    lower=Rule("relay_core.te.lower_nn:_r_shrink"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_shrink"),
+)

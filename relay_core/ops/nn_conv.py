@@ -28,7 +28,8 @@ from ..ir.types import Any, TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .nn_util import n_first
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -448,3 +449,48 @@ for _nd in (1, 2, 3):
             samples=_conv_t_samples(_nd),
         )
     )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.conv1d",
+    lower=Rule("relay_core.te.lower_nn_window:_conv", 1),
+    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv1d"),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_rule", 1),
+)
+declare(
+    "nn.conv1d_transpose",
+    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 1),
+    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 1),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 1),
+)
+declare(
+    "nn.conv2d",
+    lower=Rule("relay_core.te.lower_nn_window:_conv", 2),
+    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv2d"),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_rule", 2),
+)
+declare(
+    "nn.conv2d_transpose",
+    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 2),
+    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 2),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 2),
+)
+declare(
+    "nn.conv3d",
+    lower=Rule("relay_core.te.lower_nn_window:_conv", 3),
+    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv3d"),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_rule", 3),
+)
+declare(
+    "nn.conv3d_transpose",
+    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 3),
+    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 3),
+    batch_axis0=n_first("data_layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 3),
+)

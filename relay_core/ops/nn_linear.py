@@ -15,7 +15,7 @@ from ..ir.types import TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -234,6 +234,13 @@ register(
         samples=_dense_samples,
     )
 )
+declare(
+    "nn.dense",
+    lower=Rule("relay_core.te.lower_nn:_dense"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_dense"),
+    batch_axis0=lambda attrs: True,
+    grad=Rule("relay_core.ops.grads_nn:_dense"),
+)
 register(
     OpDef(
         "nn.matmul",
@@ -245,6 +252,12 @@ register(
         "numpy matmul (1-D promotion, batch broadcasting)",
         samples=_matmul_samples(False),
     )
+)
+declare(
+    "nn.matmul",
+    lower=Rule("relay_core.te.lower_nn:_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_matmul"),
 )
 register(
     OpDef(
@@ -258,6 +271,12 @@ register(
         samples=_matmul_samples(True),
     )
 )
+declare(
+    "nn.batch_matmul",
+    lower=Rule("relay_core.te.lower_nn:_batch_matmul"),
+    kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_batch_matmul"),
+    grad=Rule("relay_core.ops.grads_nn:_g_nn_batch_matmul"),
+)
 register(
     OpDef(
         "nn.bias_add",
@@ -269,4 +288,9 @@ register(
         "add a 1-D bias along `axis`",
         samples=_bias_add_samples,
     )
+)
+declare(
+    "nn.bias_add",
+    lower=Rule("relay_core.te.lower_nn:_bias_add"),
+    grad=Rule("relay_core.ops.grads_nn:_bias_add"),
 )

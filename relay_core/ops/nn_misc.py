@@ -9,7 +9,7 @@ from ..ir.types import Any, TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 # -- pad ------------------------------------------------------------------------------------------
 
@@ -99,6 +99,9 @@ register(
         samples=_pad_samples,
     )
 )
+declare(
+    "nn.pad", lower=Rule("relay_core.te.lower_nn:_pad"), grad=Rule("relay_core.ops.grads_nn:_pad")
+)
 
 
 # -- dropout ------------------------------------------------------------------------------------
@@ -126,6 +129,11 @@ register(
         "(x, ones_like(x)) at inference (TVM's tuple result: take .0 for the output)",
         samples=_dropout_samples,
     )
+)
+declare(
+    "nn.dropout",
+    lower=Rule("relay_core.te.lower_nn:_dropout"),
+    decompose=Rule("relay_core.ops.decompose:_dropout"),
 )
 
 
@@ -232,3 +240,16 @@ for _to_space, _name, _cls, _doc in (
             samples=_d2s_samples(_to_space),
         )
     )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.depth_to_space",
+    lower=Rule("relay_core.te.lower_nn:_d2s", True),
+    grad=Rule("relay_core.ops.grads_nn:_g_depth_space"),
+)
+declare(
+    "nn.space_to_depth",
+    lower=Rule("relay_core.te.lower_nn:_d2s", False),
+    grad=Rule("relay_core.ops.grads_nn:_g_depth_space"),
+)

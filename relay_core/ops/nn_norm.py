@@ -13,7 +13,7 @@ from ..errors import OpTypeError
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -366,6 +366,11 @@ register(
         samples=_batch_norm_samples,
     )
 )
+declare(
+    "nn.batch_norm",
+    lower=Rule("relay_core.te.lower_nn:_batch_norm"),
+    decompose=Rule("relay_core.ops.decompose:_batch_norm"),
+)
 register(
     OpDef(
         "nn.layer_norm",
@@ -377,6 +382,11 @@ register(
         "normalise over axes [axis, ndim); gamma / beta broadcast to those axes",
         samples=_trailing_samples(2),
     )
+)
+declare(
+    "nn.layer_norm",
+    lower=Rule("relay_core.te.lower_nn:_layer_norm"),
+    decompose=Rule("relay_core.ops.decompose:_layer_norm"),
 )
 register(
     OpDef(
@@ -390,6 +400,11 @@ register(
         samples=_trailing_samples(1),
     )
 )
+declare(
+    "nn.rms_norm",
+    lower=Rule("relay_core.te.lower_nn:_rms_norm"),
+    decompose=Rule("relay_core.ops.decompose:_rms_norm"),
+)
 register(
     OpDef(
         "nn.instance_norm",
@@ -401,6 +416,11 @@ register(
         "normalise each (batch, channel) over the remaining axes",
         samples=_channel_samples(False),
     )
+)
+declare(
+    "nn.instance_norm",
+    lower=Rule("relay_core.te.lower_nn:_instance_norm"),
+    decompose=Rule("relay_core.ops.decompose:_instance_norm"),
 )
 register(
     OpDef(
@@ -414,6 +434,11 @@ register(
         samples=_channel_samples(True),
     )
 )
+declare(
+    "nn.group_norm",
+    lower=Rule("relay_core.te.lower_nn:_group_norm"),
+    decompose=Rule("relay_core.ops.decompose:_group_norm"),
+)
 register(
     OpDef(
         "nn.l2_normalize",
@@ -425,6 +450,11 @@ register(
         "x / sqrt(max(sum(x^2 over axis), eps))",
         samples=_l2_samples,
     )
+)
+declare(
+    "nn.l2_normalize",
+    lower=Rule("relay_core.te.lower_nn:_l2_normalize"),
+    decompose=Rule("relay_core.ops.decompose:_l2_normalize"),
 )
 register(
     OpDef(
@@ -438,6 +468,11 @@ register(
         samples=_lrn_samples,
     )
 )
+declare(
+    "nn.lrn",
+    lower=Rule("relay_core.te.lower_nn:_lrn"),
+    decompose=Rule("relay_core.ops.decompose:_lrn"),
+)
 register(
     OpDef(
         "nn.mean_variance_normalization",
@@ -449,4 +484,9 @@ register(
         "(x - mean) / (std + epsilon) over axes (ONNX MVN)",
         samples=_mvn_samples,
     )
+)
+declare(
+    "nn.mean_variance_normalization",
+    lower=Rule("relay_core.te.lower_nn:_mvn"),
+    decompose=Rule("relay_core.ops.decompose:_mvn"),
 )

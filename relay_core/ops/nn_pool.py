@@ -21,7 +21,8 @@ from ..ir.types import Any, TensorType, TupleType
 from . import nn_util as U
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .nn_util import n_first
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _pool_attrs(name: str, nd: int, extra: list) -> type:
@@ -520,3 +521,207 @@ for _nd in (1, 2, 3):
             samples=_unpool_samples(_nd),
         )
     )
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "nn.max_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 1),
+)
+declare(
+    "nn.avg_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 1),
+)
+declare(
+    "nn.lp_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 1),
+)
+declare(
+    "nn.max_pool1d_with_argmax",
+    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 1),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 1),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 1),
+)
+declare(
+    "nn.max_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 2),
+)
+declare(
+    "nn.avg_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 2),
+)
+declare(
+    "nn.lp_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 2),
+)
+declare(
+    "nn.max_pool2d_with_argmax",
+    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 2),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 2),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 2),
+)
+declare(
+    "nn.max_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 3),
+)
+declare(
+    "nn.avg_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 3),
+)
+declare(
+    "nn.lp_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 3),
+)
+declare(
+    "nn.max_pool3d_with_argmax",
+    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 3),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 3),
+    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 3),
+)
+declare(
+    "nn.global_max_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 1),
+)
+declare(
+    "nn.global_avg_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 1),
+)
+declare(
+    "nn.global_lp_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 1),
+)
+declare(
+    "nn.adaptive_max_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 1, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 1),
+)
+declare(
+    "nn.adaptive_avg_pool1d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 1, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 1),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool1d", 1, "layout"),
+)
+declare(
+    "nn.global_max_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 2),
+)
+declare(
+    "nn.global_avg_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 2),
+)
+declare(
+    "nn.global_lp_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 2),
+)
+declare(
+    "nn.adaptive_max_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 2, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 2),
+)
+declare(
+    "nn.adaptive_avg_pool2d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 2, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 2),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool2d", 2, "layout"),
+)
+declare(
+    "nn.global_max_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 3),
+)
+declare(
+    "nn.global_avg_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 3),
+)
+declare(
+    "nn.global_lp_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "lp"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 3),
+)
+declare(
+    "nn.adaptive_max_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 3, "max"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 3),
+)
+declare(
+    "nn.adaptive_avg_pool3d",
+    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 3, "avg"),
+    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 3),
+    batch_axis0=n_first("layout", "out_layout"),
+    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool3d", 3, "layout"),
+)
+declare(
+    "nn.max_unpool1d",
+    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 1),
+    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 1),
+)
+declare(
+    "nn.max_unpool2d",
+    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 2),
+    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 2),
+)
+declare(
+    "nn.max_unpool3d",
+    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 3),
+    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 3),
+)

@@ -249,3 +249,14 @@ def result_dtype(data_dtype: str, out_dtype: str, op: str) -> str:
 
 def prod_int(vals) -> int:
     return math.prod(int(v) for v in vals)
+
+
+def n_first(layout_attr: str, out_attr: str):
+    """`OpDef.batch_axis0` of window ops: axis 0 is the batch when the data layout and the
+    output layout both start with N."""
+
+    def pred(attrs) -> bool:
+        lay = getattr(attrs, layout_attr)
+        return lay[0] == "N" and (getattr(attrs, out_attr) or lay)[0] == "N"
+
+    return pred

@@ -19,7 +19,7 @@ from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
 from .misc import SATURATING_FLOAT8
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 QUANT_INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int4", "uint4", "int2", "uint2")
 QUANT_FLOAT_DTYPES = tuple(sorted(SATURATING_FLOAT8)) + ("float4_e2m1fn",)
@@ -190,6 +190,11 @@ register(
         samples=_quantize_samples,
     )
 )
+declare(
+    "qnn.quantize",
+    lower=Rule("relay_core.te.lower_misc:_quantize"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_qnn_quantize"),
+)
 
 
 # -- dequantize -----------------------------------------------------------------------------------
@@ -268,6 +273,11 @@ register(
         "DequantizeLinear; the result has the scale's dtype unless out_dtype is given",
         samples=_dequantize_samples,
     )
+)
+declare(
+    "qnn.dequantize",
+    lower=Rule("relay_core.te.lower_misc:_dequantize"),
+    grad=Rule("relay_core.ops.grads_tensor:_dequantize"),
 )
 
 __all__ = ["QUANT_DTYPES", "expand_param", "quantize_array", "dequantize_array"]

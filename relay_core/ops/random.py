@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _float_dtype(d, op):
@@ -130,9 +130,13 @@ def _like_op(name, kind, attrs_cls):
 
 
 _fixed_op("random.uniform", "uniform", UniformAttrs)
+declare("random.uniform", lower=Rule("relay_core.te.lower_random:_uniform"))
 _fixed_op("random.normal", "normal", NormalAttrs)
+declare("random.normal", lower=Rule("relay_core.te.lower_random:_normal_op"))
 _like_op("random.uniform_like", "uniform", UniformLikeAttrs)
+declare("random.uniform_like", lower=Rule("relay_core.te.lower_random:_uniform_like"))
 _like_op("random.normal_like", "normal", NormalLikeAttrs)
+declare("random.normal_like", lower=Rule("relay_core.te.lower_random:_normal_like"))
 
 
 # -- bernoulli / multinomial ----------------------------------------------------------------------
@@ -174,6 +178,7 @@ register(
         samples=_bernoulli_samples,
     )
 )
+declare("random.bernoulli", lower=Rule("relay_core.te.lower_random:_bernoulli"))
 
 
 @dataclass(frozen=True)
@@ -224,3 +229,4 @@ register(
         samples=_multinomial_samples,
     )
 )
+declare("random.multinomial", lower=Rule("relay_core.te.lower_random:_multinomial"))

@@ -16,7 +16,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir import dtype as dt
 from . import relations as R
 from .factories import SAMPLE_DTYPES, check_kind, random_array, reduce, reduce_axes
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _acc(x: np.ndarray) -> np.ndarray:
@@ -140,32 +140,84 @@ _FLOATS = ["float32", "float64", "float16"]
 _NUMS = ["float32", "int32", "int64", "float16", "uint8"]
 
 reduce("sum", _sum, samples=reduce_samples("numeric", dtypes=_NUMS))
+declare(
+    "sum",
+    lower=Rule("relay_core.te.lower_reduce:_r_sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_sum"),
+)
 reduce("prod", _prod, samples=reduce_samples("numeric", dtypes=_NUMS))
+declare(
+    "prod",
+    lower=Rule("relay_core.te.lower_reduce:_r_prod"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_prod"),
+)
 reduce("max", _max, kind="any", samples=reduce_samples("any", dtypes=_NUMS + ["bool"]))
+declare(
+    "max",
+    lower=Rule("relay_core.te.lower_reduce:_r_max"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_max"),
+)
 reduce("min", _min, kind="any", samples=reduce_samples("any", dtypes=_NUMS + ["bool"]))
+declare(
+    "min",
+    lower=Rule("relay_core.te.lower_reduce:_r_min"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_min"),
+)
 reduce(
     "mean",
     _mean,
     samples=reduce_samples("numeric", dtypes=_NUMS),
     doc="integer means truncate toward zero; an empty float mean is NaN",
 )
+declare(
+    "mean",
+    lower=Rule("relay_core.te.lower_reduce:_mean"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_mean"),
+)
 reduce("logsumexp", _logsumexp, samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]))
+declare(
+    "logsumexp",
+    lower=Rule("relay_core.te.lower_reduce:_logsumexp"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_logsumexp"),
+)
 reduce("l1_norm", _l1, doc="sum |x|", samples=reduce_samples("numeric", dtypes=_NUMS))
+declare(
+    "l1_norm",
+    lower=Rule("relay_core.te.lower_reduce:_r_l1_norm"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_l1_norm"),
+)
 reduce(
     "l2_norm",
     _l2,
     doc="sqrt(sum x^2)",
     samples=reduce_samples("numeric", dtypes=_FLOATS + ["int32"]),
 )
+declare(
+    "l2_norm",
+    lower=Rule("relay_core.te.lower_reduce:_l2"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_l2_norm"),
+)
 reduce("sum_square", _sum_square, doc="sum x^2", samples=reduce_samples("numeric", dtypes=_NUMS))
+declare(
+    "sum_square",
+    lower=Rule("relay_core.te.lower_reduce:_r_sum_square"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_sum_square"),
+)
 reduce(
     "log_sum",
     _log_sum,
     doc="log(sum x)",
     samples=reduce_samples("numeric", dtypes=_FLOATS),
 )
+declare(
+    "log_sum",
+    lower=Rule("relay_core.te.lower_reduce:_log_sum"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_log_sum"),
+)
 reduce("all", np.all, kind="bool", samples=reduce_samples("bool", dtypes=["bool"]))
+declare("all", lower=Rule("relay_core.te.lower_reduce:_r_all"))
 reduce("any", np.any, kind="bool", samples=reduce_samples("bool", dtypes=["bool"]))
+declare("any", lower=Rule("relay_core.te.lower_reduce:_r_any"))
 
 
 # -- argmax / argmin ------------------------------------------------------------------------------
@@ -324,6 +376,11 @@ register(
         samples=_var_samples(True),
     )
 )
+declare(
+    "variance",
+    lower=Rule("relay_core.te.lower_reduce:_r_variance"),
+    grad=Rule("relay_core.ops.grads_tensor:_variance"),
+)
 register(
     OpDef(
         "std",
@@ -336,5 +393,15 @@ register(
         samples=_var_samples(False),
     )
 )
+declare(
+    "std",
+    lower=Rule("relay_core.te.lower_reduce:_r_std"),
+    grad=Rule("relay_core.ops.grads_tensor:_std"),
+)
 
 __all__ = ["ArgReduceAttrs", "VarianceAttrs", "reduce_samples"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare("argmax", lower=Rule("relay_core.te.lower_reduce:_r_argmax"))
+declare("argmin", lower=Rule("relay_core.te.lower_reduce:_r_argmin"))

@@ -5,16 +5,27 @@ attrs     a frozen dataclass of its attributes with defaults (None: no attribute
 type_rel  (arg_types, attrs) -> result type; raises OpTypeError for incompatible inputs
 ref       (inputs: list[np.ndarray], attrs) -> np.ndarray | tuple: the numpy reference
 pattern   the fusion kind (OpPattern)
-lower     how it is computed: an `Elementwise` spec declared with the op, or a tensor-expression
-          rule filled by relay_core/te/lower_*.py (relay_core.te.lowering.rule_of reads both)
-grad      (call, output_grad, ctx) -> input gradients, as Relay expressions
-          (declared with the op, as `unary(..., grad=...)` does, or by relay_core/ops/grads*.py)
+lower     how it is computed: an `Elementwise` spec, or a `Rule` naming its tensor-expression
+          rule in relay_core/te/ or relay_core/backend/ (relay_core.te.lowering.rule_of reads both)
+kernel    a `Kernel` naming its hand-written LLVM generator in relay_core/backend/kernels/, tried
+          before `lower` by the backend
+grad      (call, output_grad, ctx) -> input gradients, as Relay expressions: a function, or a
+          `Rule` naming one in relay_core/ops/grads*.py
+
+Every fact is declared by the op's own module: in the `OpDef(...)` or factory call, or in a
+`declare(...)` beside it (JAX's lax style: rule tables beside the primitive). Rules that live in
+a higher layer (te/, backend/) are named lazily by a `Rule` / `Kernel` ("package.module:function",
+resolved on first use), so that ops/ imports nothing above it and no other module has to reach
+into the OpDef. After registration only the declaring module may set a field
+(`OpDef.__setattr__` refuses anyone else), and no table outside the OpDef maps op names to rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +84,20 @@ class OpDef:
     # The result has the argument's type, whatever it is (on_device, device_copy): the type
     # checker unifies them directly instead of calling `type_rel`.
     type_identity: bool = False
+    # A hand-written LLVM kernel generator (`Kernel`): the backend tries it before `lower`.
+    kernel: typing.Any = None
+    # The module that declared the op (set by `register`): the only one that may set its fields.
+    module: str = ""
+
+    def __setattr__(self, key, value):
+        if key in _GUARDED and self.__dict__.get("_sealed"):
+            who = _caller_module()
+            if who != self.module:
+                raise AttributeError(
+                    f"{who} sets {self.name}.{key} after registration: an operator's facts are "
+                    f"declared by its own module ({self.module}), in its OpDef or a declare()"
+                )
+        object.__setattr__(self, key, value)
 
     def make_attrs(self, **kw):
         """An attrs instance from keyword arguments, lists coerced to tuples."""
@@ -87,6 +112,52 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else (f"{lo}..{hi}" if hi is not None else f"at least {lo}")
             raise OpTypeError(f"operator {self.name} takes {want} inputs, got {n}")
+
+
+class Rule:
+    """A rule named lazily: `Rule("relay_core.te.lower_nn_window:conv", 2)` is
+    `conv(2)` from that module (with no arguments: the function itself), imported on first use.
+    Calling a Rule calls what it names, so it stands wherever a function does (`OpDef.lower`,
+    `grad`, `decompose`). It lets an op name a rule of a higher layer without importing it."""
+
+    __slots__ = ("target", "args", "_fn")
+
+    def __init__(self, target: str, *args):
+        if ":" not in target:
+            raise ValueError(f"a rule is named 'package.module:function', got {target!r}")
+        self.target, self.args, self._fn = target, args, None
+
+    def resolve(self) -> Callable:
+        fn = self._fn
+        if fn is None:
+            mod, _, name = self.target.partition(":")
+            fn = getattr(importlib.import_module(mod), name)
+            if self.args:
+                fn = fn(*self.args)
+            self._fn = fn
+        return fn
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and (self.target, self.args) == (other.target, other.args)
+
+    def __hash__(self):
+        return hash((self.target, self.args))
+
+    def __repr__(self):
+        args = "".join(f", {a!r}" for a in self.args)
+        return f"{type(self).__name__}({self.target!r}{args})"
+
+
+class Kernel(Rule):
+    """A hand-written kernel generator named lazily, as `Rule` does
+    (`Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 2)`): the backend calls it as
+    `emit(llmod, name, in_types, out_types, attrs, epilogue, const_inputs)` (see
+    relay_core/backend/kernels/__init__.py) before falling back to the op's `lower`."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -112,13 +183,46 @@ class Sample:
 _REGISTRY: dict[str, OpDef] = {}
 
 
+def _caller_module() -> str:
+    """The module whose top-level code is running (the one being imported): the module that
+    declares an op, whatever helpers (factories, `_reg`) it calls to do so."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_name != "<module>":
+        f = f.f_back
+    return f.f_globals.get("__name__", "") if f is not None else ""
+
+
 def register(opdef: OpDef) -> OpDef:
     if opdef.name in _REGISTRY:
         raise ValueError(f"operator {opdef.name} is registered twice")
     if opdef.attrs is not None and not dataclasses.is_dataclass(opdef.attrs):
         raise TypeError(f"attrs of {opdef.name} must be a dataclass")
+    opdef.module = _caller_module()
+    object.__setattr__(opdef, "_sealed", True)
     _REGISTRY[opdef.name] = opdef
     return opdef
+
+
+_DECLARABLE = ("lower", "kernel", "grad", "decompose", "view", "batch_axis0")
+# The facts that other packages used to attach after registration: only the op's module may set
+# them once it is registered (`OpDef.__setattr__`; tests/core/test_layers.py checks the source).
+_GUARDED = frozenset(_DECLARABLE) | {"to_static", "shape_inputs", "type_identity", "module"}
+
+
+def declare(*names: str, **facts) -> None:
+    """Declare more facts of ops registered just before, in the same module (JAX lax style:
+    `declare("nn.conv2d", lower=Rule(...), kernel=Kernel(...), grad=_conv2d_grad)`): how each is
+    computed, differentiated or decomposed, and the `view` / `batch_axis0` flags. Only the op's
+    own module may do this (checked), and a fact is declared once."""
+    bad = sorted(set(facts) - set(_DECLARABLE))
+    if bad:
+        raise TypeError(f"declare() takes {', '.join(_DECLARABLE)}, not {', '.join(bad)}")
+    for n in names:
+        op = lookup(n)
+        for k, v in facts.items():
+            if getattr(op, k) not in (None, False):
+                raise ValueError(f"{n}.{k} is declared twice")
+            setattr(op, k, v)
 
 
 def lookup(name: str) -> OpDef:

@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
@@ -130,6 +130,11 @@ register(
         samples=_dft_samples,
     )
 )
+declare(
+    "dft",
+    lower=Rule("relay_core.te.lower_signal:_dft"),
+    grad=Rule("relay_core.ops.grads_misc:_g_dft"),
+)
 
 
 # -- stft ----------------------------------------------------------------------------------------
@@ -197,6 +202,11 @@ register(
         "transform (ONNX STFT; an empty window means none)",
         samples=_stft_samples,
     )
+)
+declare(
+    "stft",
+    lower=Rule("relay_core.te.lower_signal:_stft"),
+    decompose=Rule("relay_core.ops.grads_misc:_stft"),
 )
 
 
@@ -272,4 +282,9 @@ register(
         samples=_mel_samples,
         data_dependent_shape=True,
     )
+)
+declare(
+    "mel_weight_matrix",
+    lower=Rule("relay_core.te.lower_signal:_mel"),
+    grad=Rule("relay_core.ops.grads_tensor:nondiff", "mel_weight_matrix"),
 )

@@ -15,7 +15,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _computable(x: np.ndarray) -> np.ndarray:
@@ -94,6 +94,11 @@ register(
         samples=_sort_samples,
     )
 )
+declare(
+    "sort",
+    lower=Rule("relay_core.backend.lower_loops:_sort"),
+    grad=Rule("relay_core.ops.grads_tensor:_sort"),
+)
 register(
     OpDef(
         "argsort",
@@ -106,6 +111,7 @@ register(
         samples=_sort_samples,
     )
 )
+declare("argsort", lower=Rule("relay_core.backend.lower_loops:_argsort"))
 
 
 # -- topk -----------------------------------------------------------------------------------------
@@ -180,6 +186,11 @@ register(
         "the lower index first (ONNX TopK)",
         samples=_topk_samples,
     )
+)
+declare(
+    "topk",
+    lower=Rule("relay_core.backend.lower_loops:_topk"),
+    grad=Rule("relay_core.ops.grads_tensor:_topk"),
 )
 
 
@@ -258,6 +269,11 @@ register(
         data_dependent_shape=True,
         samples=_unique_samples,
     )
+)
+declare(
+    "unique",
+    lower=Rule("relay_core.backend.lower_select:_unique"),
+    grad=Rule("relay_core.ops.grads_tensor:_unique"),
 )
 
 __all__ = ["sort_indices", "topk_type", "topk_arrays", "unique_arrays"]

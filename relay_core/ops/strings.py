@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import EvalError, OpTypeError
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def _strings(t, op, what="input"):
@@ -314,3 +314,4 @@ register(
         samples=_tfidf_samples,
     )
 )
+declare("tfidf_vectorizer", lower=Rule("relay_core.te.lower_ml:_tfidf"))

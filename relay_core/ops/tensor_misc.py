@@ -13,7 +13,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 # -- det -----------------------------------------------------------------------------------------
@@ -49,6 +49,7 @@ register(
         samples=_det_samples,
     )
 )
+declare("det", decompose=Rule("relay_core.ops.grads_misc:_det"))
 
 
 # -- col2im ----------------------------------------------------------------------------------------
@@ -137,6 +138,11 @@ register(
         samples=_col2im_samples,
         shape_inputs=(1,),
     )
+)
+declare(
+    "col2im",
+    lower=Rule("relay_core.te.lower_signal:_col2im"),
+    grad=Rule("relay_core.ops.grads_misc:_g_col2im"),
 )
 
 
@@ -240,6 +246,7 @@ register(
         samples=_deform_samples,
     )
 )
+declare("nn.deformable_conv2d", decompose=Rule("relay_core.ops.grads_misc:_deform"))
 
 
 # -- tensor_scatter -----------------------------------------------------------------------------
@@ -298,6 +305,11 @@ register(
         "along `axis` from per-batch positions (ONNX TensorScatter, KV caches)",
         samples=_ts_samples,
     )
+)
+declare(
+    "tensor_scatter",
+    lower=Rule("relay_core.te.lower_signal:_tensor_scatter"),
+    grad=Rule("relay_core.ops.grads_misc:_g_tensor_scatter"),
 )
 
 

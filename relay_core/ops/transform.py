@@ -15,7 +15,7 @@ from ..errors import EvalError, OpTypeError
 from ..ir.types import Any, TensorType, TupleType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def as_contiguous(x) -> np.ndarray:
@@ -168,6 +168,12 @@ register(
         samples=_reshape_samples,
     )
 )
+declare(
+    "reshape",
+    lower=Rule("relay_core.te.lower_transform:_reshape"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "reshape"),
+)
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,12 @@ register(
         samples=_reshape_like_samples,
     )
 )
+declare(
+    "reshape_like",
+    lower=Rule("relay_core.te.lower_transform:_reshape_like"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "reshape_like"),
+)
 
 
 # -- transpose, squeeze, expand_dims ------------------------------------------------------------
@@ -271,6 +283,11 @@ register(
         "permute axes (None: reverse them)",
         samples=_transpose_samples,
     )
+)
+declare(
+    "transpose",
+    lower=Rule("relay_core.te.lower_transform:_transpose"),
+    grad=Rule("relay_core.ops.grads_tensor:_transpose"),
 )
 
 
@@ -326,6 +343,12 @@ register(
         samples=_squeeze_samples,
     )
 )
+declare(
+    "squeeze",
+    lower=Rule("relay_core.te.lower_transform:_squeeze"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "squeeze"),
+)
 
 
 @dataclass(frozen=True)
@@ -374,6 +397,12 @@ register(
         "insert `num_newaxis` size-1 axes at `axis`",
         samples=_expand_samples,
     )
+)
+declare(
+    "expand_dims",
+    lower=Rule("relay_core.te.lower_transform:_expand_dims"),
+    view=True,
+    grad=Rule("relay_core.ops.grads_tensor:_like_input", "expand_dims"),
 )
 
 
@@ -425,6 +454,11 @@ register(
         samples=_concat_samples,
     )
 )
+declare(
+    "concatenate",
+    lower=Rule("relay_core.te.lower_transform:_concatenate"),
+    grad=Rule("relay_core.ops.grads_tensor:_concatenate"),
+)
 
 
 def _stack_rel(args, attrs):
@@ -466,6 +500,11 @@ register(
         "stack(*xs, axis): join tensors of one shape along a new axis",
         samples=_stack_samples,
     )
+)
+declare(
+    "stack",
+    lower=Rule("relay_core.te.lower_transform:_stack"),
+    grad=Rule("relay_core.ops.grads_tensor:_stack"),
 )
 
 
@@ -548,6 +587,11 @@ register(
         samples=_split_samples,
     )
 )
+declare(
+    "split",
+    lower=Rule("relay_core.te.lower_transform:_split"),
+    grad=Rule("relay_core.ops.grads_tensor:_split"),
+)
 
 
 # -- broadcast_to, tile, repeat, reverse --------------------------------------------------------
@@ -595,6 +639,11 @@ register(
         samples=_bcast_samples,
     )
 )
+declare(
+    "broadcast_to",
+    lower=Rule("relay_core.te.lower_transform:_bcast"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
+)
 
 
 def _bcast_like_rel(args, attrs):
@@ -618,6 +667,11 @@ register(
         "broadcast data to the shape of the second argument",
         samples=_bcast_like_samples,
     )
+)
+declare(
+    "broadcast_to_like",
+    lower=Rule("relay_core.te.lower_transform:_bcast"),
+    grad=Rule("relay_core.ops.grads_tensor:_g_broadcast"),
 )
 
 
@@ -662,6 +716,11 @@ register(
         samples=_tile_samples,
     )
 )
+declare(
+    "tile",
+    lower=Rule("relay_core.te.lower_transform:_tile"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "tile", (0,)),
+)
 
 
 @dataclass(frozen=True)
@@ -705,6 +764,11 @@ register(
         samples=_repeat_samples,
     )
 )
+declare(
+    "repeat",
+    lower=Rule("relay_core.te.lower_transform:_repeat"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "repeat", (0,)),
+)
 
 
 def _reverse_rel(args, attrs):
@@ -731,6 +795,11 @@ register(
         "reverse the order along `axis`",
         samples=_reverse_samples,
     )
+)
+declare(
+    "reverse",
+    lower=Rule("relay_core.te.lower_transform:_reverse"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "reverse", (0,)),
 )
 
 
@@ -770,6 +839,11 @@ register(
         "coordinate grids from 1-D inputs; returns a tuple",
         samples=_meshgrid_samples,
     )
+)
+declare(
+    "meshgrid",
+    lower=Rule("relay_core.te.lower_transform:_meshgrid"),
+    grad=Rule("relay_core.ops.grads_tensor:_meshgrid"),
 )
 
 __all__ = [

@@ -17,7 +17,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 
 
 def normalize_indices(idx: np.ndarray, n: int, what: str = "index") -> np.ndarray:
@@ -142,6 +142,11 @@ register(
         samples=_take_samples,
     )
 )
+declare(
+    "take",
+    lower=Rule("relay_core.te.lower_transform:_take"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "take", (0,)),
+)
 
 
 # -- gather (elements) --------------------------------------------------------------------------
@@ -207,6 +212,11 @@ register(
         "(ONNX GatherElements, torch.gather); indices may be smaller than data off the axis",
         samples=_gather_samples,
     )
+)
+declare(
+    "gather",
+    lower=Rule("relay_core.te.lower_transform:_gather"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "gather", (0,)),
 )
 
 
@@ -299,6 +309,11 @@ register(
         samples=_gather_nd_samples,
     )
 )
+declare(
+    "gather_nd",
+    lower=Rule("relay_core.te.lower_transform:_gather_nd"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "gather_nd", (0,)),
+)
 
 
 # -- scatter_elements / scatter_nd ----------------------------------------------------------------
@@ -381,6 +396,11 @@ register(
         samples=_scatter_el_samples,
     )
 )
+declare(
+    "scatter_elements",
+    lower=Rule("relay_core.backend.lower_loops:_scatter_elements"),
+    grad=Rule("relay_core.ops.grads_tensor:_scatter_elements"),
+)
 
 
 @dataclass(frozen=True)
@@ -450,6 +470,11 @@ register(
         samples=_scatter_nd_samples,
     )
 )
+declare(
+    "scatter_nd",
+    lower=Rule("relay_core.backend.lower_loops:_scatter_nd"),
+    grad=Rule("relay_core.ops.grads_tensor:_scatter_nd"),
+)
 
 
 # -- reverse_sequence -----------------------------------------------------------------------------
@@ -505,6 +530,11 @@ register(
         samples=_revseq_samples,
     )
 )
+declare(
+    "reverse_sequence",
+    lower=Rule("relay_core.te.lower_transform:_reverse_sequence"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "reverse_sequence", (0,)),
+)
 
 
 # -- nonzero / argwhere ---------------------------------------------------------------------------
@@ -542,6 +572,7 @@ register(
         samples=_nonzero_samples,
     )
 )
+declare("nonzero", lower=Rule("relay_core.backend.lower_loops:_nonzero"))
 
 
 def _argwhere_rel(args, attrs):
@@ -562,5 +593,6 @@ register(
         samples=_nonzero_samples,
     )
 )
+declare("argwhere", lower=Rule("relay_core.backend.lower_loops:_argwhere"))
 
 __all__ = ["normalize_indices"]

@@ -10,7 +10,7 @@ from ..errors import OpTypeError
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import random_array
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import OpDef, OpPattern, Rule, Sample, declare, register
 from .transform import as_contiguous
 
 # Ends at least this large mean "to the end of the axis" whatever its size (ONNX uses INT_MAX).
@@ -152,6 +152,11 @@ register(
         "backwards; ends >= 2**31 - 1 mean the end of the axis",
         samples=_ss_samples,
     )
+)
+declare(
+    "strided_slice",
+    lower=Rule("relay_core.te.lower_transform:_strided_slice"),
+    grad=Rule("relay_core.ops.grads_tensor:gather_rule", "strided_slice", (0,)),
 )
 
 

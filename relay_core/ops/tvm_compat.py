@@ -16,8 +16,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, GlobalTypeVar, TensorType, TupleType, TypeCall
 from . import relations as R
 from .factories import random_array
-from .grads import defgrad
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 # -- layout_transform ---------------------------------------------------------------------------
 
@@ -163,14 +162,17 @@ register(
         samples=_layout_samples,
     )
 )
+declare("layout_transform", lower=Rule("relay_core.te.lower_tvm_compat:_layout_transform"))
 
 
-@defgrad("layout_transform")
 def _layout_grad(c, g, ctx):
     from ..ir.expr import call
 
     a = ctx.attrs
     return [call("layout_transform", g, src_layout=a.dst_layout, dst_layout=a.src_layout)]
+
+
+declare("layout_transform", grad=_layout_grad)
 
 
 # -- nn.batch_flatten ---------------------------------------------------------------------------
@@ -203,13 +205,16 @@ register(
         samples=_batch_flatten_samples,
     )
 )
+declare("nn.batch_flatten", lower=Rule("relay_core.te.lower_tvm_compat:_batch_flatten"), view=True)
 
 
-@defgrad("nn.batch_flatten")
 def _batch_flatten_grad(c, g, ctx):
     from ..ir.expr import call
 
     return [call("reshape_like", g, c.args[0])]
+
+
+declare("nn.batch_flatten", grad=_batch_flatten_grad)
 
 
 # -- placement: one device here, so the identity --------------------------------------------------
@@ -251,9 +256,9 @@ for _name, _attrs, _doc in [
             _doc,
             samples=_identity_samples,
             type_identity=True,  # any value: the type checker unifies directly
+            grad=lambda c, g, ctx: [g],
         )
     )
-    defgrad(_name)(lambda c, g, ctx: [g])
 
 
 # -- the VM's memory ops --------------------------------------------------------------------------
@@ -282,6 +287,7 @@ register(
         samples=_vm_shape_of_samples,
     )
 )
+declare("vm.shape_of", lower=Rule("relay_core.te.lower_misc:_shape_of"))
 
 
 @attrs
@@ -320,13 +326,16 @@ register(
         samples=_reshape_tensor_samples,
     )
 )
+declare("vm.reshape_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_view"), view=True)
 
 
-@defgrad("vm.reshape_tensor")
 def _reshape_tensor_grad(c, g, ctx):
     from ..ir.expr import call
 
     return [call("reshape_like", g, c.args[0]), None]
+
+
+declare("vm.reshape_tensor", grad=_reshape_tensor_grad)
 
 
 @attrs
@@ -371,6 +380,7 @@ register(
         samples=_alloc_tensor_samples,
     )
 )
+declare("memory.alloc_tensor", lower=Rule("relay_core.te.lower_tvm_compat:_alloc_tensor"))
 
 
 # TVM's `extern type Storage`: a block of memory tensors are allocated in. Here a byte array.
@@ -423,3 +433,8 @@ register(
 )
 
 __all__ = ["STORAGE", "parse_layout"]
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare("on_device", lower=Rule("relay_core.te.lower_tvm_compat:_identity"), view=True)
+declare("device_copy", lower=Rule("relay_core.te.lower_tvm_compat:_identity"), view=True)

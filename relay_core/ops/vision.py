@@ -16,7 +16,7 @@ from ..ir.types import Any, TensorType
 from . import nn_util as U
 from . import relations as R
 from .factories import check_kind, random_array
-from .registry import OpDef, OpPattern, Sample, attrs, register
+from .registry import Kernel, OpDef, OpPattern, Rule, Sample, attrs, declare, register
 
 
 @attrs
@@ -209,6 +209,11 @@ register(
         samples=_roi_samples(True),
     )
 )
+declare(
+    "vision.roi_align",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_align"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_align"),
+)
 
 
 def _roi_pool_ref(xs, attrs):
@@ -255,6 +260,11 @@ register(
         "max RoI pooling (ONNX MaxRoiPool / Caffe): rois (K, 5) [batch, x1, y1, x2, y2]",
         samples=_roi_samples(False),
     )
+)
+declare(
+    "vision.roi_pool",
+    kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_pool"),
+    grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_pool"),
 )
 
 
@@ -417,3 +427,4 @@ register(
         samples=_nms_samples,
     )
 )
+declare("vision.non_max_suppression", lower=Rule("relay_core.backend.lower_select:_nms"))

@@ -30,8 +30,7 @@ from ..ir import dtype as dt
 from ..ir.types import TupleType
 from . import nn_util as U
 from . import relations as R
-from .grads import defgrad
-from .registry import OpDef, OpPattern, Sample, register
+from .registry import Kernel, OpDef, OpPattern, Sample, declare, register
 from .vision import RoiAlignAttrs, RoiPoolAttrs, _roi_rel, _roi_samples, _split_rois
 
 
@@ -218,4 +217,15 @@ def _refuse(name):
 
 
 for _name in ("vision.roi_align_grad", "vision.roi_pool_grad"):
-    defgrad(_name)(_refuse(_name))
+    declare(_name, grad=_refuse(_name))
+
+# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
+# function of relay_core/te or relay_core/backend, imported on first use) ------------------
+declare(
+    "vision.roi_align_grad",
+    kernel=Kernel("relay_core.backend.kernels.vision_grad:emit_roi_align_grad"),
+)
+declare(
+    "vision.roi_pool_grad",
+    kernel=Kernel("relay_core.backend.kernels.vision_grad:emit_roi_pool_grad"),
+)

@@ -7,8 +7,9 @@
     >>> te.evaluate(S, {A: np.ones((4, 5), "float32")})
     array([5., 5., 5., 5.], dtype=float32)
 
-Operators' `lower` rules (relay_core.te.lower_*) build these from Relay calls; the backend turns
-them into loop nests. Nothing here imports llvmlite.
+Operators' `lower` rules (relay_core.te.lower_*, each named by its op's declaration and imported
+on first use) build these from Relay calls; the backend turns them into loop nests. Nothing here
+imports llvmlite.
 """
 
 from .evaluate import evaluate
@@ -138,20 +139,3 @@ __all__ = [
     "truncmod",
     "value_of",
 ]
-
-# The tensor-expression rules of every operator family (each fills `OpDef.lower` for its ops).
-from . import (  # noqa: E402, F401, I001
-    lowering,
-    lower_elemwise,
-    lower_reduce,
-    lower_transform,
-    lower_misc,
-    lower_random,
-    lower_nn,
-    lower_nn_window,
-    lower_image,
-    lower_dyn,
-    lower_signal,
-    lower_ml,
-    lower_tvm_compat,
-)

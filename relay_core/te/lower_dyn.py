@@ -9,13 +9,12 @@ relay_core/backend/lower_loops.py: a sequential scan).
 
 from __future__ import annotations
 
-from ..ops.dyn_params import DYN_REDUCTIONS
 from . import expr as E
 from . import tensor as T
 from .expr import Const, cast, select
 from .lower_misc import cast_value
 from .lower_transform import ravel, reshape_to
-from .lowering import broadcast_dim, broadcast_read, broadcast_shape, register_lower
+from .lowering import broadcast_dim, broadcast_read, broadcast_shape
 from .tensor import compute, reduce_axis, value_of
 
 
@@ -34,7 +33,6 @@ def _prod(dims):
     return p
 
 
-@register_lower("dyn.reshape")
 def _dyn_reshape(inputs, attrs, out_type):
     x, ns = inputs
     vals = _values(ns)
@@ -52,7 +50,6 @@ def _dyn_reshape(inputs, attrs, out_type):
     return reshape_to(x, tuple(shape), "dyn_reshape")
 
 
-@register_lower("dyn.broadcast_to")
 def _dyn_broadcast_to(inputs, attrs, out_type):
     x, shp = inputs
     target = tuple(_values(shp))
@@ -60,7 +57,6 @@ def _dyn_broadcast_to(inputs, attrs, out_type):
     return compute(shape, lambda *i: broadcast_read(x, i), "dyn_broadcast_to")
 
 
-@register_lower("dyn.tile")
 def _dyn_tile(inputs, attrs, out_type):
     x, reps = inputs
     r = _values(reps)
@@ -100,7 +96,6 @@ def _slice_axis(d, b, e, s):
     return select(pos, b_pos, b_neg), select(pos, len_pos, len_neg)
 
 
-@register_lower("dyn.strided_slice")
 def _dyn_strided_slice(inputs, attrs, out_type):
     x = inputs[0]
     nd = x.ndim
@@ -142,7 +137,6 @@ def _fill(value_fn, shape_t, dtype, name):
     return compute(shape, lambda *i: value_fn(), name)
 
 
-@register_lower("dyn.full")
 def _dyn_full(inputs, attrs, out_type):
     fill, shp = inputs
     dtype = out_type.dtype
@@ -160,11 +154,6 @@ def _dyn_const(value):
     return lower
 
 
-register_lower("dyn.zeros")(_dyn_const(0))
-register_lower("dyn.ones")(_dyn_const(1))
-
-
-@register_lower("dyn.one_hot")
 def _dyn_one_hot(inputs, attrs, out_type):
     idx, on, off, depth_t = inputs
     depth = E.max_(_values(depth_t)[0], E.index(0))
@@ -183,7 +172,6 @@ def _dyn_one_hot(inputs, attrs, out_type):
     return compute(shape, body, "dyn_one_hot")
 
 
-@register_lower("dyn.trilu")
 def _dyn_trilu(inputs, attrs, out_type):
     x, kt = inputs
     k = _values(kt)[0]
@@ -197,7 +185,6 @@ def _dyn_trilu(inputs, attrs, out_type):
     return compute(x.shape, body, "dyn_trilu")
 
 
-@register_lower("arange")
 def _arange(inputs, attrs, out_type):
     start_t, stop_t, step_t = inputs
     dtype = out_type.dtype
@@ -335,10 +322,6 @@ def _dyn_reduce(kind: str):
     return lower
 
 
-for _k in DYN_REDUCTIONS:
-    register_lower(f"dyn.{_k}")(_dyn_reduce(_k))
-
-
 # -- squeeze / unsqueeze / split / pad / cumulative ops with tensor parameters ---------------------
 def _norm_vals(t, rank):
     m = t.shape[0] if t.ndim else 1
@@ -346,7 +329,6 @@ def _norm_vals(t, rank):
     return [select(v < 0, v + rank, v) for v in vals]
 
 
-@register_lower("dyn.squeeze")
 def _dyn_squeeze(inputs, attrs, out_type):
     x, axes_t = inputs
     n = x.ndim
@@ -369,7 +351,6 @@ def _dyn_squeeze(inputs, attrs, out_type):
     return reshape_to(x, tuple(shape), "dyn_squeeze")
 
 
-@register_lower("dyn.unsqueeze")
 def _dyn_unsqueeze(inputs, attrs, out_type):
     x, axes_t = inputs
     n = x.ndim
@@ -390,7 +371,6 @@ def _dyn_unsqueeze(inputs, attrs, out_type):
     return reshape_to(x, tuple(shape), "dyn_unsqueeze")
 
 
-@register_lower("dyn.split")
 def _dyn_split(inputs, attrs, out_type):
     x, sizes_t = inputs
     ax = attrs.axis % x.ndim
@@ -410,7 +390,6 @@ def _dyn_split(inputs, attrs, out_type):
     return tuple(outs)
 
 
-@register_lower("dyn.nn.pad")
 def _dyn_pad(inputs, attrs, out_type):
     x, pads_t = inputs[0], inputs[1]
     n = x.ndim
@@ -488,7 +467,3 @@ def _dyn_scan(kind: str):
         return compute(x.shape, lambda *i: cast(out_dt, s[i]), f"dyn_{kind}")
 
     return lower
-
-
-register_lower("dyn.cumsum")(_dyn_scan("sum"))
-register_lower("dyn.cumprod")(_dyn_scan("prod"))

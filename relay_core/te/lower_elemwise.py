@@ -9,12 +9,11 @@ from __future__ import annotations
 from ..ir import dtype as _dt
 from . import expr as E
 from .expr import Const, call, cast, select
-from .lowering import broadcast_read, broadcast_shape, out_shape, register_lower
+from .lowering import broadcast_read, broadcast_shape, out_shape
 from .tensor import compute
 
 
 def _unary(name: str, fn):
-    @register_lower(name)
     def lower(inputs, attrs, out_type):
         x = inputs[0]
         return compute(x.shape, lambda *i: fn(x[i]), name)
@@ -23,7 +22,6 @@ def _unary(name: str, fn):
 
 
 def _binary(name: str, fn):
-    @register_lower(name)
     def lower(inputs, attrs, out_type):
         a, b = inputs
         shape = out_shape(out_type, broadcast_shape(a.shape, b.shape))
@@ -37,43 +35,21 @@ def _c(x, v):
 
 
 # -- unary float ---------------------------------------------------------------------------------
-for _n in [
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "erf",
-    "sigmoid",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-]:
-    _unary(_n, lambda x, _n=_n: call(_n, x))
+def _intrinsic(name: str):
+    """An op computed by the intrinsic of its name (exp, sin, floor, ...)."""
+    return _unary(name, lambda x, _n=name: call(_n, x))
 
-_unary("reciprocal", lambda x: _c(x, 1.0) / x)
-_unary("isnan", lambda x: call("isnan", x, dtype="bool"))
-_unary("isinf", lambda x: call("isinf", x, dtype="bool"))
-_unary("isfinite", lambda x: call("isfinite", x, dtype="bool"))
-_unary("isposinf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x > _c(x, 0)))
-_unary("isneginf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x < _c(x, 0)))
+
+_r_reciprocal = _unary("reciprocal", lambda x: _c(x, 1.0) / x)
+_r_isnan = _unary("isnan", lambda x: call("isnan", x, dtype="bool"))
+_r_isinf = _unary("isinf", lambda x: call("isinf", x, dtype="bool"))
+_r_isfinite = _unary("isfinite", lambda x: call("isfinite", x, dtype="bool"))
+_r_isposinf = _unary(
+    "isposinf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x > _c(x, 0))
+)
+_r_isneginf = _unary(
+    "isneginf", lambda x: E.logical_and(call("isinf", x, dtype="bool"), x < _c(x, 0))
+)
 
 
 # -- unary numeric -------------------------------------------------------------------------------
@@ -94,13 +70,13 @@ def _sign(x):
     )
 
 
-_unary("abs", _abs)
-_unary("negative", lambda x: E.neg(x))
-_unary("sign", _sign)
-_unary("square", lambda x: x * x)
-_unary("copy", lambda x: x)
-_unary("logical_not", lambda x: E.not_(x))
-_unary("bitwise_not", lambda x: E.not_(x))
+_r_abs = _unary("abs", _abs)
+_r_negative = _unary("negative", lambda x: E.neg(x))
+_r_sign = _unary("sign", _sign)
+_r_square = _unary("square", lambda x: x * x)
+_r_copy = _unary("copy", lambda x: x)
+_r_logical_not = _unary("logical_not", lambda x: E.not_(x))
+_r_bitwise_not = _unary("bitwise_not", lambda x: E.not_(x))
 
 
 # -- binary arithmetic ---------------------------------------------------------------------------
@@ -170,36 +146,31 @@ def _fmin(a, b):
     return call("fmin", a, b) if E.is_float(a.dtype) else E.min_(a, b)
 
 
-_binary("add", lambda a, b: a + b)
-_binary("subtract", lambda a, b: a - b)
-_binary("multiply", lambda a, b: a * b)
-_binary("divide", _divide)
-_binary("floor_divide", _floor_divide)
-_binary("mod", _mod)
-_binary("floor_mod", _floor_mod)
-_binary("power", _power)
-_binary("maximum", _maximum)
-_binary("minimum", _minimum)
-_binary("fmax", _fmax)
-_binary("fmin", _fmin)
-_binary("atan2", lambda a, b: call("atan2", a, b))
+_r_add = _binary("add", lambda a, b: a + b)
+_r_subtract = _binary("subtract", lambda a, b: a - b)
+_r_multiply = _binary("multiply", lambda a, b: a * b)
+_r_divide = _binary("divide", _divide)
+_r_floor_divide = _binary("floor_divide", _floor_divide)
+_r_mod = _binary("mod", _mod)
+_r_floor_mod = _binary("floor_mod", _floor_mod)
+_r_power = _binary("power", _power)
+_r_maximum = _binary("maximum", _maximum)
+_r_minimum = _binary("minimum", _minimum)
+_r_fmax = _binary("fmax", _fmax)
+_r_fmin = _binary("fmin", _fmin)
+_r_atan2 = _binary("atan2", lambda a, b: call("atan2", a, b))
 
-for _n, _op in [
-    ("equal", "eq"),
-    ("not_equal", "ne"),
-    ("less", "lt"),
-    ("less_equal", "le"),
-    ("greater", "gt"),
-    ("greater_equal", "ge"),
-]:
-    _binary(_n, lambda a, b, _op=_op: E.compare(_op, a, b))
 
-_binary("logical_and", E.logical_and)
-_binary("logical_or", E.logical_or)
-_binary("logical_xor", lambda a, b: E.binary("xor", a, b))
-_binary("bitwise_and", lambda a, b: E.binary("and", a, b))
-_binary("bitwise_or", lambda a, b: E.binary("or", a, b))
-_binary("bitwise_xor", lambda a, b: E.binary("xor", a, b))
+def _compare(name: str, op: str):
+    return _binary(name, lambda a, b, _op=op: E.compare(_op, a, b))
+
+
+_r_logical_and = _binary("logical_and", E.logical_and)
+_r_logical_or = _binary("logical_or", E.logical_or)
+_r_logical_xor = _binary("logical_xor", lambda a, b: E.binary("xor", a, b))
+_r_bitwise_and = _binary("bitwise_and", lambda a, b: E.binary("and", a, b))
+_r_bitwise_or = _binary("bitwise_or", lambda a, b: E.binary("or", a, b))
+_r_bitwise_xor = _binary("bitwise_xor", lambda a, b: E.binary("xor", a, b))
 
 
 def _shift(left: bool):
@@ -219,7 +190,7 @@ def _shift(left: bool):
     return fn
 
 
-_binary("left_shift", _shift(True))
-_binary("right_shift", _shift(False))
+_r_left_shift = _binary("left_shift", _shift(True))
+_r_right_shift = _binary("right_shift", _shift(False))
 
 __all__ = ["Const", "cast"]

@@ -19,7 +19,6 @@ from ..ops import nn_util as U
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import register_lower
 from .tensor import compute, const_array
 
 
@@ -113,12 +112,7 @@ def _resize(nd: int):
     return lower
 
 
-for _nd in (1, 2, 3):
-    register_lower(f"image.resize{_nd}d")(_resize(_nd))
-
-
 # -- affine_grid / grid_sample ---------------------------------------------------------------------
-@register_lower("image.affine_grid")
 def _affine_grid(inputs, attrs, out_type):
     theta = inputs[0]
     sp = tuple(attrs.size[2:])
@@ -175,7 +169,6 @@ def _keys(t):
     return select(t <= Const(1.0, f), near, select(t < Const(2.0, f), far, Const(0.0, f)))
 
 
-@register_lower("image.grid_sample")
 def _grid_sample(inputs, attrs, out_type):
     x, grid = inputs
     nd = x.ndim - 2
@@ -346,7 +339,6 @@ def _keys_a(t, a: float):
     return select(t <= Const(1.0, f), near, select(t < Const(2.0, f), far, Const(0.0, f)))
 
 
-@register_lower("dyn.image.resize")
 def _dyn_resize(inputs, attrs, out_type):
     from .tensor import value_of
 
@@ -479,7 +471,6 @@ def _antialias_axis(attrs, cur, a, d: int, shape, out_len, scale, roi):
     return compute(tuple(shape), norm, f"aa_ax{a}", {"materialize": True})
 
 
-@register_lower("dyn.image.affine_grid")
 def _dyn_affine_grid(inputs, attrs, out_type):
     from .tensor import value_of
 

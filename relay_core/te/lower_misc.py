@@ -12,7 +12,7 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_transform import ravel, reshape_to, unravel
-from .lowering import broadcast_read, register_lower
+from .lowering import broadcast_read
 from .tensor import compute, reduce_axis
 
 
@@ -37,7 +37,6 @@ def _saturate(v, dtype: str):
 _SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 
 
-@register_lower("cast")
 def _cast(inputs, attrs, out_type):
     x = inputs[0]
     dst = attrs.dtype
@@ -53,7 +52,6 @@ def _cast(inputs, attrs, out_type):
     return compute(x.shape, body, "cast")
 
 
-@register_lower("cast_like")
 def _cast_like(inputs, attrs, out_type):
     x = inputs[0]
     return compute(x.shape, lambda *i: cast_value(x[i], out_type.dtype), "cast_like")
@@ -72,7 +70,6 @@ def _clip_bound(dtype: str, v, lower: bool):
     return Const(v, dtype)
 
 
-@register_lower("clip")
 def _clip(inputs, attrs, out_type):
     x = inputs[0]
     lo = _clip_bound(x.dtype, attrs.a_min, True)
@@ -89,14 +86,12 @@ def _clip(inputs, attrs, out_type):
     return compute(x.shape, body, "clip")
 
 
-@register_lower("full")
 def _full(inputs, attrs, out_type):
     fill = inputs[0]
     dtype = out_type.dtype
     return compute(tuple(out_type.shape), lambda *i: cast_value(_scalar_read(fill), dtype), "full")
 
 
-@register_lower("full_like")
 def _full_like(inputs, attrs, out_type):
     x, fill = inputs
     return compute(x.shape, lambda *i: cast_value(_scalar_read(fill), x.dtype), "full_like")
@@ -114,13 +109,6 @@ def _filled(value, like: bool):
     return lower
 
 
-register_lower("zeros")(_filled(0, False))
-register_lower("ones")(_filled(1, False))
-register_lower("zeros_like")(_filled(0, True))
-register_lower("ones_like")(_filled(1, True))
-
-
-@register_lower("one_hot")
 def _one_hot(inputs, attrs, out_type):
     idx, on, off = inputs
     nd = idx.ndim
@@ -137,7 +125,6 @@ def _one_hot(inputs, attrs, out_type):
     return compute(tuple(out_type.shape), body, "one_hot")
 
 
-@register_lower("shape_of", "vm.shape_of")
 def _shape_of(inputs, attrs, out_type):
     x = inputs[0]
     dtype = out_type.dtype
@@ -151,7 +138,6 @@ def _shape_of(inputs, attrs, out_type):
     return compute((x.ndim,), body, "shape_of")
 
 
-@register_lower("ndarray_size")
 def _ndarray_size(inputs, attrs, out_type):
     x = inputs[0]
     n = T.size(x.shape)
@@ -172,7 +158,6 @@ def _param_read(p, idx, axis: int, block: int):
     return p[tuple(src)]
 
 
-@register_lower("qnn.quantize")
 def _quantize(inputs, attrs, out_type):
     x, s = inputs[0], inputs[1]
     zp = inputs[2] if len(inputs) > 2 else None
@@ -219,7 +204,6 @@ def _quantize_float(x, s, zp, attrs, out):
     return compute(x.shape, body, "quantize")
 
 
-@register_lower("qnn.dequantize")
 def _dequantize(inputs, attrs, out_type):
     x, s = inputs[0], inputs[1]
     zp = inputs[2] if len(inputs) > 2 else None
@@ -260,7 +244,6 @@ def _dequantize_float(x, s, zp, attrs, out):
 
 
 # -- einsum ---------------------------------------------------------------------------------------
-@register_lower("einsum")
 def _einsum(inputs, attrs, out_type):
     labels, out_labels, ell = parse_einsum(attrs.equation, [t.ndim for t in inputs])
     dtype = inputs[0].dtype
@@ -358,8 +341,5 @@ def _scan(kind: str):
 
     return lower
 
-
-register_lower("cumsum")(_scan("sum"))
-register_lower("cumprod")(_scan("prod"))
 
 __all__ = ["cast_value", "ravel", "unravel", "broadcast_read"]

@@ -9,7 +9,6 @@ import math
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import register_lower
 from .tensor import compute, reduce_axis
 
 # Trees bigger than this (in nodes, over the whole forest) would unroll into expressions too
@@ -17,7 +16,6 @@ from .tensor import compute, reduce_axis
 MAX_FOREST_NODES = 4096
 
 
-@register_lower("ml.label_encoder")
 def _label_encoder(inputs, attrs, out_type):
     x = inputs[0]
     out = out_type.dtype
@@ -42,7 +40,6 @@ def _label_encoder(inputs, attrs, out_type):
 _CMPS = [E.le, E.lt, E.ge, E.gt, E.eq, E.ne]
 
 
-@register_lower("ml.tree_ensemble")
 def _tree_ensemble(inputs, attrs, out_type):
     x = inputs[0]
     a = attrs
@@ -125,7 +122,6 @@ def _pool_grams(attrs) -> list[tuple[tuple, int]]:
     return out
 
 
-@register_lower("tfidf_vectorizer")
 def _tfidf(inputs, attrs, out_type):
     x = inputs[0]
     if attrs.pool_strings or x.dtype == "string":

@@ -14,7 +14,7 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_reduce import _Red, reduce_axes
-from .lowering import broadcast_read, mark_batch_axis0, out_shape, register_lower
+from .lowering import broadcast_read, out_shape
 from .tensor import compute, reduce_axis
 
 
@@ -38,7 +38,6 @@ def _sigmoid(v):
 
 
 def _act(name, fn):
-    @register_lower(name)
     def lower(inputs, attrs, out_type):
         x = inputs[0]
         if not E.is_float(x.dtype):  # relu on integers
@@ -66,11 +65,13 @@ def _zero(v):
     return E.as_expr(0, v.dtype)
 
 
-_act("nn.relu", lambda v, a: E.max_(v, _zero(v)))
-_act("nn.leaky_relu", lambda v, a: select(v >= _zero(v), v, _c(a.alpha, v.dtype) * v))
-_act("nn.elu", lambda v, a: _elu(v, a.alpha))
-_act("nn.selu", lambda v, a: _c(a.gamma, v.dtype) * _elu(v, a.alpha))
-_act(
+_r_relu = _act("nn.relu", lambda v, a: E.max_(v, _zero(v)))
+_r_leaky_relu = _act(
+    "nn.leaky_relu", lambda v, a: select(v >= _zero(v), v, _c(a.alpha, v.dtype) * v)
+)
+_r_elu = _act("nn.elu", lambda v, a: _elu(v, a.alpha))
+_r_selu = _act("nn.selu", lambda v, a: _c(a.gamma, v.dtype) * _elu(v, a.alpha))
+_r_celu = _act(
     "nn.celu",
     lambda v, a: (
         E.max_(v, _zero(v))
@@ -80,16 +81,16 @@ _act(
         )
     ),
 )
-_act("nn.gelu", _gelu)
-_act("nn.silu", lambda v, a: v * _sigmoid(v))
-_act("nn.mish", lambda v, a: v * call("tanh", _softplus(v)))
-_act(
+_r_gelu = _act("nn.gelu", _gelu)
+_r_silu = _act("nn.silu", lambda v, a: v * _sigmoid(v))
+_r_mish = _act("nn.mish", lambda v, a: v * call("tanh", _softplus(v)))
+_r_hard_sigmoid = _act(
     "nn.hard_sigmoid",
     lambda v, a: E.min_(
         E.max_(_c(a.alpha, v.dtype) * v + _c(a.beta, v.dtype), _zero(v)), _c(1, v.dtype)
     ),
 )
-_act(
+_r_hard_swish = _act(
     "nn.hard_swish",
     lambda v, a: (
         v * E.min_(E.max_(v / _c(6, v.dtype) + _c(0.5, v.dtype), _zero(v)), _c(1, v.dtype))
@@ -103,10 +104,12 @@ def _softplus_beta(v, a):
     return select(bx > _c(a.threshold, d), v, _softplus(bx) / _c(a.beta, d))
 
 
-_act("nn.softplus", _softplus_beta)
-_act("nn.softsign", lambda v, a: v / (_c(1, v.dtype) + call("abs", v)))
-_act("nn.thresholded_relu", lambda v, a: select(v > _c(a.alpha, v.dtype), v, _zero(v)))
-_act(
+_r_softplus = _act("nn.softplus", _softplus_beta)
+_r_softsign = _act("nn.softsign", lambda v, a: v / (_c(1, v.dtype) + call("abs", v)))
+_r_thresholded_relu = _act(
+    "nn.thresholded_relu", lambda v, a: select(v > _c(a.alpha, v.dtype), v, _zero(v))
+)
+_r_shrink = _act(
     "nn.shrink",
     lambda v, a: select(
         v < _c(-a.lambd, v.dtype),
@@ -116,7 +119,6 @@ _act(
 )
 
 
-@register_lower("nn.prelu")
 def _prelu(inputs, attrs, out_type):
     x, a = inputs
     f = _fdt(x.dtype)
@@ -135,14 +137,12 @@ def _prelu(inputs, attrs, out_type):
     return compute(x.shape, body, "prelu")
 
 
-@register_lower("nn.bias_add")
 def _bias_add(inputs, attrs, out_type):
     x, b = inputs
     ax = attrs.axis % x.ndim
     return compute(x.shape, lambda *i: x[i] + b[(i[ax],)], "bias_add")
 
 
-@register_lower("nn.dropout")
 def _dropout(inputs, attrs, out_type):
     x = inputs[0]
     one = _c(1, x.dtype)
@@ -183,7 +183,6 @@ def _kidx(i, axis):
     return tuple(idx)
 
 
-@register_lower("nn.softmax")
 def _softmax(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % max(x.ndim, 1)
@@ -196,7 +195,6 @@ def _softmax(inputs, attrs, out_type):
     return compute(x.shape, body, "softmax")
 
 
-@register_lower("nn.log_softmax")
 def _log_softmax(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % max(x.ndim, 1)
@@ -209,7 +207,6 @@ def _log_softmax(inputs, attrs, out_type):
     return compute(x.shape, body, "log_softmax")
 
 
-@register_lower("nn.hardmax")
 def _hardmax(inputs, attrs, out_type):
     x = inputs[0]
     axis = attrs.axis % max(x.ndim, 1)
@@ -265,7 +262,6 @@ def _affine(v, i, gamma, beta, attrs, param_index):
     return v
 
 
-@register_lower("nn.batch_norm")
 def _batch_norm(inputs, attrs, out_type):
     x, gamma, beta, mean, var = inputs
     ax = attrs.axis % x.ndim
@@ -291,7 +287,6 @@ def _trailing(x, axis):
     return tuple(range(axis % x.ndim, x.ndim))
 
 
-@register_lower("nn.layer_norm")
 def _layer_norm(inputs, attrs, out_type):
     x, gamma, beta = inputs
     r, mean, var = _stats(x, _trailing(x, attrs.axis), "ln")
@@ -304,7 +299,6 @@ def _layer_norm(inputs, attrs, out_type):
     return compute(x.shape, body, "layer_norm")
 
 
-@register_lower("nn.rms_norm")
 def _rms_norm(inputs, attrs, out_type):
     x, gamma = inputs
     from types import SimpleNamespace
@@ -370,19 +364,16 @@ def _group_norm_impl(x, gamma, beta, attrs, groups):
     return compute(x.shape, body, "group_norm")
 
 
-@register_lower("nn.instance_norm")
 def _instance_norm(inputs, attrs, out_type):
     x, gamma, beta = inputs
     return _group_norm_impl(x, gamma, beta, attrs, None)
 
 
-@register_lower("nn.group_norm")
 def _group_norm(inputs, attrs, out_type):
     x, gamma, beta = inputs
     return _group_norm_impl(x, gamma, beta, attrs, attrs.num_groups)
 
 
-@register_lower("nn.l2_normalize")
 def _l2_normalize(inputs, attrs, out_type):
     x = inputs[0]
     from types import SimpleNamespace
@@ -397,7 +388,6 @@ def _l2_normalize(inputs, attrs, out_type):
     return compute(x.shape, body, "l2_normalize")
 
 
-@register_lower("nn.mean_variance_normalization")
 def _mvn(inputs, attrs, out_type):
     x = inputs[0]
     r, mean, var = _stats(x, [a % x.ndim for a in attrs.axes], "mvn")
@@ -412,7 +402,6 @@ def _mvn(inputs, attrs, out_type):
     return compute(x.shape, body, "mvn")
 
 
-@register_lower("nn.lrn")
 def _lrn(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
@@ -489,16 +478,11 @@ def _cast_result(v, dtype):
     return cast(dtype, v)
 
 
-@register_lower("nn.dense")
 def _dense(inputs, attrs, out_type):
     x, w = inputs
     return matmul_te(x, w, False, True, out_type, "dense")
 
 
-mark_batch_axis0(["nn.dense"])
-
-
-@register_lower("nn.matmul")
 def _matmul(inputs, attrs, out_type):
     a, b = inputs
     return matmul_te(
@@ -506,14 +490,12 @@ def _matmul(inputs, attrs, out_type):
     )
 
 
-@register_lower("nn.batch_matmul")
 def _batch_matmul(inputs, attrs, out_type):
     a, b = inputs
     return matmul_te(a, b, attrs.transpose_a, attrs.transpose_b, out_type, "batch_matmul")
 
 
 # -- layout ops -----------------------------------------------------------------------------------
-@register_lower("nn.pad")
 def _pad(inputs, attrs, out_type):
     x = inputs[0]
     if x.ndim == 0:
@@ -613,8 +595,5 @@ def _d2s(to_space: bool):
 
     return lower
 
-
-register_lower("nn.depth_to_space")(_d2s(True))
-register_lower("nn.space_to_depth")(_d2s(False))
 
 __all__ = ["matmul_te", "reduce_axes"]

@@ -14,7 +14,6 @@ from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
 from .lower_nn import _acc_dtype, _cast_result
-from .lowering import mark_batch_axis0, register_lower
 from .tensor import compute, reduce_axis
 
 
@@ -122,11 +121,6 @@ def _conv_transpose(nd: int):
         )
 
     return lower
-
-
-for _nd in (1, 2, 3):
-    register_lower(f"nn.conv{_nd}d")(_conv(_nd))
-    register_lower(f"nn.conv{_nd}d_transpose")(_conv_transpose(_nd))
 
 
 # -- pooling --------------------------------------------------------------------------------------
@@ -285,12 +279,6 @@ def _argmax_pool(nd: int):
     return lower
 
 
-for _nd in (1, 2, 3):
-    for _kind in ("max", "avg", "lp"):
-        register_lower(f"nn.{_kind}_pool{_nd}d")(_pool(_nd, _kind))
-    register_lower(f"nn.max_pool{_nd}d_with_argmax")(_argmax_pool(_nd))
-
-
 # -- global and adaptive pooling ------------------------------------------------------------------
 def _global(nd: int, kind: str):
     def lower(inputs, attrs, out_type):
@@ -385,30 +373,4 @@ def _adaptive(nd: int, kind: str):
     return lower
 
 
-for _nd in (1, 2, 3):
-    for _kind in ("max", "avg", "lp"):
-        register_lower(f"nn.global_{_kind}_pool{_nd}d")(_global(_nd, _kind))
-    for _kind in ("max", "avg"):
-        register_lower(f"nn.adaptive_{_kind}_pool{_nd}d")(_adaptive(_nd, _kind))
-
 __all__ = ["itertools"]
-
-
-def _n_first(layout_attr: str, out_attr: str):
-    def pred(attrs) -> bool:
-        lay = getattr(attrs, layout_attr)
-        return lay[0] == "N" and (getattr(attrs, out_attr) or lay)[0] == "N"
-
-    return pred
-
-
-mark_batch_axis0(
-    [f"nn.conv{nd}d" for nd in (1, 2, 3)] + [f"nn.conv{nd}d_transpose" for nd in (1, 2, 3)],
-    _n_first("data_layout", "out_layout"),
-)
-mark_batch_axis0(
-    [f"nn.{k}_pool{nd}d" for k in ("max", "avg", "lp") for nd in (1, 2, 3)]
-    + [f"nn.global_{k}_pool{nd}d" for k in ("max", "avg", "lp") for nd in (1, 2, 3)]
-    + [f"nn.adaptive_{k}_pool{nd}d" for k in ("max", "avg") for nd in (1, 2, 3)],
-    _n_first("layout", "out_layout"),
-)

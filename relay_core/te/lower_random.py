@@ -10,7 +10,6 @@ from . import expr as E
 from . import tensor as T
 from .expr import Call, Const, call, cast, select
 from .lower_transform import ravel
-from .lowering import register_lower
 from .tensor import compute, reduce_axis
 
 _U64 = "uint64"
@@ -65,27 +64,22 @@ def _draw(kind, shape, attrs, dtype, salt):
     return compute(shape, body, kind)
 
 
-@register_lower("random.uniform")
 def _uniform(inputs, attrs, out_type):
     return _draw("uniform", tuple(out_type.shape), attrs, out_type.dtype, 1)
 
 
-@register_lower("random.normal")
 def _normal_op(inputs, attrs, out_type):
     return _draw("normal", tuple(out_type.shape), attrs, out_type.dtype, 2)
 
 
-@register_lower("random.uniform_like")
 def _uniform_like(inputs, attrs, out_type):
     return _draw("uniform", inputs[0].shape, attrs, out_type.dtype, 1)
 
 
-@register_lower("random.normal_like")
 def _normal_like(inputs, attrs, out_type):
     return _draw("normal", inputs[0].shape, attrs, out_type.dtype, 2)
 
 
-@register_lower("random.bernoulli")
 def _bernoulli(inputs, attrs, out_type):
     p = inputs[0]
     seed_t = _seed_tensor(attrs.seed, 3)
@@ -98,7 +92,6 @@ def _bernoulli(inputs, attrs, out_type):
     )
 
 
-@register_lower("random.multinomial")
 def _multinomial(inputs, attrs, out_type):
     logits = inputs[0]
     b, c = logits.shape

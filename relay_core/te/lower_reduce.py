@@ -10,7 +10,7 @@ from ..ir import dtype as _dt
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import out_shape, register_lower
+from .lowering import out_shape
 from .tensor import compute, reduce_axis
 
 
@@ -96,7 +96,6 @@ def _finish(t, dtype: str, name: str):
 
 
 def _simple(name: str, kind: str, value=lambda x: x, acc=_acc_dtype):
-    @register_lower(name)
     def lower(inputs, attrs, out_type):
         x = inputs[0]
         r = _Red(x, attrs, out_type)
@@ -110,21 +109,20 @@ def _simple(name: str, kind: str, value=lambda x: x, acc=_acc_dtype):
     return lower
 
 
-_simple("sum", "sum")
-_simple("prod", "prod")
-_simple("max", "max", acc=lambda d: d)
-_simple("min", "min", acc=lambda d: d)
-_simple("all", "all", acc=lambda d: d)
-_simple("any", "any", acc=lambda d: d)
-_simple(
+_r_sum = _simple("sum", "sum")
+_r_prod = _simple("prod", "prod")
+_r_max = _simple("max", "max", acc=lambda d: d)
+_r_min = _simple("min", "min", acc=lambda d: d)
+_r_all = _simple("all", "all", acc=lambda d: d)
+_r_any = _simple("any", "any", acc=lambda d: d)
+_r_l1_norm = _simple(
     "l1_norm",
     "sum",
     value=lambda v: call("abs", v) if v.dtype not in _dt.UNSIGNED_INT_DTYPES else v,
 )
-_simple("sum_square", "sum", value=lambda v: v * v)
+_r_sum_square = _simple("sum_square", "sum", value=lambda v: v * v)
 
 
-@register_lower("mean")
 def _mean(inputs, attrs, out_type):
     x = inputs[0]
     r = _Red(x, attrs, out_type)
@@ -151,7 +149,6 @@ def _mean(inputs, attrs, out_type):
     return compute(s.shape, lambda *i: cast(x.dtype, s[i] / cast(a, E.index(n))), "mean")
 
 
-@register_lower("logsumexp")
 def _logsumexp(inputs, attrs, out_type):
     x = inputs[0]
     f = _float_dtype(x.dtype)
@@ -196,7 +193,6 @@ def _keep_index(r: _Red, o) -> tuple:
     return tuple(idx)
 
 
-@register_lower("l2_norm")
 def _l2(inputs, attrs, out_type):
     x = inputs[0]
     f = _float_dtype(x.dtype)
@@ -205,7 +201,6 @@ def _l2(inputs, attrs, out_type):
     return compute(s.shape, lambda *i: cast(x.dtype, call("sqrt", s[i])), "l2_norm")
 
 
-@register_lower("log_sum")
 def _log_sum(inputs, attrs, out_type):
     x = inputs[0]
     f = _float_dtype(x.dtype)
@@ -215,7 +210,6 @@ def _log_sum(inputs, attrs, out_type):
 
 
 def _arg(kind):
-    @register_lower(kind)
     def lower(inputs, attrs, out_type):
         x = inputs[0]
         r = _Red(x, attrs, out_type)
@@ -231,8 +225,8 @@ def _arg(kind):
     return lower
 
 
-_arg("argmax")
-_arg("argmin")
+_r_argmax = _arg("argmax")
+_r_argmin = _arg("argmin")
 
 
 def _variance(inputs, attrs, out_type, sqrt: bool):
@@ -279,13 +273,17 @@ def _variance(inputs, attrs, out_type, sqrt: bool):
     return compute(ss.shape, fin, "std" if sqrt else "variance")
 
 
-register_lower("variance")(lambda i, a, o: _variance(i, a, o, False))
-register_lower("std")(lambda i, a, o: _variance(i, a, o, True))
+def _r_variance(inputs, attrs, out_type):
+    return _variance(inputs, attrs, out_type, False)
+
+
+def _r_std(inputs, attrs, out_type):
+    return _variance(inputs, attrs, out_type, True)
+
 
 __all__ = ["Const", "reduce_axes"]
 
 
-@register_lower("collapse_sum_like")
 def _collapse_sum_like(inputs, attrs, out_type):
     """Sum x down to like's shape (the adjoint of broadcasting like to x)."""
     x, like = inputs

@@ -10,14 +10,13 @@ import math
 from . import expr as E
 from . import tensor as T
 from .expr import Const, call, cast, select
-from .lowering import broadcast_read, broadcast_shape, out_shape, register_lower
+from .lowering import broadcast_read, broadcast_shape, out_shape
 from .tensor import compute, reduce_axis, value_of
 
 F64 = "float64"
 
 
 # -- complex ----------------------------------------------------------------------------------
-@register_lower("complex.make")
 def _complex_make(inputs, attrs, out_type):
     re, im = inputs
     shape = broadcast_shape(re.shape, im.shape)
@@ -37,11 +36,6 @@ def _part(k):
     return lower
 
 
-register_lower("complex.real")(_part(0))
-register_lower("complex.imag")(_part(1))
-
-
-@register_lower("complex.abs")
 def _complex_abs(inputs, attrs, out_type):
     z = inputs[0]
     f = out_type.dtype
@@ -101,7 +95,6 @@ def _combine(re, im, shape, dtype, name):
     )
 
 
-@register_lower("dft")
 def _dft(inputs, attrs, out_type):
     x = inputs[0]
     if len(inputs) > 2:  # the axis at run time (ONNX DFT-20)
@@ -167,7 +160,6 @@ def _dft(inputs, attrs, out_type):
     return _combine(re, im, tuple(shape) + (2,), dtype, "dft")
 
 
-@register_lower("stft")
 def _stft(inputs, attrs, out_type):
     x, step_t = inputs[0], inputs[1]
     window = inputs[2] if len(inputs) > 2 and inputs[2].shape[0] != 0 else None
@@ -202,7 +194,6 @@ def _stft(inputs, attrs, out_type):
     return _combine(re, im, out_shape(out_type, shape + (2,)), x.dtype, "stft")
 
 
-@register_lower("mel_weight_matrix")
 def _mel(inputs, attrs, out_type):
     num_mel, dft_len, rate = (_scalar_value(t) for t in inputs[:3])
     lower, upper = (cast(F64, value_of(t, (0,) * t.ndim, t.dtype)) for t in inputs[3:5])
@@ -242,7 +233,6 @@ def _mel(inputs, attrs, out_type):
 
 
 # -- col2im -----------------------------------------------------------------------------------
-@register_lower("col2im")
 def _col2im(inputs, attrs, out_type):
     x, image_t, block_t = inputs
     nd = image_t.shape[0]
@@ -279,7 +269,6 @@ def _col2im(inputs, attrs, out_type):
 
 
 # -- tensor_scatter ---------------------------------------------------------------------------
-@register_lower("tensor_scatter")
 def _tensor_scatter(inputs, attrs, out_type):
     past, upd = inputs[0], inputs[1]
     idx = inputs[2] if len(inputs) > 2 else None

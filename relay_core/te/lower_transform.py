@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ops.transform_slice import slice_axis, slice_plan
 from . import expr as E
 from .expr import Const, cast, select
-from .lowering import broadcast_read, broadcast_shape, mark_view, out_shape, register_lower
+from .lowering import broadcast_read, broadcast_shape, out_shape
 from .tensor import compute
 
 
@@ -139,20 +139,11 @@ def _reshape_like(inputs, attrs, out_type):
     return reshape_to(x, out_shape(out_type, shape))
 
 
-register_lower("reshape")(_reshape)
-register_lower("squeeze")(_squeeze)
-register_lower("expand_dims")(_expand_dims)
-register_lower("reshape_like")(_reshape_like)
-mark_view("reshape", "reshape_like", "squeeze", "expand_dims", "copy", "forget_shape")
-
-
-@register_lower("forget_shape")
 def _forget_shape(inputs, attrs, out_type):
     x = inputs[0]
     return compute(x.shape, lambda *i: x[i], "forget_shape")
 
 
-@register_lower("transpose")
 def _transpose(inputs, attrs, out_type):
     x = inputs[0]
     nd = x.ndim
@@ -172,7 +163,6 @@ def _transpose(inputs, attrs, out_type):
     return compute(shape, body, "transpose")
 
 
-@register_lower("concatenate")
 def _concatenate(inputs, attrs, out_type):
     nd = inputs[0].ndim
     ax = attrs.axis % nd
@@ -203,7 +193,6 @@ def _concatenate(inputs, attrs, out_type):
     return compute(shape, body, "concatenate")
 
 
-@register_lower("stack")
 def _stack(inputs, attrs, out_type):
     nd = inputs[0].ndim
     ax = attrs.axis + nd + 1 if attrs.axis < 0 else attrs.axis
@@ -221,7 +210,6 @@ def _stack(inputs, attrs, out_type):
     return compute(shape, body, "stack")
 
 
-@register_lower("split")
 def _split(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
@@ -256,11 +244,6 @@ def _bcast(inputs, attrs, out_type):
     return compute(shape, lambda *i: broadcast_read(x, i), "broadcast_to")
 
 
-register_lower("broadcast_to")(_bcast)
-register_lower("broadcast_to_like")(_bcast)
-
-
-@register_lower("tile")
 def _tile(inputs, attrs, out_type):
     x = inputs[0]
     reps = tuple(attrs.reps)
@@ -279,7 +262,6 @@ def _tile(inputs, attrs, out_type):
     return compute(shape, body, "tile")
 
 
-@register_lower("repeat")
 def _repeat(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
@@ -295,7 +277,6 @@ def _repeat(inputs, attrs, out_type):
     return compute(_shape(out_type, tuple(computed)), body, "repeat")
 
 
-@register_lower("reverse")
 def _reverse(inputs, attrs, out_type):
     x = inputs[0]
     ax = attrs.axis % x.ndim
@@ -308,7 +289,6 @@ def _reverse(inputs, attrs, out_type):
     return compute(x.shape, body, "reverse")
 
 
-@register_lower("meshgrid")
 def _meshgrid(inputs, attrs, out_type):
     outs = []
     n = len(inputs)
@@ -324,7 +304,6 @@ def _meshgrid(inputs, attrs, out_type):
     return tuple(outs)
 
 
-@register_lower("strided_slice")
 def _strided_slice(inputs, attrs, out_type):
     x = inputs[0]
     shape = tuple(x.shape)
@@ -384,7 +363,6 @@ def _fix_index(v, n, mode="fast"):
     return E.max_(E.min_(w, E.index(n) - 1), E.index(0))
 
 
-@register_lower("take")
 def _take(inputs, attrs, out_type):
     data, idx = inputs
     if attrs.axis is None:
@@ -419,7 +397,6 @@ def _take(inputs, attrs, out_type):
     return compute(shape, body, "take")
 
 
-@register_lower("gather")
 def _gather(inputs, attrs, out_type):
     data, idx = inputs
     ax = attrs.axis % data.ndim
@@ -432,7 +409,6 @@ def _gather(inputs, attrs, out_type):
     return compute(idx.shape, body, "gather")
 
 
-@register_lower("gather_nd")
 def _gather_nd(inputs, attrs, out_type):
     data, idx = inputs
     m = idx.shape[0] if isinstance(idx.shape[0], int) else attrs.index_rank
@@ -455,7 +431,6 @@ def _gather_nd(inputs, attrs, out_type):
     return compute(shape, body, "gather_nd")
 
 
-@register_lower("reverse_sequence")
 def _reverse_sequence(inputs, attrs, out_type):
     data, lens = inputs
     s, b = attrs.seq_axis % data.ndim, attrs.batch_axis % data.ndim
@@ -479,13 +454,11 @@ def _trilu_body(x, k, upper):
     return body
 
 
-@register_lower("trilu")
 def _trilu(inputs, attrs, out_type):
     x = inputs[0]
     return compute(x.shape, _trilu_body(x, attrs.k, attrs.upper), "trilu")
 
 
-@register_lower("where")
 def _where(inputs, attrs, out_type):
     c, x, y = inputs
     shape = _shape(out_type, broadcast_shape(c.shape, x.shape, y.shape))

@@ -6,11 +6,10 @@ from ..ops.tvm_compat import _plan, _src_index
 from . import expr as E
 from .expr import cast
 from .lower_transform import reshape_to
-from .lowering import mark_view, out_shape, register_lower
+from .lowering import out_shape
 from .tensor import compute
 
 
-@register_lower("layout_transform")
 def _layout_transform(inputs, attrs, out_type):
     x = inputs[0]
     src, dst, shape = _plan(attrs, tuple(x.shape))
@@ -31,12 +30,10 @@ def _layout_transform(inputs, attrs, out_type):
     return compute(shape, body, "layout_transform")
 
 
-@register_lower("vm.reshape_tensor")
 def _view(inputs, attrs, out_type):
     return reshape_to(inputs[0], tuple(out_type.shape))
 
 
-@register_lower("nn.batch_flatten")
 def _batch_flatten(inputs, attrs, out_type):
     x = inputs[0]  # extents from the input: its batch may be a run-time dim
     rest = 1
@@ -45,16 +42,11 @@ def _batch_flatten(inputs, attrs, out_type):
     return reshape_to(x, (x.shape[0], rest))
 
 
-@register_lower("on_device", "device_copy")
 def _identity(inputs, attrs, out_type):
     x = inputs[0]
     return compute(x.shape, lambda *i: x[i], "identity")
 
 
-mark_view("nn.batch_flatten", "vm.reshape_tensor", "on_device", "device_copy")
-
-
-@register_lower("memory.alloc_tensor")
 def _alloc_tensor(inputs, attrs, out_type):
     zero = cast(out_type.dtype, E.index(0))
     return compute(tuple(out_type.shape), lambda *i: zero, "alloc_tensor")

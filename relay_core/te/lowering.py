@@ -1,50 +1,28 @@
-"""How Relay operators become tensor expressions: registration and shared helpers.
+"""How Relay operators become tensor expressions: the dispatch (`rule_of`) and shared helpers.
 
-Each `lower_<family>.py` module fills `OpDef.lower` for its family with a function
-`lower(inputs: list[Tensor], attrs, out_type) -> Tensor | tuple[Tensor, ...]`; importing
-relay_core.te imports them all (relay_core/te/__init__.py).
+Each `lower_<family>.py` module holds the rules of its family, functions
+`lower(inputs: list[Tensor], attrs, out_type) -> Tensor | tuple[Tensor, ...]`. It registers
+nothing: each op names its rule in its own declaration (`OpDef.lower = Rule("relay_core.te.
+lower_nn_window:_conv", 2)`, relay_core/ops/registry.py), and the module is imported the first
+time one of its rules is used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..ir.types import TensorType, TupleType
-from ..ops.registry import Elementwise, lookup
+from ..ops.registry import Elementwise, Rule
 from . import expr as E
 from .expr import INDEX, PrimExpr, Var, const_value, eq, select
 from .tensor import Tensor, compute
 
 
-def register_lower(*names: str):
-    """Decorator: `fn` is the lowering of the named ops (each must be registered)."""
-
-    def wrap(fn: Callable) -> Callable:
-        for n in names:
-            lookup(n).lower = fn
-        return fn
-
-    return wrap
-
-
-def mark_view(*names: str) -> None:
-    """These ops only reinterpret their first input's data (reshape, squeeze, ...): the
-    backend may alias the result to the input instead of copying."""
-    for n in names:
-        lookup(n).view = True
-
-
-def mark_batch_axis0(names, pred: Callable = lambda attrs: True) -> None:
-    """Axis 0 of these ops' first input and of their output is an independent batch axis
-    (when `pred(attrs)`): a kernel for one element can serve a run-time batch."""
-    for n in names:
-        lookup(n).batch_axis0 = pred
-
-
 def rule_of(opdef):
     """The lowering rule of an op, `(inputs, attrs, out_type) -> Tensor(s)`, or None: its
-    `lower`, with a declarative spec (`Elementwise`) turned into a rule."""
+    `lower`, with a declarative spec (`Elementwise`) turned into a rule and a lazy reference
+    (`Rule`) resolved."""
     lower = opdef.lower
+    if isinstance(lower, Rule):
+        return lower.resolve()
     if isinstance(lower, Elementwise):
         fn, name = lower.fn, opdef.name
 
@@ -54,10 +32,6 @@ def rule_of(opdef):
 
         return rule
     return lower
-
-
-def set_lower(name: str, fn: Callable) -> None:
-    lookup(name).lower = fn
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,34 +16,15 @@ lanes are consecutive elements of the output's last axis; `indices` are the i64 
 the (first) element in the output's shape. It is called exactly once per output element, after
 the element's final value is known, possibly from several threads at once.
 
-`KERNELS` maps op names to generators. `BOUNDED_KERNELS` maps ops whose output shape depends on
-input values (non_max_suppression) to (bound, emit): see relay_core.backend.kernels.bounded.
+Each op names its generator in its declaration, lazily: `OpDef.kernel =
+Kernel("relay_core.backend.kernels.conv:emit_conv2d")`, or a generator factory with the variant's
+parameters (`Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 2)`); there is no table
+from op names to kernels. Ops whose output shape depends on input values have bounded kernels:
+see relay_core.backend.kernels.bounded.
 """
 
 from __future__ import annotations
 
-from .bounded import BOUNDED_KERNELS
 from .common import Epilogue, KernelInfo
-from .conv import emit_conv1d, emit_conv2d, emit_conv3d
-from .conv_transpose import conv_transpose_kernels
-from .gemm_ops import emit_batch_matmul, emit_dense, emit_matmul
-from .pool import pool_kernels
-from .softmax import softmax_kernels
-from .vision import vision_kernels
-from .vision_grad import vision_grad_kernels
 
-KERNELS: dict = {
-    "nn.dense": emit_dense,
-    "nn.matmul": emit_matmul,
-    "nn.batch_matmul": emit_batch_matmul,
-    "nn.conv1d": emit_conv1d,
-    "nn.conv2d": emit_conv2d,
-    "nn.conv3d": emit_conv3d,
-    **conv_transpose_kernels(),
-    **pool_kernels(),
-    **softmax_kernels(),
-    **vision_kernels(),
-    **vision_grad_kernels(),
-}
-
-__all__ = ["KERNELS", "BOUNDED_KERNELS", "KernelInfo", "Epilogue"]
+__all__ = ["KernelInfo", "Epilogue"]

@@ -1,6 +1,6 @@
 """Kernels for ops whose output shape depends on input values, with a bounded output.
 
-Convention (BOUNDED_KERNELS): `bound(in_types, attrs) -> TensorType` gives a static type large
+Convention: `bound(in_types, attrs) -> TensorType` gives a static type large
 enough for any output; the kernel is emitted with out_types = [that type, TensorType((), "int64")]
 and writes into out1 the size of the output's one dynamic dimension, and the output itself, in
 row-major order, into the first elements of out0. The caller reshapes that prefix (no copy):
@@ -170,7 +170,7 @@ def emit_nms(llmod, name, in_types, out_types, attrs, epilogue=None, const_input
     return KernelInfo(kf.fn)
 
 
-def _nonzero_bound(in_types, attrs) -> TensorType:
+def nonzero_bound(in_types, attrs) -> TensorType:
     shape = shape_of(in_types[0])
     n = 1
     for d in shape:
@@ -178,12 +178,12 @@ def _nonzero_bound(in_types, attrs) -> TensorType:
     return TensorType((len(shape), n) if shape else (0, 1), "int64")
 
 
-def _argwhere_bound(in_types, attrs) -> TensorType:
-    t = _nonzero_bound(in_types, attrs)
+def argwhere_bound(in_types, attrs) -> TensorType:
+    t = nonzero_bound(in_types, attrs)
     return TensorType((t.shape[1], t.shape[0]), "int64")
 
 
-def _emit_nonzero(transposed: bool):
+def emit_nonzero(transposed: bool):
     def emit(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
         """Indices of the non-zero elements (row-major order): `void name(x*, out*, count*,
         i32)`; nonzero writes (rank, count), argwhere (count, rank)."""
@@ -229,10 +229,4 @@ def _emit_nonzero(transposed: bool):
     return emit
 
 
-BOUNDED_KERNELS: dict = {
-    "vision.non_max_suppression": (nms_bound, emit_nms),
-    "nonzero": (_nonzero_bound, _emit_nonzero(False)),
-    "argwhere": (_argwhere_bound, _emit_nonzero(True)),
-}
-
-__all__ = ["BOUNDED_KERNELS", "nms_bound", "emit_nms"]
+__all__ = ["nms_bound", "emit_nms", "nonzero_bound", "argwhere_bound", "emit_nonzero"]

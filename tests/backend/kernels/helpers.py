@@ -7,14 +7,15 @@ import numpy as np
 
 from relay_core.backend.kernels import Epilogue
 from relay_core.backend.kernels.llvm_util import F32, as_i64, const, load, splat, vload
+from relay_core.ops import lookup
 from tools.kernel_jit import Compiled, KernelModule, tt
 
 _CACHE: dict = {}
 
 
 def compile_kernel(op, in_types, out_types, attrs=None, epilogue=None, const_inputs=()):
-    """Compile KERNELS[op] for the given types (cached per signature when no epilogue)."""
-    from relay_core.backend.kernels import KERNELS
+    """Compile the kernel that op `op` declares for the given types (cached per signature when
+    no epilogue)."""
 
     key = (
         (op, tuple(in_types), tuple(out_types), repr(attrs), const_inputs)
@@ -24,7 +25,7 @@ def compile_kernel(op, in_types, out_types, attrs=None, epilogue=None, const_inp
     if key is not None and key in _CACHE:
         return _CACHE[key]
     k = Compiled.build(
-        KERNELS[op], in_types, out_types, attrs, epilogue=epilogue, const_inputs=const_inputs
+        lookup(op).kernel, in_types, out_types, attrs, epilogue=epilogue, const_inputs=const_inputs
     )
     if key is not None:
         _CACHE[key] = k
@@ -50,11 +51,10 @@ def run_kernel(
 
 
 def run_batch(op, cases: list[dict]) -> list[np.ndarray]:
-    """Run many calls of KERNELS[op] compiled together in one module (faster to build).
+    """Run many calls of op `op`'s kernel compiled together in one module (faster to build).
 
     Each case: inputs, out_shape, and optionally attrs, out_dtype, epilogue, const_inputs,
     nthreads, extras."""
-    from relay_core.backend.kernels import KERNELS
 
     km = KernelModule()
     ks = []
@@ -64,7 +64,7 @@ def run_batch(op, cases: list[dict]) -> list[np.ndarray]:
         out_types = [tt(c["out_shape"], c.get("out_dtype") or str(ins[0].dtype))]
         ks.append(
             km.add(
-                KERNELS[op],
+                lookup(op).kernel,
                 in_types,
                 out_types,
                 c.get("attrs"),

@@ -277,7 +277,7 @@ def test_adaptive_pool(nd, kind):
 
 @pytest.mark.parametrize("storage_order,layout", [(0, "NCHW"), (0, "NHWC"), (1, "NCHW")])
 def test_max_pool_with_argmax(storage_order, layout):
-    from relay_core.backend.kernels import KERNELS
+    from relay_core.ops import lookup
     from tools.kernel_jit import Compiled, tt
 
     x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
@@ -288,7 +288,7 @@ def test_max_pool_with_argmax(storage_order, layout):
         pool_size=(3, 3), strides=(2, 2), padding=(1, 1), layout=layout, storage_order=storage_order
     )
     k = Compiled.build(
-        KERNELS["nn.max_pool2d_with_argmax"],
+        lookup("nn.max_pool2d_with_argmax").kernel,
         [tt(xi.shape)],
         [tt(wl.shape), tt(wl.shape, "int64")],
         attrs,
