@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -270,8 +271,9 @@ def _one_operand(operand, k):
     """`visit_<kind>` of a node with one operand: evaluate it, then continue with `k`."""
 
     def visit(self, node: Expr, fr: _Frame) -> None:
-        self.tasks.append((k, node, fr))
-        self.tasks.append((None, operand(node), fr))
+        push = self.tasks.append
+        push((k, node, fr))
+        push((None, operand(node), fr))
 
     return visit
 
@@ -292,6 +294,7 @@ class _Machine(ExprFunctor):
         tasks = self.tasks
         vals = self.vals
         table = self._table
+        cannot = _Machine.cannot
         tasks.append((None, root, frame))
         while tasks:
             k, node, fr = tasks.pop()
@@ -300,7 +303,7 @@ class _Machine(ExprFunctor):
                 if v is not _MISSING:
                     vals.append(v)
                 else:
-                    table.get(type(node), _Machine.cannot)(self, node, fr)
+                    table.get(type(node), cannot)(self, node, fr)
             else:
                 k(self, node, fr)
         assert len(vals) == 1, "interpreter stack imbalance"
@@ -370,7 +373,9 @@ class _Machine(ExprFunctor):
 
     def k_let(self, node: Let, fr: _Frame) -> None:
         fr.env.vars[node.var] = self.vals.pop()
-        self._branch(node, fr, node.body)
+        if id(node) not in fr.tail:
+            self.tasks.append((_Machine.k_store, node, fr))
+        self.tasks.append((None, node.body, fr))
 
     def k_match(self, node: Match, fr: _Frame) -> None:
         data = self.vals.pop()
@@ -438,12 +443,12 @@ class _Machine(ExprFunctor):
         push((None, node.value, fr))
         push((None, node.ref, fr))
 
-    visit_tuple_getitem = _one_operand(lambda e: e.tuple_value, k_tuple_getitem)
-    visit_if = _one_operand(lambda e: e.cond, k_if)
-    visit_let = _one_operand(lambda e: e.value, k_let)
-    visit_match = _one_operand(lambda e: e.data, k_match)
-    visit_ref_create = _one_operand(lambda e: e.value, k_ref_create)
-    visit_ref_read = _one_operand(lambda e: e.ref, k_ref_read)
+    visit_tuple_getitem = _one_operand(attrgetter("tuple_value"), k_tuple_getitem)
+    visit_if = _one_operand(attrgetter("cond"), k_if)
+    visit_let = _one_operand(attrgetter("value"), k_let)
+    visit_match = _one_operand(attrgetter("data"), k_match)
+    visit_ref_create = _one_operand(attrgetter("value"), k_ref_create)
+    visit_ref_read = _one_operand(attrgetter("ref"), k_ref_read)
 
 
 def match_pattern(p: Pattern, value) -> dict | None:

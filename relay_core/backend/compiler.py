@@ -372,7 +372,8 @@ def _compile_to(
             r["ops"] = ", ".join(dict.fromkeys(o for k in r["kernels"] for o in ops.get(k, ())))
         report.units = records
         hits = sum(r["where"] == "cache" for r in records)
-        report.add("llvm", time.perf_counter() - t, f"{n_jobs} jobs, {hits} units from cache")
+        far = sum(r["opt_s"] + r["emit_s"] for r in records if r["where"] == "worker")
+        report.add("llvm", time.perf_counter() - t, f"{n_jobs} jobs, {hits} units from cache", far)
         report.notes["evicted_bytes"] = st["evicted_bytes"]
         t = time.perf_counter()
         rt = rt.result()
@@ -485,8 +486,19 @@ class _Background:
 
 
 def _unit_level(unit, opt_level: int) -> int:
-    """The LLVM optimisation level of a unit (see BACKEND_NOTES, per-kernel levels)."""
-    return 3 if opt_level >= 2 else opt_level
+    """The LLVM pipeline of a unit: O3 for the kernels and the shared helpers (GEMM
+    microkernels, packing, im2col) that hold the hot loops; O1 for the entry function, which
+    only calls kernels in order. `RELAY_KERNEL_OPT_LEVEL` sets the kernels' level (to measure
+    its effect on run time: see benchmarks/RESULTS.md)."""
+    if opt_level < 2:
+        return opt_level
+    if unit.kind == "main":
+        return 1
+    if unit.kind == "kernel":
+        raw = os.environ.get("RELAY_KERNEL_OPT_LEVEL", "").strip()
+        if raw in ("0", "1", "2", "3"):
+            return int(raw)
+    return 3
 
 
 def _kernel_ops(plan) -> dict:

@@ -155,14 +155,6 @@ _HOISTED = {
 }
 
 
-def _no_children(e: Expr) -> tuple:
-    return ()
-
-
-def _hoisted_children(e: Expr) -> tuple:
-    return _HOISTED.get(type(e), _no_children)(e)
-
-
 # str(mod) leaves out the data of constants larger than this (mod.astext() keeps everything).
 ELIDE_BYTES = 1024
 
@@ -285,7 +277,7 @@ class _Printer(ExprFunctor):
         """The text of a child that is an atom or bound to a visible temporary."""
         s = self.memo.get(e)
         if s is None:
-            s = self.atom(e)
+            s = _ATOM[type(e)](self, e)
             if s is None:  # pragma: no cover - the hoisting guarantees this
                 raise AssertionError(f"{type(e).__name__} printed before its operands")
         return self._mark(e, s)
@@ -301,7 +293,11 @@ class _Printer(ExprFunctor):
         memo = self.memo
 
         def pending(n):
-            return [c for c in _hoisted_children(n) if not _is_atom(c) and c not in memo]
+            f = _HOISTED.get(type(n))
+            if f is None:
+                return ()
+            # leaves are atoms: test their type before calling _is_atom
+            return [c for c in f(n) if type(c) not in _ATOMS and c not in memo and not _is_atom(c)]
 
         order = post_order(e, pending)
         for n in order[:-1]:
