@@ -7,6 +7,11 @@ versions of the frameworks and numpy: any of them changing makes a new entry. An
 converted IRModule in relay_core.ir.serialize's binary form (text plus raw constant bytes),
 written to a temporary file and renamed into place, so concurrent processes never read a
 partial entry; a damaged entry is removed and the model converted again.
+
+The entries are kept within `$RELAY_CONVERT_CACHE_MB` (default 2048): past it, a store removes
+the least recently used entries (a hit counts as a use) until they fill 80% of it, with the
+eviction shared with the kernel cache (relay_core.backend.lru). Another process evicting an
+entry that is being read makes that read a miss (or, once open, still completes).
 """
 
 from __future__ import annotations
@@ -20,12 +25,19 @@ import tempfile
 from typing import Any
 
 from relay_core import IRModule
+from relay_core.backend import lru
 
 # what a converted module depends on besides the model and the options
 _SOURCES = ("relay_core", "converters")
 _FRONT = ("api.py", "convert_cache.py")
 _DISTS = ("numpy", "ml_dtypes", "onnx", "torch", "tensorflow", "keras", "tf_keras")
 _CHUNK = 1 << 22
+_SUFFIX = ".relaymod"
+DEFAULT_LIMIT_MB = 2048
+
+
+def limit_bytes() -> int:
+    return lru.limit_bytes("RELAY_CONVERT_CACHE_MB", DEFAULT_LIMIT_MB)
 
 
 def cache_path(source, fw: str, kw: dict) -> str | None:
@@ -48,7 +60,7 @@ def cache_path(source, fw: str, kw: dict) -> str | None:
         return None
     h = hashlib.blake2b(digest_size=20)
     h.update(json.dumps([digest, fw, opts, fingerprint()]).encode())
-    return os.path.join(cdir, "convert", h.hexdigest() + ".relaymod")
+    return os.path.join(cdir, "convert", h.hexdigest() + _SUFFIX)
 
 
 def content_digest(path: str, index_dir: str) -> tuple[str, bool]:
@@ -110,18 +122,17 @@ def get(entry: str) -> IRModule | None:
     except Exception:  # a damaged or foreign entry: convert again
         _remove(entry)
         return None
-    try:
-        os.utime(entry)  # recently used
-    except OSError:
-        pass
+    lru.touch(entry)  # recently used
     return mod
 
 
 def put(entry: str, mod: IRModule) -> bool:
     """Store `mod` at `entry` (atomically); False when the module or the directory cannot be
-    stored (an attribute the format does not keep, a read-only cache)."""
+    stored (an attribute the format does not keep, a read-only cache). Then evicts the least
+    recently used entries if the cache is over its limit."""
     from relay_core.ir import serialize
 
+    limit = limit_bytes()  # a malformed setting is reported before any work
     d = os.path.dirname(entry)
     try:
         os.makedirs(d, exist_ok=True)
@@ -132,13 +143,21 @@ def put(entry: str, mod: IRModule) -> bool:
         with os.fdopen(fd, "wb") as f:
             serialize.write(mod, f)
         os.replace(tmp, entry)
-        return True
     except (serialize.NotSerializable, OSError):
         _remove(tmp)
         return False
     except BaseException:
         _remove(tmp)
         raise
+    evict(d, limit)
+    return True
+
+
+def evict(directory: str, limit: int | None = None) -> int:
+    """Remove the least recently used entries of the conversion cache directory
+    (`<cache dir>/convert`) once they total more than `limit` bytes (default: from
+    `$RELAY_CONVERT_CACHE_MB`); returns the bytes removed."""
+    return lru.evict(lru.scan(directory, _SUFFIX), limit_bytes() if limit is None else limit)
 
 
 def _remove(p: str) -> None:

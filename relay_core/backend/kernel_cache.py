@@ -16,18 +16,13 @@ import hashlib
 import os
 import threading
 
+from . import lru
+
 DEFAULT_LIMIT_MB = 512
 
 
 def limit_bytes() -> int:
-    raw = os.environ.get("RELAY_KERNEL_CACHE_MB", "")
-    try:
-        mb = float(raw) if raw.strip() else DEFAULT_LIMIT_MB
-    except ValueError:
-        from ..errors import RelayError
-
-        raise RelayError(f"RELAY_KERNEL_CACHE_MB={raw!r}: expected a size in megabytes") from None
-    return int(mb * 1024 * 1024)
+    return lru.limit_bytes("RELAY_KERNEL_CACHE_MB", DEFAULT_LIMIT_MB)
 
 
 class KernelCache:
@@ -53,10 +48,7 @@ class KernelCache:
                 data = f.read()
         except OSError:
             return None
-        try:
-            os.utime(p)  # last use, for eviction
-        except OSError:
-            pass
+        lru.touch(p)  # last use, for eviction
         return data or None
 
     def put(self, key: str, obj: bytes) -> None:
@@ -71,44 +63,11 @@ class KernelCache:
         except OSError:  # a full or read-only disk only costs the next build time
             pass
 
-    def entries(self) -> list[tuple[float, int, str]]:
+    def entries(self) -> list[lru.Entry]:
         """(last use, size, path) of every entry."""
-        out = []
-        try:
-            subs = os.listdir(self.dir)
-        except OSError:
-            return out
-        for sub in subs:
-            try:
-                it = os.scandir(os.path.join(self.dir, sub))
-            except OSError:
-                continue
-            with it:
-                for e in it:
-                    if not e.name.endswith(".o"):
-                        continue
-                    try:
-                        st = e.stat()
-                    except OSError:  # evicted by another process meanwhile
-                        continue
-                    out.append((st.st_mtime, st.st_size, e.path))
-        return out
+        return lru.scan(self.dir, ".o", nested=True)
 
     def evict(self) -> int:
         """Remove the least recently used entries until the cache is within 80% of its limit
         (once over it); returns the bytes removed."""
-        ents = self.entries()
-        total = sum(s for _, s, _ in ents)
-        if total <= self.limit:
-            return 0
-        target = int(self.limit * 0.8)
-        removed = 0
-        for _, size, path in sorted(ents):
-            if total - removed <= target:
-                break
-            try:
-                os.unlink(path)
-                removed += size
-            except OSError:
-                pass
-        return removed
+        return lru.evict(self.entries(), self.limit)

@@ -140,3 +140,126 @@ def test_processes_filling_the_cache_at_once(tmp_path, cache):
     assert len(list((cache / "convert").glob("*.relaymod"))) == 1
     assert not list((cache / "convert").glob(".tmp-*"))
     _check(ri.load(str(path)), path)
+
+
+def _fill(tmp_path, n):
+    """n models loaded once each, their entries used in order (entry i at time 1000 + i)."""
+    paths, entries = [], []
+    for i in range(n):
+        path = tmp_path / f"m{i}.onnx"
+        onnx.save(_model(float(i + 1)), str(path))
+        ri.load(str(path))
+        entry = convert_cache.cache_path(str(path), "onnx", {})
+        os.utime(entry, (1000 + i, 1000 + i))
+        paths.append(path)
+        entries.append(entry)
+    return paths, entries
+
+
+def _limit_for(monkeypatch, entries, n):
+    """A limit that holds about n of the entries."""
+    size = max(os.path.getsize(e) for e in entries)
+    monkeypatch.setenv("RELAY_CONVERT_CACHE_MB", repr(n * size / (1024 * 1024)))
+    return convert_cache.limit_bytes()
+
+
+def _total(cache):
+    return sum(p.stat().st_size for p in (cache / "convert").glob("*.relaymod"))
+
+
+def test_past_its_limit_the_least_recently_used_entries_go(
+    tmp_path, cache, conversions, monkeypatch
+):
+    paths, entries = _fill(tmp_path, 5)
+    _limit_for(monkeypatch, entries, 5.5)
+    assert convert_cache.evict(os.path.dirname(entries[0])) == 0  # within the limit
+    limit = _limit_for(monkeypatch, entries, 4.5)
+    extra = tmp_path / "m5.onnx"
+    onnx.save(_model(9.0), str(extra))
+    _check(ri.load(str(extra)), extra)  # the store evicts
+    monkeypatch.delenv("RELAY_CONVERT_CACHE_MB")
+    assert _total(cache) <= limit * 0.8
+    kept = [os.path.exists(e) for e in entries]
+    assert kept == sorted(kept) and not kept[0] and kept[-1]  # the oldest go first
+    assert os.path.exists(convert_cache.cache_path(str(extra), "onnx", {}))
+    n = len(conversions)
+    _check(ri.load(str(paths[-1])), paths[-1])
+    assert len(conversions) == n  # kept: a hit
+    _check(ri.load(str(paths[0])), paths[0])
+    assert len(conversions) == n + 1  # evicted: converted again
+
+
+def test_a_hit_makes_an_entry_recently_used(tmp_path, cache, conversions, monkeypatch):
+    paths, entries = _fill(tmp_path, 4)
+    ri.load(str(paths[0]))  # the oldest, used again
+    assert len(conversions) == 4
+    assert os.path.getmtime(entries[0]) > os.path.getmtime(entries[-1])
+    _limit_for(monkeypatch, entries, 4.5)
+    extra = tmp_path / "m4.onnx"
+    onnx.save(_model(9.0), str(extra))
+    ri.load(str(extra))
+    assert os.path.exists(entries[0]) and not os.path.exists(entries[1])
+
+
+def test_eviction_tolerates_entries_removed_meanwhile(tmp_path, cache, conversions):
+    from relay_core.backend import lru
+
+    paths, entries = _fill(tmp_path, 3)
+    d = os.path.dirname(entries[0])
+    seen = lru.scan(d, ".relaymod")
+    assert sorted(p for _, _, p in seen) == sorted(entries)
+    for e in entries[:2]:  # another process evicts these after our scan
+        os.unlink(e)
+    left = os.path.getsize(entries[2])
+    assert lru.evict(seen, 0) == left  # only what it removed itself counts
+    assert not lru.scan(d, ".relaymod")
+    assert convert_cache.get(entries[0]) is None  # a read that lost the race is a miss
+    _check(ri.load(str(paths[0])), paths[0])
+    assert conversions == ["onnx"] * 4
+
+
+def test_a_malformed_limit_is_reported(monkeypatch):
+    from relay_core.errors import RelayError
+
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv("RELAY_CONVERT_CACHE_MB", bad)
+        with pytest.raises(RelayError, match="RELAY_CONVERT_CACHE_MB"):
+            convert_cache.limit_bytes()
+
+
+def test_processes_evicting_at_once(tmp_path, cache):
+    """Several processes loading different models into a cache that holds about two: each
+    store evicts what the others may be reading or evicting too."""
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"m{i}.onnx")
+        onnx.save(_model(float(i + 1)), str(paths[-1]))
+    ri.load(str(paths[0]))
+    size = os.path.getsize(convert_cache.cache_path(str(paths[0]), "onnx", {}))
+    limit_mb = 2.5 * size / (1024 * 1024)
+    code = (
+        "import sys, relay_import as ri\n"
+        "for k in range(12):\n"
+        "    p = sys.argv[1 + (k + int(sys.argv[-1])) % (len(sys.argv) - 2)]\n"
+        "    m = ri.load(p)\n"
+        "    assert m.attrs['output_names']\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, RELAY_CACHE_DIR=str(cache), RELAY_CONVERT_CACHE_MB=repr(limit_mb))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *map(str, paths), str(s)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in range(3)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and out.strip() == "ok", err[-3000:]
+    assert _total(cache) <= limit_mb * 1024 * 1024
+    assert not list((cache / "convert").glob(".tmp-*"))
+    for path in paths:
+        _check(ri.load(str(path)), path)
