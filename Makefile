@@ -44,8 +44,10 @@ zoo: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m zoo tests/zoo $(PYTEST_ARGS)
 	$(BIN)/python -m tests.zoo.runner --run -j 2 --results zoo_results.jsonl --markdown docs/model_zoo.md
 
+# Real architectures (torchvision: the zoo extra) against onnxruntime / torch / TF, quiet and busy.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 # Cold / warm convert + compile times (torchvision models, BERT-base), beside TVM Relax's where
 # RELAY_BENCH_TVM_PYTHON names a Python with apache-tvm and onnx (a venv of its own).
