@@ -170,3 +170,29 @@ def test_many_calls_and_several_python_threads(model):
         t.join()
     lib.num_threads = old
     assert not errors
+
+
+def test_fork_child_gets_a_fresh_pool(model, pool):
+    """After fork() the child has no workers: its first region starts new ones (no waiting on
+    the parent's threads, which do not exist in the child)."""
+    import warnings
+
+    mod, lib = model
+    args = _inputs(3)
+    want = _want(mod, args)
+    lib.num_threads = 2
+    lib(*args)  # the parent's workers are running
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() of a threaded process
+        pid = os.fork()
+    if pid == 0:  # the child: report through the exit status only
+        code = 1
+        try:
+            for _ in range(5):
+                _check(lib(*args), want)
+            seen, _, given = _region(pool, 2, 8)
+            code = 0 if seen == {s: 1 for s in range(given[0])} else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
