@@ -5,7 +5,11 @@ The compiled artifact (library + weights + manifest) is cached on disk under
 hash and its interface (input / output names and order), the target (CPU name and features,
 llvmlite version), the options and a fingerprint of the compiler (all relay_core sources, the
 llvmlite / numpy / ml_dtypes versions); a second build of the same model only loads it.
-`RELAY_CACHE_DIR=` (empty) disables the cache; `make clean-cache` clears it.
+`RELAY_CACHE_DIR=` (empty) disables the cache; `make clean-cache` clears it. The model
+directories are kept within `$RELAY_MODEL_CACHE_MB` (default 4096): a store past it removes the
+least recently used ones (a cache hit counts as a use) down to 80% of it, never the one just
+built (`lru`). A process that has a model loaded keeps running it after its directory is
+evicted (lib.so is mapped, weights.bin memory-mapped: both outlive their unlinking on POSIX).
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from .. import events
 from ..errors import RelayError
 from ..ir.module import IRModule
 from ..ir.structural import structural_hash
+from . import lru
 from .runtime import FORMAT_VERSION, CompiledModule, _contig
 
 BUILD_OPTIONS = ("opt_level",)
+DEFAULT_MODEL_CACHE_MB = 4096
+_KEY_CHARS = frozenset("0123456789abcdef")
 
 
 def cache_dir() -> str | None:
@@ -35,6 +42,29 @@ def cache_dir() -> str | None:
         return d or None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "relay")
+
+
+def model_cache_limit() -> int:
+    """The compiled-model cache's size limit in bytes ($RELAY_MODEL_CACHE_MB)."""
+    return lru.limit_bytes("RELAY_MODEL_CACHE_MB", DEFAULT_MODEL_CACHE_MB)
+
+
+def _is_model_key(name: str) -> bool:
+    """A model entry's directory name (a `cache_key`): not kernels/, convert/, the runtime
+    objects, nor a build or eviction in progress."""
+    return len(name) == 32 and _KEY_CHARS.issuperset(name)
+
+
+def model_entries(cdir: str) -> list:
+    """(last use, size, path) of every compiled model in cache directory `cdir`."""
+    return lru.scan_dirs(cdir, _is_model_key)
+
+
+def evict_models(cdir: str, spare: tuple[str, ...] = (), limit: int | None = None) -> int:
+    """Remove the least recently used compiled models until the cache is within 80% of its
+    limit (once over it), never those in `spare`; returns the bytes removed."""
+    limit = model_cache_limit() if limit is None else limit
+    return lru.evict(model_entries(cdir), limit, spare=spare)
 
 
 @functools.cache
@@ -198,12 +228,15 @@ def build(
                     st.note("cache hit")
                     lib = CompiledModule(entry, num_threads)
                 report.add("load (model cache hit)", time.perf_counter() - t)
+                lru.touch(entry)  # last use, for eviction
                 lib.build_seconds = time.perf_counter() - t0
                 lib.cache_hit = True
                 _finish(lib, report, timings)
                 return lib
             except RelayError:
                 shutil.rmtree(entry, ignore_errors=True)
+            except OSError:  # evicted by another process while loading: build it again
+                pass
     tmp = tempfile.mkdtemp(
         prefix=f"relay-build-{os.getpid()}-", dir=cdir if cdir and _mkdir(cdir) else None
     )
@@ -225,20 +258,28 @@ def build(
             report.add("(compiles per input shape at the first call)", 0.0)
             _finish(lib, report, timings)
             return lib
+        # Loaded before it is renamed into the cache: another process's eviction may remove
+        # the entry at once, and a loaded model outlives its files.
+        t = time.perf_counter()
+        lib = CompiledModule(tmp, num_threads)
+        report.add("load", time.perf_counter() - t)
         if cdir:
             entry = os.path.join(cdir, key)
             try:
                 if hooked and os.path.exists(entry):
                     shutil.rmtree(entry, ignore_errors=True)
                 os.rename(tmp, entry)
-            except OSError:  # built concurrently by another process: use theirs
-                shutil.rmtree(tmp, ignore_errors=True)
-            path = entry
-        else:
-            path = tmp
-        t = time.perf_counter()
-        lib = CompiledModule(path, num_threads)
-        report.add("load", time.perf_counter() - t)
+                stored = True
+            except OSError:  # built concurrently by another process: same code, drop ours
+                stored = os.path.exists(os.path.join(entry, "manifest.json"))
+                if stored:
+                    shutil.rmtree(tmp, ignore_errors=True)
+            if stored:
+                lib.path = entry
+                lru.touch(entry)  # last use: the newest entry
+                t = time.perf_counter()
+                evict_models(cdir, spare=(entry,))
+                report.add("model cache eviction", time.perf_counter() - t)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,15 +1,21 @@
-"""Least-recently-used eviction for the on-disk caches (kernel objects, conversions).
+"""Least-recently-used eviction for the on-disk caches (kernel objects, conversions, compiled
+models).
 
-An entry is one file; its modification time is its last use (`touch` on a hit), so no index
-file is kept that concurrent processes could corrupt. Several processes may scan and evict
-at once: a file that vanishes meanwhile (removed by another process) is skipped, and entries
-are written elsewhere by their caches as a temporary file renamed into place, which never
-carries the entry suffix the scan looks for.
+An entry is one file (`scan`) or one directory (`scan_dirs`: a compiled model's lib.so, weights
+and manifest); its modification time is its last use (`touch` on a hit), so no index file is
+kept that concurrent processes could corrupt. Several processes may scan and evict at once: an
+entry that vanishes meanwhile (removed by another process) is skipped, and entries are written
+elsewhere by their caches as a temporary file or directory renamed into place, which never
+carries the entry suffix or name the scan looks for. A directory is evicted by renaming it out
+of the way first (atomic), then deleting it, so no process ever finds half of one.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
+from collections.abc import Callable
 
 Entry = tuple[float, int, str]  # (last use, size, path)
 
@@ -66,20 +72,68 @@ def scan(root: str, suffix: str, nested: bool = False) -> list[Entry]:
     return out
 
 
-def evict(entries: list[Entry], limit: int, keep: float = 0.8) -> int:
+def scan_dirs(root: str, is_entry: Callable[[str], bool]) -> list[Entry]:
+    """(last use, size, path) of the directories directly in `root` whose name `is_entry`
+    accepts; the size is the total of the files directly in each."""
+    try:
+        it = os.scandir(root)
+    except OSError:
+        return []
+    out = []
+    with it:
+        for e in it:
+            if not is_entry(e.name):
+                continue
+            try:
+                if not e.is_dir(follow_symlinks=False):
+                    continue
+                mtime = e.stat(follow_symlinks=False).st_mtime
+                size = 0
+                with os.scandir(e.path) as files:
+                    for f in files:
+                        try:
+                            if f.is_file(follow_symlinks=False):
+                                size += f.stat(follow_symlinks=False).st_size
+                        except OSError:
+                            pass
+            except OSError:  # evicted by another process meanwhile
+                continue
+            out.append((mtime, size, e.path))
+    return out
+
+
+def _remove(path: str) -> None:
+    """Remove a file, or a directory: renamed aside first (raises FileNotFoundError when it is
+    already gone), so it leaves its cache atomically."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        os.unlink(path)
+        return
+    parent, name = os.path.split(path)
+    aside = os.path.join(parent, f".evicted-{name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    os.rename(path, aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def evict(
+    entries: list[Entry], limit: int, keep: float = 0.8, spare: tuple[str, ...] = ()
+) -> int:
     """Once `entries` total more than `limit` bytes, remove the least recently used ones until
-    they total at most `keep * limit`; returns the bytes removed (files another process
-    removed first do not count)."""
+    they total at most `keep * limit`; returns the bytes removed (entries another process
+    removed first do not count). Entries in `spare` (e.g. the one just stored) count towards
+    the total but are never removed."""
     total = sum(s for _, s, _ in entries)
     if total <= limit:
         return 0
     target = int(limit * keep)
+    spared = {os.path.abspath(p) for p in spare}
     removed = gone = 0
     for _, size, path in sorted(entries):
         if total - removed - gone <= target:
             break
+        if os.path.abspath(path) in spared:
+            continue
         try:
-            os.unlink(path)
+            _remove(path)
             removed += size
         except FileNotFoundError:  # evicted by another process: no longer in the total
             gone += size

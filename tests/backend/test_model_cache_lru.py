@@ -1,0 +1,184 @@
+"""The compiled-model cache is bounded ($RELAY_MODEL_CACHE_MB) through the shared `lru` helper:
+least recently used model directories go first, a hit counts as a use, the model just built is
+never evicted, a loaded model keeps running after its directory is evicted, and processes that
+build and evict at once never see half an entry. Answers are compared with the interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core.backend import compiler
+from relay_core.ir import Function, IRModule, call, const, var
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _model(seed: int):
+    """A small dense layer whose weights (in weights.bin) differ per seed: one cache key each."""
+    rng = np.random.default_rng(seed)
+    x = var("x", (2, 16))
+    w = const(rng.standard_normal((8, 16)).astype("float32"))
+    b = const(rng.standard_normal(8).astype("float32"))
+    y = call("nn.relu", call("nn.bias_add", call("nn.dense", x, w), b))
+    return relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
+
+
+def _check(lib, mod):
+    x = np.random.default_rng(0).standard_normal((2, 16)).astype("float32")
+    want = relay_core.evaluate(mod, x)
+    got = lib(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    want = want[0] if isinstance(want, (list, tuple)) else want
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def cdir(tmp_path, monkeypatch):
+    d = str(tmp_path / "cache")
+    monkeypatch.setenv("RELAY_CACHE_DIR", d)
+    monkeypatch.delenv("RELAY_MODEL_CACHE_MB", raising=False)
+    return d
+
+
+def _entries(d) -> dict:
+    return {os.path.basename(p): (t, s) for t, s, p in compiler.model_entries(d)}
+
+
+def _set_limit(monkeypatch, nbytes: float):
+    monkeypatch.setenv("RELAY_MODEL_CACHE_MB", repr(nbytes / (1024 * 1024)))
+
+
+def test_entries_are_the_model_directories_only(cdir):
+    mods = [_model(s) for s in range(2)]
+    keys = set()
+    for m in mods:
+        lib = relay_core.build(m)
+        keys.add(os.path.basename(lib.path))
+    assert set(_entries(cdir)) == keys  # not kernels/, convert/, nor the runtime objects
+    assert os.path.isdir(os.path.join(cdir, "kernels"))
+    for t, size, p in compiler.model_entries(cdir):
+        want = sum(os.path.getsize(os.path.join(p, f)) for f in os.listdir(p))
+        assert size == want
+
+
+def test_past_the_limit_the_least_recently_used_models_go(cdir, monkeypatch):
+    mods = [_model(s) for s in range(5)]
+    paths = []
+    for i, m in enumerate(mods[:4]):
+        lib = relay_core.build(m)
+        paths.append(lib.path)
+        os.utime(lib.path, (1000.0 + i, 1000.0 + i))  # built in this order, long ago
+    sizes = {os.path.basename(p): s for _, s, p in compiler.model_entries(cdir)}
+    assert len(sizes) == 4
+    one = max(sizes.values())
+    limit = 4.5 * one  # the fifth model overflows it
+    _set_limit(monkeypatch, limit)
+    lib = relay_core.build(mods[4])
+    assert not lib.cache_hit
+    _check(lib, mods[4])
+    left = _entries(cdir)
+    newest = os.path.basename(lib.path)
+    assert newest in left
+    # what is left: the newest entries, within 80% of the limit
+    kept_old = [p for p in paths if os.path.basename(p) in left]
+    assert kept_old == paths[len(paths) - len(kept_old) :]
+    assert len(kept_old) < 4
+    assert sum(s for _, s in left.values()) <= int(limit * 0.8)
+    # removing one fewer would not have been enough
+    gone = [p for p in paths if os.path.basename(p) not in left]
+    assert sum(s for _, s in left.values()) + sizes[os.path.basename(gone[-1])] > int(limit * 0.8)
+    assert not [n for n in os.listdir(cdir) if n.startswith(".evicted-")]
+
+
+def test_a_hit_makes_a_model_recently_used(cdir, monkeypatch):
+    a, b, c = (_model(s) for s in (10, 11, 12))
+    pa = relay_core.build(a).path
+    pb = relay_core.build(b).path
+    os.utime(pa, (1000.0, 1000.0))
+    os.utime(pb, (2000.0, 2000.0))
+    lib = relay_core.build(a)
+    assert lib.cache_hit
+    _check(lib, a)
+    e = _entries(cdir)
+    assert e[os.path.basename(pa)][0] > e[os.path.basename(pb)][0]
+    one = max(s for _, s in e.values())
+    _set_limit(monkeypatch, 2.5 * one)  # room for two: storing c evicts one
+    relay_core.build(c)
+    left = _entries(cdir)
+    assert os.path.basename(pa) in left
+    assert os.path.basename(pb) not in left
+
+
+def test_the_model_just_built_is_never_evicted(cdir, monkeypatch):
+    monkeypatch.setenv("RELAY_MODEL_CACHE_MB", "0")
+    mods = [_model(s) for s in (20, 21)]
+    for m in mods:
+        lib = relay_core.build(m)
+        _check(lib, m)
+        assert list(_entries(cdir)) == [os.path.basename(lib.path)]
+
+
+def test_a_loaded_model_runs_after_its_directory_is_evicted(cdir):
+    m = _model(30)
+    lib = relay_core.build(m)
+    assert lib.manifest["constants"]  # its weights are read from weights.bin
+    _check(lib, m)
+    removed = compiler.evict_models(cdir, limit=0)
+    assert removed > 0 and not os.path.exists(lib.path)
+    _check(lib, m)  # lib.so and weights.bin stay mapped
+    again = relay_core.build(m)  # compiled again, then a hit
+    assert not again.cache_hit
+    _check(again, m)
+    hit = relay_core.build(m)
+    assert hit.cache_hit
+    _check(hit, m)
+    _check(lib, m)
+
+
+def test_a_malformed_limit_is_reported(cdir, monkeypatch):
+    monkeypatch.setenv("RELAY_MODEL_CACHE_MB", "lots")
+    with pytest.raises(relay_core.errors.RelayError, match="RELAY_MODEL_CACHE_MB"):
+        relay_core.build(_model(40))
+
+
+def test_processes_building_and_evicting_at_once_under_a_tiny_limit(cdir):
+    code = textwrap.dedent(
+        """
+        import sys
+        from tests.backend.test_model_cache_lru import _check, _model
+        import relay_core
+        first = int(sys.argv[1])
+        for seed in [first, first + 1, first + 2, first, first + 1]:
+            m = _model(50 + seed)
+            _check(relay_core.build(m), m)
+        print("ok")
+        """
+    )
+    env = dict(os.environ, RELAY_CACHE_DIR=cdir, RELAY_MODEL_CACHE_MB="0.001")
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(k)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (0, 1, 2)  # overlapping seeds: the same keys built and evicted concurrently
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+        assert out.strip() == "ok"
+    for _, _, p in compiler.model_entries(cdir):  # no half-written or half-evicted entry
+        assert sorted(os.listdir(p)) == ["lib.so", "manifest.json", "weights.bin"]
+    leftovers = [n for n in os.listdir(cdir) if n.startswith((".evicted-", "relay-build-"))]
+    assert not leftovers
