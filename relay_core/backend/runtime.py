@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -164,8 +165,9 @@ class CompiledModule:
     def __init__(self, path: str, num_threads: int | None = None):
         self.path = os.path.abspath(path)
         try:
-            with open(os.path.join(self.path, "manifest.json")) as f:
-                m = json.load(f)
+            with open(os.path.join(self.path, "manifest.json"), "rb") as f:
+                self._manifest_bytes = f.read()
+            m = json.loads(self._manifest_bytes)
         except (OSError, ValueError) as e:
             raise ModelLoadError(f"{path} is not a compiled Relay module: {e}") from None
         if m.get("format_version") != FORMAT_VERSION:
@@ -191,7 +193,14 @@ class CompiledModule:
         self._out_index = {n: k for k, n in enumerate(self.output_names)}
         self.num_threads = num_threads or _default_threads()
         self._load_constants()
-        self._lib = ctypes.CDLL(os.path.join(self.path, "lib.so"))
+        so = os.path.join(self.path, "lib.so")
+        self._lib = ctypes.CDLL(so)
+        # The library's file stays readable (for export) after its cache directory is evicted.
+        try:
+            self._so_fd = os.open(so, os.O_RDONLY)
+            weakref.finalize(self, os.close, self._so_fd)
+        except OSError:
+            self._so_fd = None
         if self.kind == "vm":
             self._setup_vm(m)
         else:
@@ -546,13 +555,30 @@ class CompiledModule:
         from .c_header import render
 
         os.makedirs(path, exist_ok=True)
-        for f in ("lib.so", "weights.bin", "manifest.json"):
-            src = os.path.join(self.path, f)
-            if os.path.exists(src):
-                shutil.copyfile(src, os.path.join(path, f))
+        if os.path.exists(os.path.join(self.path, "manifest.json")):
+            for f in ("lib.so", "weights.bin", "manifest.json"):
+                src = os.path.join(self.path, f)
+                if os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(path, f))
+        else:  # its directory was removed (an evicted cache entry): from what is loaded
+            self._export_loaded(path)
         with open(os.path.join(path, "model.h"), "w") as f:
             f.write(render(self.manifest))
         return path
+
+    def _export_loaded(self, path: str) -> None:
+        if self._so_fd is None:
+            raise ModelLoadError(f"{self.path} was removed; the model cannot be exported")
+        with open(os.path.join(path, "lib.so"), "wb") as out:
+            off = 0
+            while chunk := os.pread(self._so_fd, 1 << 20, off):
+                out.write(chunk)
+                off += len(chunk)
+        with open(os.path.join(path, "weights.bin"), "wb") as out:
+            if self.manifest.get("constants"):
+                out.write(memoryview(self._weights))
+        with open(os.path.join(path, "manifest.json"), "wb") as out:
+            out.write(self._manifest_bytes)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}: {t}" for n, t in zip(self.input_names, self.input_types))

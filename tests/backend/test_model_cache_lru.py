@@ -133,6 +133,8 @@ def test_a_loaded_model_runs_after_its_directory_is_evicted(cdir):
     removed = compiler.evict_models(cdir, limit=0)
     assert removed > 0 and not os.path.exists(lib.path)
     _check(lib, m)  # lib.so and weights.bin stay mapped
+    art = lib.export(os.path.join(cdir, "..", "exported"))  # from what is loaded
+    _check(relay_core.load_module(art), m)
     again = relay_core.build(m)  # compiled again, then a hit
     assert not again.cache_hit
     _check(again, m)
