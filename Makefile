@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast bench lint clean-cache lock zoo
+.PHONY: demo test test-fast bench bench-compile lint clean-cache lock zoo
 
 # constraints.txt pins every package to the version the suite was last tested with (`make lock`
 # regenerates it from a fresh resolve), so a fresh clone installs what CI tested.
@@ -44,8 +44,16 @@ zoo: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m zoo tests/zoo $(PYTEST_ARGS)
 	$(BIN)/python -m tests.zoo.runner --run -j 2 --results zoo_results.jsonl --markdown docs/model_zoo.md
 
+# Real architectures (torchvision: the zoo extra) against onnxruntime / torch / TF, quiet and busy.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+# Cold / warm convert + compile times (torchvision models, BERT-base), beside TVM Relax's where
+# RELAY_BENCH_TVM_PYTHON names a Python with apache-tvm and onnx (a venv of its own).
+bench-compile: $(STAMP)
+	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
+	$(BIN)/python -m benchmarks.compile
 
 lint: $(STAMP)
 	$(BIN)/ruff check relay_core converters relay_import tests benchmarks tools

@@ -1,5 +1,6 @@
-"""The benchmark models, defined in PyTorch; exported to ONNX, they are run by onnxruntime and
-imported by our ONNX frontend.
+"""Small hand-written benchmark models, defined in PyTorch (benchmarks.busy_load uses them;
+`make bench` runs the real architectures of benchmarks/architectures.py); exported to ONNX, they
+are run by onnxruntime and imported by our ONNX frontend.
 
     resnet18     ResNet-18, 1x3x224x224
     resnet50     ResNet-50 (bottleneck blocks), 1x3x224x224

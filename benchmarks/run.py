@@ -1,32 +1,60 @@
-"""`make bench`: our compiled modules against onnxruntime and PyTorch, 2 threads each, in one
-process.
+"""`make bench`: our compiled modules against onnxruntime, torch eager and TF graph mode on real
+architectures (benchmarks/architectures.py), 2 threads each, in one process, on a quiet machine
+and on a busy one.
 
-Each model is built in PyTorch (benchmarks/models.py), exported to ONNX and run by onnxruntime;
-our side imports the same ONNX file with the ONNX frontend. Runs alternate (onnxruntime, ours,
-PyTorch eager, ...) with a short pause between them, so all see the same machine state; the
-figure is the median of the per-round time ratios. Results go to benchmarks/RESULTS.md.
+For each model and batch size: the model is built with random weights; exported to ONNX
+(PyTorch: torch.onnx.export's default dynamo exporter; Keras: tf2onnx when it is installed) and
+run by onnxruntime; we compile the ONNX file (`relay_import.load(path)`) and the native model as a
+user loads it (`relay_import.load(module, example_inputs=...)` for PyTorch, `load("m.keras")` for
+Keras), each with `relay_import.compile`. Outputs are checked against the framework (ours from
+ONNX against onnxruntime) before anything is timed: a mismatch is reported, not timed.
 
-    python -m benchmarks.run [--models resnet18,bert] [--rounds 30] [--out benchmarks/RESULTS.md]
+Then rounds: each runtime runs once per round, in a rotating order, with a short pause between
+runs, so all see the same machine state; a comparison's figure is the median over rounds of the
+per-round ratio (ours / theirs), with its p10 and p90. The same rounds are repeated with two
+background processes spinning on the two cores (`busy`), started and stopped here (and killed on
+exit or Ctrl-C). Results go to benchmarks/RESULTS.md (a full run; a subset or `--quick` run only
+with `--out`).
+
+    python -m benchmarks.run                                  # everything: ~1 h on 2 cores
+    python -m benchmarks.run --models resnet18,lstm --batch 1 --quiet --quick
+    python -m benchmarks.run --models bert_base --busy --rounds 20 --out /tmp/r.md --json r.json
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
+import gc
+import json
 import math
 import os
 import platform
-import statistics
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 import numpy as np
 
 THREADS = 2
-# Worker threads of both runtimes wait passively (no spinning) unless --spin: on a shared
-# machine a spinning pool steals the core the other runtime's workers need.
+# Worker threads of every runtime wait passively (no spinning) unless --spin: in an interleaved
+# benchmark a spinning pool of one runtime steals the cores the next runtime's workers need.
 SPIN = False
+TOL = 1e-3  # max |got - want| / max |want|
+RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+MARK = "<!-- bench: written by `python -m benchmarks.run` (make bench), replaced on a full run -->"
+
+# runtime keys: onnxruntime, ours from the ONNX file, ours from the native model, the framework
+ORT, OURS_ONNX, OURS_NATIVE, FW = "ort", "ours_onnx", "ours_native", "framework"
+COMPARISONS = [  # (label, numerator, denominator)
+    ("ours(ONNX) / ORT", OURS_ONNX, ORT),
+    ("ours(native) / ORT", OURS_NATIVE, ORT),
+    ("ours(native) / framework", OURS_NATIVE, FW),
+]
 
 
 def _machine() -> str:
@@ -50,7 +78,86 @@ def _load() -> str:
         return "?"
 
 
+def _pct(xs, q) -> float:
+    return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
+
+
+def rel_error(got, want) -> float:
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        raise AssertionError(f"output shape {got.shape}, expected {want.shape}")
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+
+
+# -- background load ------------------------------------------------------------------------------
+
+# a busy loop that also ends when its parent is gone (even if the parent was killed with -9)
+_SPIN_CHILD = (
+    "import os\np = os.getppid()\nwhile os.getppid() == p:\n    for _ in range(200000): pass\n"
+)
+
+
+class Spinners:
+    """`n` processes spinning on the CPU while the context is open; stopped on exit, on an
+    exception (Ctrl-C included) and, through atexit, if the interpreter leaves otherwise."""
+
+    def __init__(self, n: int = 2):
+        self.n = n
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self):
+        atexit.register(self.stop)
+        for _ in range(self.n):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", _SPIN_CHILD]))
+        time.sleep(0.3)  # let them reach the scheduler before timing
+        return self
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.procs = []
+
+    def __exit__(self, *exc):
+        self.stop()
+        atexit.unregister(self.stop)
+        return False
+
+
+def _sigterm(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through Spinners.__exit__
+
+
+# -- runtimes -------------------------------------------------------------------------------------
+
+
+def _error(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}"
+
+
+def ort_session(path: str):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if not SPIN:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return sess
+
+
 def export_onnx(model, example, path: str) -> None:
+    """The hand-written models of benchmarks/models.py (benchmarks.busy_load): TorchScript
+    exporter, opset 17, one input named `input`."""
     import torch
 
     with torch.no_grad():
@@ -65,176 +172,453 @@ def export_onnx(model, example, path: str) -> None:
         )
 
 
-def ours_module(onnx_path, example):
-    """The exported file through our ONNX frontend."""
-    import relay_import
-
-    return relay_import.from_onnx(onnx_path, shapes={"input": tuple(example.shape)})
-
-
-def bench_model(name, model, example, rounds: int, tmp: str) -> dict:
-    import onnxruntime as ort
-
-    import relay_core
-
-    path = os.path.join(tmp, f"{name}.onnx")
-    export_onnx(model, example, path)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = THREADS
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if not SPIN:
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    x = example.numpy().astype(np.float32)
-    feed = {sess.get_inputs()[0].name: x}
-
-    t0 = time.perf_counter()
-    mod = ours_module(path, example)
-    t1 = time.perf_counter()
-    lib = relay_core.build(mod, num_threads=THREADS, cache=False)
-    t2 = time.perf_counter()
-    relay_core.build(mod, num_threads=THREADS)  # fills the cache
-    t3 = time.perf_counter()
-    relay_core.build(mod, num_threads=THREADS)  # a warm build: loads the cached artifact
-    t4 = time.perf_counter()
-
-    want = sess.run(None, feed)[0]
-    got = lib(x)[0]
-    err = float(np.abs(got - want).max() / (np.abs(want).max() + 1e-12))
-
+def export_torch_onnx(module, xs, path: str) -> None:
+    """torch.onnx.export as a user calls it in torch 2.x: the default (dynamo) exporter, static
+    shapes (one file per batch size)."""
     import torch
 
-    torch.set_num_threads(THREADS)
-    tx = example.clone()
-
-    def run_torch():
-        with torch.inference_mode():
-            model(tx)
-
-    for _ in range(5):
-        sess.run(None, feed)
-        lib(x)
-        run_torch()
-    r_ort, r_torch, t_ort, t_ours, t_torch = [], [], [], [], []
-    for _ in range(rounds):
-        a = time.perf_counter()
-        sess.run(None, feed)
-        b = time.perf_counter()
-        time.sleep(0.002)
-        c = time.perf_counter()
-        lib(x)
-        d = time.perf_counter()
-        time.sleep(0.002)
-        e = time.perf_counter()
-        run_torch()
-        f = time.perf_counter()
-        time.sleep(0.002)
-        t_ort.append(b - a)
-        t_ours.append(d - c)
-        t_torch.append(f - e)
-        r_ort.append((d - c) / (b - a))
-        r_torch.append((d - c) / (f - e))
-    torch.set_num_threads(1)
-    return {
-        "name": name,
-        "ours_ms": statistics.median(t_ours) * 1e3,
-        "ort_ms": statistics.median(t_ort) * 1e3,
-        "torch_ms": statistics.median(t_torch) * 1e3,
-        "ratio": statistics.median(r_ort),
-        "ratio_torch": statistics.median(r_torch),
-        "import_s": t1 - t0,
-        "compile_s": t2 - t1,
-        "warm_s": t4 - t3,
-        "err": err,
-    }
+    names = [f"input{i}" for i in range(len(xs))]
+    with torch.no_grad():
+        torch.onnx.export(
+            module,
+            tuple(torch.from_numpy(x) for x in xs),
+            path,
+            input_names=names,
+            output_names=["output"],
+            verbose=False,
+        )
 
 
-def write_results(rows: list, path: str, load_before: str, load_after: str) -> None:
+def export_keras_onnx(model, xs, path: str) -> None:
+    """tf2onnx (not a dependency of this project: put it on the path to get these rows) on the
+    model traced as a tf.function (its `from_keras` predates Keras 3)."""
+    try:
+        import tf2onnx
+    except ImportError:
+        raise ImportError("tf2onnx is not installed: no ONNX export for Keras models") from None
+    import tensorflow as tf
+
+    spec = [
+        tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"input{i}") for i, x in enumerate(xs)
+    ]
+    fn = tf.function(lambda *a: model(list(a) if len(a) > 1 else a[0], training=False))
+    tf2onnx.convert.from_function(fn, input_signature=spec, opset=17, output_path=path)
+
+
+class Case:
+    """One model at one batch size: its runtimes, ready to call, and what setting them up took."""
+
+    def __init__(self, bm, model, inputs, batch: int, tmp: str):
+        self.name = bm.name
+        self.kind = bm.kind
+        self.batch = batch
+        self.xs = inputs(batch)
+        self.fns: dict[str, object] = {}  # runtime key -> zero-argument callable
+        self.status: dict[str, str] = {}  # runtime key -> "ok" | "mismatch ..." | "error ..."
+        self.err: dict[str, float] = {}  # runtime key -> max relative error
+        self.setup_s: dict[str, float] = {}
+        self.notes: list[str] = []
+        self._setup(model, tmp)
+
+    def _framework(self, model):
+        if self.kind == "torch":
+            import torch
+
+            txs = [torch.from_numpy(x) for x in self.xs]
+
+            def run():
+                with torch.inference_mode():
+                    return model(*txs)
+
+            return run, lambda: run().numpy()
+        import tensorflow as tf
+
+        graph = tf.function(lambda *a: model(list(a) if len(a) > 1 else a[0], training=False))
+        txs = [tf.constant(x) for x in self.xs]
+        return (lambda: graph(*txs)), (lambda: graph(*txs).numpy())
+
+    def _setup(self, model, tmp):
+        import relay_import as ri
+
+        stem = os.path.join(tmp, f"{self.name}_b{self.batch}")
+        run, value = self._framework(model)
+        t = time.perf_counter()
+        want = value()
+        self.setup_s[FW] = time.perf_counter() - t
+        if np.ptp(np.asarray(want, np.float64)) == 0:
+            self.notes.append(f"{self.name}: the reference output is constant (parity is vacuous)")
+        self.fns[FW] = run
+        self.status[FW] = "ok"
+        self.err[FW] = 0.0
+        label = "torch eager" if self.kind == "torch" else "TF graph"
+        self.framework = label
+
+        # ONNX: export, onnxruntime, ours from the file
+        onnx_path = stem + ".onnx"
+        want_ort = None
+        try:
+            t = time.perf_counter()
+            if self.kind == "torch":
+                export_torch_onnx(model, self.xs, onnx_path)
+            else:
+                export_keras_onnx(model, self.xs, onnx_path)
+            self.setup_s["export"] = time.perf_counter() - t
+            t = time.perf_counter()
+            sess = ort_session(onnx_path)
+            feed = {i.name: x for i, x in zip(sess.get_inputs(), self.xs)}
+            want_ort = sess.run(None, feed)[0]
+            self.setup_s[ORT] = time.perf_counter() - t
+            self._check(ORT, want_ort, want, lambda: sess.run(None, feed))
+        except Exception as e:
+            self.status[ORT] = self.status[OURS_ONNX] = f"error: {_error(e)}"
+        if want_ort is not None:
+            self._ours(OURS_ONNX, lambda: ri.load(onnx_path), want_ort)
+
+        # ours from the native model, as a user loads it
+        if self.kind == "torch":
+            import torch
+
+            ex = tuple(torch.from_numpy(x) for x in self.xs)
+            self._ours(OURS_NATIVE, lambda: ri.load(model, example_inputs=ex), want)
+        else:
+            keras_path = os.path.join(tmp, f"{self.name}.keras")
+            if not os.path.exists(keras_path):
+                model.save(keras_path)
+            self._ours(OURS_NATIVE, lambda: ri.load(keras_path), want)
+
+    def _ours(self, key, load, want):
+        import relay_import as ri
+
+        try:
+            t = time.perf_counter()
+            lib = ri.compile(load(), num_threads=THREADS)
+            self.setup_s[key] = time.perf_counter() - t
+            xs = self.xs
+            self._check(key, lib(*xs)[0], want, lambda: lib(*xs))
+        except Exception as e:
+            self.status[key] = f"error: {_error(e)}"
+            if os.environ.get("RELAY_BENCH_TRACE"):
+                traceback.print_exc()
+
+    def _check(self, key, got, want, fn):
+        err = rel_error(got, want)
+        self.err[key] = err
+        if err <= TOL:
+            self.status[key] = "ok"
+            self.fns[key] = fn
+        else:
+            self.status[key] = f"mismatch (max rel. error {err:.1e})"
+
+
+def time_rounds(fns: dict, rounds: int, budget_s: float, warmup: int) -> dict[str, list[float]]:
+    """Each runtime once per round in a rotating order; stops after `rounds` rounds, or after the
+    time budget once 5 rounds are done."""
+    keys = list(fns)
+    for _ in range(warmup):
+        for k in keys:
+            fns[k]()
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    start = time.perf_counter()
+    for r in range(rounds):
+        for i in range(len(keys)):
+            k = keys[(r + i) % len(keys)]
+            t = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - t)
+            time.sleep(0.002)
+        if r + 1 >= min(5, rounds) and time.perf_counter() - start > budget_s:
+            break
+    return times
+
+
+def summarise(times: dict[str, list[float]]) -> dict:
+    out = {"rounds": len(next(iter(times.values()))) if times else 0, "ms": {}, "ratio": {}}
+    for k, ts in times.items():
+        ms = np.asarray(ts) * 1e3
+        out["ms"][k] = [_pct(ms, 10), _pct(ms, 50), _pct(ms, 90)]
+    for label, a, b in COMPARISONS:
+        if a in times and b in times:
+            r = np.asarray(times[a]) / np.asarray(times[b])
+            out["ratio"][label] = [_pct(r, 10), _pct(r, 50), _pct(r, 90)]
+    return out
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def _ms(v) -> str:
+    return f"{v[1]:.2f} ({v[0]:.2f}–{v[2]:.2f})"
+
+
+def _ratio(v) -> str:
+    return f"**{v[1]:.2f}** [{v[0]:.2f}, {v[2]:.2f}]"
+
+
+def _cell(row, mode, key, fmt):
+    m = row["modes"].get(mode)
+    if m and key in m:
+        return fmt(m[key])
+    return ""
+
+
+def mode_table(rows: list, mode: str) -> list[str]:
+    head = "| model | batch | ORT (ms) | ours ONNX (ms) | ours native (ms) | framework (ms) | "
+    head += " | ".join(label for label, _, _ in COMPARISONS) + " | rounds |"
+    lines = [head, "|---|---:|" + "---:|" * (4 + len(COMPARISONS)) + "---:|"]
+    for row in rows:
+        m = row["modes"].get(mode)
+        if m is None:
+            continue
+        cells = [row["name"], str(row["batch"])]
+        for k in (ORT, OURS_ONNX, OURS_NATIVE, FW):
+            cells.append(_ms(m["ms"][k]) if k in m["ms"] else _short(row["status"].get(k, "")))
+        for label, _, _ in COMPARISONS:
+            cells.append(_ratio(m["ratio"][label]) if label in m["ratio"] else "")
+        cells.append(str(m["rounds"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    for batch in sorted({r["batch"] for r in rows}):
+        cells = [f"**geomean, batch {batch}**", str(batch), "", "", "", ""]
+        for label, _, _ in COMPARISONS:
+            vs = [
+                r["modes"][mode]["ratio"][label]
+                for r in rows
+                if r["batch"] == batch and mode in r["modes"] and label in r["modes"][mode]["ratio"]
+            ]
+            if vs:
+                g = [_geomean([v[i] for v in vs]) for i in range(3)]
+                cells.append(f"{_ratio(g)} ({len(vs)})")
+            else:
+                cells.append("")
+        cells.append("")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _short(status: str) -> str:
+    return status.replace("|", "\\|")[:90] if status and status != "ok" else ""
+
+
+def setup_table(rows: list) -> list[str]:
+    lines = [
+        "| model | batch | framework | ONNX export (s) | ours ONNX load + compile (s) | "
+        "ours native load + compile (s) | err ORT vs framework | err ours ONNX vs ORT | "
+        "err ours native vs framework |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def s(row, k):
+        v = row["setup_s"].get(k)
+        return "" if v is None else f"{v:.1f}"
+
+    def e(row, k):
+        v = row["err"].get(k)
+        return "" if v is None else f"{v:.1e}"
+
+    for row in rows:
+        lines.append(
+            f"| {row['name']} | {row['batch']} | {row['framework']} | {s(row, 'export')} | "
+            f"{s(row, OURS_ONNX)} | {s(row, OURS_NATIVE)} | {e(row, ORT)} | "
+            f"{e(row, OURS_ONNX)} | {e(row, OURS_NATIVE)} |"
+        )
+    return lines
+
+
+def report(rows: list, meta: dict) -> str:
     import llvmlite
     import onnxruntime as ort
     import torch
 
-    def geomean(key):
-        if not rows:
-            return float("nan")
-        return math.exp(sum(math.log(r[key]) for r in rows) / len(rows))
-
+    versions = (
+        f"onnxruntime {ort.__version__}, torch {torch.__version__}, llvmlite {llvmlite.__version__}"
+        f", numpy {np.__version__}, Python {sys.version.split()[0]}"
+    )
+    if "tensorflow" in sys.modules:
+        versions += f", tensorflow {sys.modules['tensorflow'].__version__}"
     lines = [
-        "# Benchmarks: compiled Relay vs onnxruntime and PyTorch",
+        MARK,
+        "# Benchmarks: compiled Relay vs onnxruntime, torch eager and TF graph mode",
         "",
-        f"Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}  ",
+        f"Date: {meta['date']}  ",
         f"Machine: {_machine()}  ",
-        f"Load average before / after: {load_before} / {load_after}  ",
-        f"Versions: onnxruntime {ort.__version__}, torch {torch.__version__}, "
-        f"llvmlite {llvmlite.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}",
+        f"Load average before / after: {meta['load_before']} / {meta['load_after']}  ",
+        f"Versions: {versions}  ",
+        f"Command: `{meta['command']}` ({meta['wall_s'] / 60:.0f} min)",
         "",
-        f"Every runtime uses {THREADS} threads; batch 1; runs alternate (onnxruntime, ours, "
-        "PyTorch eager in inference mode) in one process. Times are medians; a ratio is the "
-        "median over rounds of (ours / theirs): below 1 we are faster. Worker threads "
-        f"{'spin' if SPIN else 'wait passively (no spinning)'} everywhere. `import` is the ONNX "
-        "conversion, `cold compile` a build without the cache, `warm` a build from the cache.",
-        "",
-        "| model | ours (ms) | onnxruntime (ms) | PyTorch (ms) | ours/ORT | ours/PyTorch | "
-        "import (s) | cold compile (s) | warm (s) | max rel. error vs ORT |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "Models (benchmarks/architectures.py): real architectures with random weights. Every "
+        f"runtime uses {THREADS} threads, worker threads "
+        f"{'spin' if SPIN else 'wait passively'} between parallel regions. In one process, per "
+        "model and batch size, the runtimes run in interleaved rounds (each once per round, "
+        "rotating order); times are median (p10–p90) over rounds; a ratio is the median "
+        "[p10, p90] over rounds of the per-round ratio (below 1: we are faster). `ours ONNX` "
+        "compiles the exported ONNX file, `ours native` the PyTorch module / `.keras` file as "
+        "`relay_import.load` takes it; `framework` is torch eager (inference mode) for the "
+        "PyTorch models and a `tf.function` (TF graph mode) for the Keras ones. Outputs are "
+        f"checked first (max relative error ≤ {TOL:g}): a runtime that fails or disagrees is "
+        "named in its cell and not timed. Geomean rows: geometric means of the medians (and of "
+        "the p10s / p90s), with the number of models in parentheses.",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['name']} | {r['ours_ms']:.2f} | {r['ort_ms']:.2f} | {r['torch_ms']:.2f} | "
-            f"{r['ratio']:.2f} | {r['ratio_torch']:.2f} | {r['import_s']:.2f} | "
-            f"{r['compile_s']:.1f} | {r['warm_s']:.3f} | {r['err']:.1e} |"
-        )
-    lines += [
-        "",
-        f"Geometric mean of ours/ORT: **{geomean('ratio'):.2f}**; "
-        f"of ours/PyTorch: **{geomean('ratio_torch'):.2f}**",
-        "",
-    ]
-    keep = ""  # sections other benchmarks own (<!-- section: NAME --> to the end) stay
+    for mode, title in (
+        ("quiet", "Quiet machine"),
+        ("busy", "Busy machine: two background processes spinning on the two cores"),
+    ):
+        if any(mode in r["modes"] for r in rows):
+            lines += ["", f"## {title}", ""] + mode_table(rows, mode)
+    lines += ["", "## Set-up and parity", ""] + setup_table(rows)
+    notes = meta.get("notes") or []
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(text: str, path: str) -> None:
+    """Replace this benchmark's part of `path` (the top, up to the first `<!-- section:`);
+    sections other benchmarks own stay."""
+    keep = ""
     if os.path.exists(path):
         old = open(path).read()
         if "<!-- section:" in old:
             keep = "\n" + old[old.index("<!-- section:") :]
     with open(path, "w") as f:
-        f.write("\n".join(lines) + keep)
-    print("\n".join(lines))
+        f.write(text + keep)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def _init_tf():
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # already initialised
+        pass
+
+
+def run(args) -> tuple[list, list]:
+    from benchmarks.architectures import catalog
+
+    cat = catalog()
+    names = list(cat) if args.models == "all" else args.models.split(",")
+    unknown = [n for n in names if n not in cat]
+    if unknown:
+        raise SystemExit(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(cat)}")
+    batches = [int(b) for b in args.batch.split(",")]
+    modes = [m for m in ("quiet", "busy") if getattr(args, m)]
+    rows, notes = [], []
+    with tempfile.TemporaryDirectory(prefix="relay-bench-") as tmp:
+        for name in names:
+            bm = cat[name]
+            if bm.kind == "keras":
+                _init_tf()
+            print(f"{name}: building", flush=True)
+            try:
+                model, inputs = bm.make()
+            except Exception as e:
+                notes.append(f"{name}: could not be built: {_error(e)}")
+                print(notes[-1], flush=True)
+                continue
+            for batch in batches:
+                print(f"{name} batch {batch}: export, compile, parity", flush=True)
+                try:
+                    case = Case(bm, model, inputs, batch, tmp)
+                except Exception as e:  # the framework itself failed: nothing to compare with
+                    notes.append(f"{name} batch {batch}: {_error(e)}")
+                    print(notes[-1], flush=True)
+                    continue
+                row = {
+                    "name": name,
+                    "batch": batch,
+                    "framework": case.framework,
+                    "status": case.status,
+                    "err": case.err,
+                    "setup_s": case.setup_s,
+                    "modes": {},
+                }
+                notes += case.notes
+                for k, st in case.status.items():
+                    if st != "ok":
+                        print(f"  {k}: {st}", flush=True)
+                for mode in modes:
+                    if mode == "busy":
+                        with Spinners(2):
+                            times = time_rounds(case.fns, args.rounds, args.budget, args.warmup)
+                    else:
+                        times = time_rounds(case.fns, args.rounds, args.budget, args.warmup)
+                    row["modes"][mode] = summarise(times)
+                    s = row["modes"][mode]
+                    print(
+                        f"  {mode}: "
+                        + ", ".join(f"{k} {v[1]:.2f} ms" for k, v in s["ms"].items())
+                        + "; "
+                        + ", ".join(f"{k} {v[1]:.2f}" for k, v in s["ratio"].items()),
+                        flush=True,
+                    )
+                rows.append(row)
+                del case
+                gc.collect()
+            del model
+            gc.collect()
+    return rows, notes
 
 
 def main(argv=None) -> int:
+    from benchmarks.architectures import MODELS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="resnet18,resnet50,mobilenetv2,bert,lstm")
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    ap.add_argument(
+        "--models", default="all", help="comma-separated: " + ",".join(m.name for m in MODELS)
+    )
+    ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes (default 1,8)")
+    ap.add_argument("--quiet", action="store_true", help="only the quiet-machine rounds")
+    ap.add_argument("--busy", action="store_true", help="only the busy-machine rounds")
+    ap.add_argument("--rounds", type=int, default=40, help="rounds per model, batch and mode")
+    ap.add_argument(
+        "--budget", type=float, default=30.0, help="seconds of rounds per model, batch and mode"
+    )
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 3 rounds, 1 warm-up")
+    ap.add_argument("--out", help="markdown file (default: benchmarks/RESULTS.md on a full run)")
+    ap.add_argument("--json", help="also write the raw figures here")
     ap.add_argument("--spin", action="store_true", help="let worker threads spin between runs")
     args = ap.parse_args(argv)
+    if not args.quiet and not args.busy:
+        args.quiet = args.busy = True
+    if args.quick:
+        args.rounds, args.warmup = min(args.rounds, 3), 1
     global SPIN
     SPIN = args.spin
     # libgomp reads this once, when it loads (before torch or a compiled module loads it)
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE" if SPIN else "PASSIVE")
+    # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob
+    os.environ.setdefault("RELAY_WAIT_POLICY", "spin" if SPIN else "passive")
+    signal.signal(signal.SIGTERM, _sigterm)
     import torch
 
-    # torch is only used to build and export the models: keep its OpenMP threads from
-    # spinning on the cores the measured runtimes use
-    torch.set_num_threads(1)
-    from benchmarks.models import torch_models
+    torch.set_num_threads(THREADS)
 
-    load_before = _load()
-    models = torch_models()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="relay-bench-") as tmp:
-        for name in args.models.split(","):
-            model, example = models[name]
-            print(f"{name}: ...", flush=True)
-            rows.append(bench_model(name, model, example, args.rounds, tmp))
-            r = rows[-1]
-            print(
-                f"{name}: ours {r['ours_ms']:.2f} ms, onnxruntime {r['ort_ms']:.2f} ms, "
-                f"PyTorch {r['torch_ms']:.2f} ms, ours/ORT {r['ratio']:.2f}, "
-                f"import {r['import_s']:.2f} s, cold compile {r['compile_s']:.1f} s",
-                flush=True,
-            )
-    write_results(rows, args.out, load_before, _load())
+    full = args.models == "all" and args.batch == "1,8" and args.quiet and args.busy
+    out = args.out or (RESULTS if full and not args.quick else None)
+    meta = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_before": _load(),
+        "command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
+    }
+    t0 = time.perf_counter()
+    rows, notes = run(args)
+    meta.update(load_after=_load(), wall_s=time.perf_counter() - t0, notes=notes)
+    text = report(rows, meta)
+    print(text)
+    if out:
+        write_results(text, out)
+        print(f"written to {out}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
     return 0
 
 

@@ -1,8 +1,8 @@
 """How worker threads wait decides what `relay bench` shows on a busy machine.
 
-Runs `relay_import.bench.bench` on the demo model with workers spinning (libgomp's and
-onnxruntime's defaults) and waiting passively (`relay bench`'s and `make bench`'s default), each in
-a fresh process (libgomp reads OMP_WAIT_POLICY once, when it loads), alternating for several
+Runs `relay_import.bench.bench` on the demo model with workers spinning (onnxruntime's default;
+our pool with RELAY_WAIT_POLICY=spin) and waiting passively (`relay bench`'s and `make bench`'s
+default), each in a fresh process (each runtime reads its policy once), alternating for several
 rounds, and prints p10 / median / p90 of both runtimes with the load average at the start.
 
     python -m benchmarks.wait_policy [--rounds 3] [--runs 200] [--model examples/demo_cnn.onnx]
@@ -40,7 +40,11 @@ def main() -> None:
     print("|---:|---|---:|---|---|")
     for k in range(args.rounds):
         for mode in ("spin", "passive"):
-            env = {x: v for x, v in os.environ.items() if x != "OMP_WAIT_POLICY"}
+            env = {
+                x: v
+                for x, v in os.environ.items()
+                if x not in ("OMP_WAIT_POLICY", "RELAY_WAIT_POLICY")
+            }
             p = subprocess.run(
                 [sys.executable, "-c", CHILD, args.model, str(args.runs), mode],
                 capture_output=True,

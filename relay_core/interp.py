@@ -42,6 +42,7 @@ from .ir.expr import (
 )
 from .ir.module import IRModule
 from .ir.types import TensorType, TupleType
+from .ir.visitor import ExprFunctor
 
 
 class Env:
@@ -115,8 +116,12 @@ class _Frame:
         self.tail = tail
 
 
-# Task kinds.
-_EVAL, _STORE, _CALL, _IF, _LET, _MATCH, _TUPLE, _GET, _REF_NEW, _REF_READ, _REF_WRITE = range(11)
+# Where a node's value is the enclosing function's result, per node kind.
+_TAIL_CHILDREN = {
+    If: lambda e: (e.true_branch, e.false_branch),
+    Let: lambda e: (e.body,),
+    Match: lambda e: tuple(c.rhs for c in e.clauses),
+}
 
 
 def _tail_positions(func: Function) -> frozenset:
@@ -128,13 +133,9 @@ def _tail_positions(func: Function) -> frozenset:
         if id(e) in out:
             continue
         out.add(id(e))
-        t = type(e)
-        if t is If:
-            stack += [e.true_branch, e.false_branch]
-        elif t is Let:
-            stack.append(e.body)
-        elif t is Match:
-            stack.extend(c.rhs for c in e.clauses)
+        f = _TAIL_CHILDREN.get(type(e))
+        if f is not None:
+            stack.extend(f(e))
     return frozenset(out)
 
 
@@ -262,144 +263,187 @@ class Interpreter:
             )
 
     def _run(self, root: Expr, frame: _Frame):
-        tasks: list = [(_EVAL, root, frame)]
-        vals: list = []
-        push = tasks.append
+        return _Machine(self).run(root, frame)
+
+
+def _one_operand(operand, k):
+    """`visit_<kind>` of a node with one operand: evaluate it, then continue with `k`."""
+
+    def visit(self, node: Expr, fr: _Frame) -> None:
+        self.tasks.append((k, node, fr))
+        self.tasks.append((None, operand(node), fr))
+
+    return visit
+
+
+class _Machine(ExprFunctor):
+    """One evaluation: an explicit task stack and a value stack. `visit_<kind>(node, frame)`
+    starts evaluating a node (pushing its operands and a continuation `k_<kind>`); the
+    continuation runs once the operands' values are on the value stack."""
+
+    __slots__ = ("interp", "tasks", "vals")
+
+    def __init__(self, interp: Interpreter):
+        self.interp = interp
+        self.tasks: list = []
+        self.vals: list = []
+
+    def run(self, root: Expr, frame: _Frame):
+        tasks = self.tasks
+        vals = self.vals
+        table = self._table
+        tasks.append((None, root, frame))
         while tasks:
-            kind, node, fr = tasks.pop()
-            if kind == _EVAL:
-                memo = fr.memo
-                v = memo.get(id(node), _MISSING)
+            k, node, fr = tasks.pop()
+            if k is None:  # evaluate `node`
+                v = fr.memo.get(id(node), _MISSING)
                 if v is not _MISSING:
                     vals.append(v)
-                    continue
-                t = type(node)
-                if t is Var:
-                    vals.append(fr.env.lookup(node))
-                elif t is Constant:
-                    vals.append(node.data)
-                elif t is Call:
-                    push((_CALL, node, fr))
-                    for a in reversed(node.args):
-                        push((_EVAL, a, fr))
-                    if type(node.op) is not Op:
-                        push((_EVAL, node.op, fr))
-                elif t is Tuple:
-                    push((_TUPLE, node, fr))
-                    for f in reversed(node.fields):
-                        push((_EVAL, f, fr))
-                elif t is TupleGetItem:
-                    push((_GET, node, fr))
-                    push((_EVAL, node.tuple_value, fr))
-                elif t is Function:
-                    v = Closure(node, fr.env)
-                    memo[id(node)] = v
-                    vals.append(v)
-                elif t is GlobalVar:
-                    vals.append(self.global_closure(node))
-                elif t is If:
-                    push((_IF, node, fr))
-                    push((_EVAL, node.cond, fr))
-                elif t is Let:
-                    push((_LET, node, fr))
-                    push((_EVAL, node.value, fr))
-                elif t is Match:
-                    push((_MATCH, node, fr))
-                    push((_EVAL, node.data, fr))
-                elif t is Op:
-                    vals.append(OpValue(node))
-                elif t is Constructor:
-                    vals.append(node)
-                elif t is RefCreate:
-                    push((_REF_NEW, node, fr))
-                    push((_EVAL, node.value, fr))
-                elif t is RefRead:
-                    push((_REF_READ, node, fr))
-                    push((_EVAL, node.ref, fr))
-                elif t is RefWrite:
-                    push((_REF_WRITE, node, fr))
-                    push((_EVAL, node.value, fr))
-                    push((_EVAL, node.ref, fr))
                 else:
-                    raise EvalError(f"cannot evaluate {t.__name__}")
-            elif kind == _STORE:
-                fr.memo[id(node)] = vals[-1]
-            elif kind == _CALL:
-                n = len(node.args)
-                args = vals[len(vals) - n :] if n else []
-                if n:
-                    del vals[len(vals) - n :]
-                callee = node.op
-                if type(callee) is Op:
-                    v = self._op(callee, args, node.attrs, node)
-                    fr.memo[id(node)] = v
-                    vals.append(v)
-                    continue
-                fn = vals.pop()
-                if isinstance(fn, Closure):
-                    self._tick()
-                    if id(node) not in fr.tail:
-                        push((_STORE, node, fr))
-                    new = self._enter(fn, args)
-                    push((_EVAL, fn.func.body, new))
-                else:
-                    v = self._apply_simple(fn, args, node)
-                    fr.memo[id(node)] = v
-                    vals.append(v)
-            elif kind == _TUPLE:
-                n = len(node.fields)
-                v = tuple(vals[len(vals) - n :]) if n else ()
-                if n:
-                    del vals[len(vals) - n :]
-                fr.memo[id(node)] = v
-                vals.append(v)
-            elif kind == _GET:
-                tup = vals.pop()
-                if not isinstance(tup, tuple):
-                    raise EvalError(f"indexing .{node.index} into a non-tuple")
-                v = tup[node.index]
-                fr.memo[id(node)] = v
-                vals.append(v)
-            elif kind == _IF:
-                c = vals.pop()
-                try:
-                    cond = bool(np.asarray(c).reshape(-1)[0])
-                except (IndexError, TypeError, ValueError):
-                    raise EvalError("if condition is not a one-element tensor") from None
-                if id(node) not in fr.tail:
-                    push((_STORE, node, fr))
-                push((_EVAL, node.true_branch if cond else node.false_branch, fr))
-            elif kind == _LET:
-                fr.env.vars[node.var] = vals.pop()
-                if id(node) not in fr.tail:
-                    push((_STORE, node, fr))
-                push((_EVAL, node.body, fr))
-            elif kind == _MATCH:
-                data = vals.pop()
-                for clause in node.clauses:
-                    binds = match_pattern(clause.lhs, data)
-                    if binds is not None:
-                        fr.env.vars.update(binds)
-                        if id(node) not in fr.tail:
-                            push((_STORE, node, fr))
-                        push((_EVAL, clause.rhs, fr))
-                        break
-                else:
-                    raise EvalError(f"no match clause fits the value {data!r}")
-            elif kind == _REF_NEW:
-                v = RefValue(vals.pop())
-                fr.memo[id(node)] = v
-                vals.append(v)
-            elif kind == _REF_READ:
-                r = vals.pop()
-                vals.append(r.value)  # not memoized: a ref's content changes
-            elif kind == _REF_WRITE:
-                value = vals.pop()
-                r = vals.pop()
-                r.value = value
-                vals.append(())
+                    table.get(type(node), _Machine.cannot)(self, node, fr)
+            else:
+                k(self, node, fr)
         assert len(vals) == 1, "interpreter stack imbalance"
         return vals[0]
+
+    # -- continuations -----------------------------------------------------------------------
+    def cannot(self, node, fr: _Frame) -> None:
+        raise EvalError(f"cannot evaluate {type(node).__name__}")
+
+    def k_store(self, node: Expr, fr: _Frame) -> None:
+        fr.memo[id(node)] = self.vals[-1]
+
+    def k_call(self, node: Call, fr: _Frame) -> None:
+        vals = self.vals
+        interp = self.interp
+        n = len(node.args)
+        args = vals[len(vals) - n :] if n else []
+        if n:
+            del vals[len(vals) - n :]
+        callee = node.op
+        if type(callee) is Op:
+            v = interp._op(callee, args, node.attrs, node)
+            fr.memo[id(node)] = v
+            vals.append(v)
+            return
+        fn = vals.pop()
+        if isinstance(fn, Closure):
+            interp._tick()
+            if id(node) not in fr.tail:
+                self.tasks.append((_Machine.k_store, node, fr))
+            new = interp._enter(fn, args)
+            self.tasks.append((None, fn.func.body, new))
+        else:
+            v = interp._apply_simple(fn, args, node)
+            fr.memo[id(node)] = v
+            vals.append(v)
+
+    def k_tuple(self, node: Tuple, fr: _Frame) -> None:
+        vals = self.vals
+        n = len(node.fields)
+        v = tuple(vals[len(vals) - n :]) if n else ()
+        if n:
+            del vals[len(vals) - n :]
+        fr.memo[id(node)] = v
+        vals.append(v)
+
+    def k_tuple_getitem(self, node: TupleGetItem, fr: _Frame) -> None:
+        tup = self.vals.pop()
+        if not isinstance(tup, tuple):
+            raise EvalError(f"indexing .{node.index} into a non-tuple")
+        v = tup[node.index]
+        fr.memo[id(node)] = v
+        self.vals.append(v)
+
+    def _branch(self, node: Expr, fr: _Frame, body: Expr) -> None:
+        if id(node) not in fr.tail:
+            self.tasks.append((_Machine.k_store, node, fr))
+        self.tasks.append((None, body, fr))
+
+    def k_if(self, node: If, fr: _Frame) -> None:
+        c = self.vals.pop()
+        try:
+            cond = bool(np.asarray(c).reshape(-1)[0])
+        except (IndexError, TypeError, ValueError):
+            raise EvalError("if condition is not a one-element tensor") from None
+        self._branch(node, fr, node.true_branch if cond else node.false_branch)
+
+    def k_let(self, node: Let, fr: _Frame) -> None:
+        fr.env.vars[node.var] = self.vals.pop()
+        self._branch(node, fr, node.body)
+
+    def k_match(self, node: Match, fr: _Frame) -> None:
+        data = self.vals.pop()
+        for clause in node.clauses:
+            binds = match_pattern(clause.lhs, data)
+            if binds is not None:
+                fr.env.vars.update(binds)
+                self._branch(node, fr, clause.rhs)
+                return
+        raise EvalError(f"no match clause fits the value {data!r}")
+
+    def k_ref_create(self, node: RefCreate, fr: _Frame) -> None:
+        v = RefValue(self.vals.pop())
+        fr.memo[id(node)] = v
+        self.vals.append(v)
+
+    def k_ref_read(self, node: RefRead, fr: _Frame) -> None:
+        r = self.vals.pop()
+        self.vals.append(r.value)  # not memoized: a ref's content changes
+
+    def k_ref_write(self, node: RefWrite, fr: _Frame) -> None:
+        value = self.vals.pop()
+        r = self.vals.pop()
+        r.value = value
+        self.vals.append(())
+
+    # -- starting a node ---------------------------------------------------------------------
+    def visit_var(self, node: Var, fr: _Frame) -> None:
+        self.vals.append(fr.env.lookup(node))
+
+    def visit_constant(self, node: Constant, fr: _Frame) -> None:
+        self.vals.append(node.data)
+
+    def visit_global_var(self, node: GlobalVar, fr: _Frame) -> None:
+        self.vals.append(self.interp.global_closure(node))
+
+    def visit_op(self, node: Op, fr: _Frame) -> None:
+        self.vals.append(OpValue(node))
+
+    def visit_constructor(self, node: Constructor, fr: _Frame) -> None:
+        self.vals.append(node)
+
+    def visit_function(self, node: Function, fr: _Frame) -> None:
+        v = Closure(node, fr.env)
+        fr.memo[id(node)] = v
+        self.vals.append(v)
+
+    def visit_call(self, node: Call, fr: _Frame) -> None:
+        push = self.tasks.append
+        push((_Machine.k_call, node, fr))
+        for a in reversed(node.args):
+            push((None, a, fr))
+        if type(node.op) is not Op:
+            push((None, node.op, fr))
+
+    def visit_tuple(self, node: Tuple, fr: _Frame) -> None:
+        push = self.tasks.append
+        push((_Machine.k_tuple, node, fr))
+        for f in reversed(node.fields):
+            push((None, f, fr))
+
+    def visit_ref_write(self, node: RefWrite, fr: _Frame) -> None:
+        push = self.tasks.append
+        push((_Machine.k_ref_write, node, fr))
+        push((None, node.value, fr))
+        push((None, node.ref, fr))
+
+    visit_tuple_getitem = _one_operand(lambda e: e.tuple_value, k_tuple_getitem)
+    visit_if = _one_operand(lambda e: e.cond, k_if)
+    visit_let = _one_operand(lambda e: e.value, k_let)
+    visit_match = _one_operand(lambda e: e.data, k_match)
+    visit_ref_create = _one_operand(lambda e: e.value, k_ref_create)
+    visit_ref_read = _one_operand(lambda e: e.ref, k_ref_read)
 
 
 def match_pattern(p: Pattern, value) -> dict | None:

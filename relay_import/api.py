@@ -159,14 +159,36 @@ def detect_framework(source: ModelSource) -> str:
     )
 
 
-def load(source: ModelSource, **kw: Any) -> IRModule:
+def load(source: ModelSource, cache: bool = True, **kw: Any) -> IRModule:
     """Convert a model from any supported framework to a typed Relay module.
 
     Keyword arguments go to the framework's converter (`shapes=` for all three, `example_inputs=`
     for an nn.Module, `input_signature=` for a tf.function, `custom_convert_map=` for all).
     A `.relay` text file is parsed.
+
+    A model file (or SavedModel directory) converted before with the same options is read back
+    from the conversion cache in the relay cache directory (`cache=False` or
+    `RELAY_CACHE_DIR=` empty: always convert; see relay_import.convert_cache).
     """
     fw = detect_framework(source)
+    entry = None
+    if cache and fw in ("onnx", "pytorch", "tensorflow"):
+        from . import convert_cache
+
+        entry = convert_cache.cache_path(source, fw, kw)
+        if entry is not None:
+            with events.stage(f"converting {_display_name(source)}") as st:
+                mod = convert_cache.get(entry)
+                if mod is not None:
+                    st.note("cache hit")
+                    return mod
+    mod = _convert(source, fw, **kw)
+    if entry is not None:
+        convert_cache.put(entry, mod)
+    return mod
+
+
+def _convert(source: ModelSource, fw: str, **kw: Any) -> IRModule:
     if fw == "relay":
         if isinstance(source, IRModule):
             return source

@@ -10,8 +10,9 @@ ours more than onnxruntime's (see benchmarks/RESULTS.md on contention).
 
 Worker threads of both sides wait passively between parallel regions unless `spin=True`: in an
 interleaved benchmark a spinning pool of one runtime steals the cores the other one's workers
-need (libgomp's wait policy can only be set before libgomp loads; a note says when it could
-not be).
+need. Ours is the runtime's thread pool (RELAY_WAIT_POLICY=passive / spin, read when a module's
+pool starts); OMP_WAIT_POLICY is set too for libraries on libgomp (torch), which reads it once,
+when it loads (a note says when it could not be).
 
     >>> from relay_import.bench import bench
     >>> print(bench("model.onnx", runs=100).summary())
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from relay_core import events
+from relay_core.errors import RelayError
 
 
 def _pct(xs: Sequence[float], q: float) -> float:
@@ -54,6 +56,9 @@ class BenchReport:
     spin: bool = False  # worker threads spin between parallel regions (else wait passively)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # profile=True: one entry per step (fused group) of the timed calls, in run order:
+    # {"kernel", "ops", "flops", "us"} (mean microseconds per call)
+    profile: list[dict] | None = None
 
     @property
     def runs(self) -> int:
@@ -105,11 +110,43 @@ class BenchReport:
             f"{self.first_call_ms:.2f} ms, {self.framework} {self.their_first_ms:.1f} ms "
             "(with session creation)"
         )
+        if self.profile is not None:
+            lines.extend(profile_table(self.profile))
         for n in self.notes:
             lines.append(f"note: {n}")
         for wmsg in self.warnings:
             lines.append(f"warning: {wmsg}")
         return "\n".join(lines)
+
+
+def profile_table(steps: list[dict], top: int = 25) -> list[str]:
+    """Time per step (fused group), slowest first: its share of the total and, for groups with
+    convolutions or matrix products, GFLOP/s."""
+    total = sum(s["us"] for s in steps) or 1e-9
+    order = sorted(range(len(steps)), key=lambda k: -steps[k]["us"])
+    lines = [
+        f"profile: {len(steps)} steps (fused groups), {total / 1e3:.3f} ms per call in total",
+        f"  {'step':>4}  {'kernel':<12} {'us':>9} {'share':>6} {'cum':>6} {'GFLOP/s':>8}  ops",
+    ]
+    cum = 0.0
+    for k in order[:top]:
+        s = steps[k]
+        cum += s["us"]
+        fl = s.get("flops") or 0
+        gf = f"{fl / (s['us'] * 1e3):8.1f}" if fl and s["us"] > 0 else f"{'':>8}"
+        ops = ",".join(o.removeprefix("nn.") for o in s.get("ops", [])) or "(copy)"
+        lines.append(
+            f"  {k:>4}  {s['kernel'][-12:]:<12} {s['us']:>9.1f} {100 * s['us'] / total:>5.1f}% "
+            f"{100 * cum / total:>5.1f}% {gf}  {ops[:60]}"
+        )
+    rest = order[top:]
+    if rest:
+        us = sum(steps[k]["us"] for k in rest)
+        lines.append(f"  ({len(rest)} more steps: {us:.1f} us, {100 * us / total:.1f}%)")
+    flops = sum(s.get("flops") or 0 for s in steps)
+    if flops:
+        lines.append(f"  {flops / 1e9:.3f} GFLOP per call: {flops / (total * 1e3):.1f} GFLOP/s")
+    return lines
 
 
 def interleaved(
@@ -118,6 +155,7 @@ def interleaved(
     runs: int = 50,
     warmup: int = 5,
     min_warmup_s: float = 0.2,
+    before_timing: Callable[[], Any] | None = None,
 ) -> tuple[list[float], list[float], int]:
     """Time fa and fb alternately, exactly `runs` pairs after at least `warmup` pairs and
     `min_warmup_s` seconds of warm-up; the order within a pair alternates. Returns (times_a,
@@ -128,6 +166,8 @@ def interleaved(
         fa()
         fb()
         done += 1
+    if before_timing is not None:
+        before_timing()
     ta, tb = [], []
     clock = time.perf_counter
     for i in range(runs):
@@ -184,6 +224,7 @@ def bench(
     spin: bool = False,
     max_iterations: int | None = None,
     timeout: float | None = None,
+    profile: bool = False,
     **convert_kw: Any,
 ) -> BenchReport:
     """Latency of the compiled module vs the source runtime at `threads` threads each.
@@ -197,6 +238,7 @@ def bench(
     if runs < 1:
         raise ValueError("runs must be at least 1")
     policy = "ACTIVE" if spin else "PASSIVE"
+    os.environ["RELAY_WAIT_POLICY"] = "spin" if spin else "passive"
     notes = []
     if _libgomp_loaded():
         if os.environ.get("OMP_WAIT_POLICY", "").upper() != policy:
@@ -214,8 +256,23 @@ def bench(
     mod = load(source, **kw)
     t0 = time.perf_counter()
     bkw = {"pass_context": pass_context} if pass_context is not None else {}
-    lib = relay_core.build(mod, opt_level=opt_level, num_threads=threads, **bkw)
+    saved = os.environ.get("RELAY_PROFILE")
+    if profile:  # a build whose entry times every step (cached apart from the plain one)
+        os.environ["RELAY_PROFILE"] = "1"
+    try:
+        lib = relay_core.build(mod, opt_level=opt_level, num_threads=threads, **bkw)
+    finally:
+        if profile:
+            if saved is None:
+                os.environ.pop("RELAY_PROFILE", None)
+            else:
+                os.environ["RELAY_PROFILE"] = saved
     compile_s = time.perf_counter() - t0
+    if profile and not lib.manifest.get("profile"):
+        raise RelayError(
+            "--profile needs a statically shaped model (graph executor): this one compiled "
+            f"to the {lib.manifest.get('kind', 'vm')} executor, which has no per-step timers"
+        )
     lib.max_iterations, lib.timeout = max_iterations, timeout
     specs = input_specs(mod, shapes)
     if inputs is None:
@@ -235,7 +292,14 @@ def bench(
     run_bounded(lambda: runner.run(feed), timeout, runner.label or framework)
     their_first = (time.perf_counter() - t0) * 1e3
     with events.stage(f"timing {runs} pairs against {runner.label}"):
-        ta, tb, warm = interleaved(lambda: lib(*args), lambda: runner.run(feed), runs, warmup)
+        ta, tb, warm = interleaved(
+            lambda: lib(*args),
+            lambda: runner.run(feed),
+            runs,
+            warmup,
+            before_timing=lib.profile if profile else None,  # resets the step timers
+        )
+    steps = lib.profile() if profile else None
     name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     report = BenchReport(
         name,
@@ -252,6 +316,7 @@ def bench(
         cpus,
         spin,
         notes=notes,
+        profile=steps,
     )
     if busy:
         report.warnings.append(busy)

@@ -170,9 +170,21 @@ def cmd_convert(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    lib = _compile(args, _load(args))
+    import time
+
+    t0 = time.perf_counter()
+    mod = _load(args)
+    t1 = time.perf_counter()
+    lib = _compile(args, mod)
+    t2 = time.perf_counter()
     path = lib.export(args.output)
     _say(args, f"wrote {path}")
+    if args.timings:
+        report = lib.timings
+        report.stages.insert(0, ("convert", t1 - t0, ""))
+        report.add("export", time.perf_counter() - t2)
+        report.total = time.perf_counter() - t0
+        print(report.table())
     return 0
 
 
@@ -283,6 +295,7 @@ def cmd_bench(args) -> int:
         spin=args.spin,
         max_iterations=args.max_iterations,
         timeout=args.timeout,
+        profile=args.profile,
     )
     print(r.summary())
     return 0
@@ -387,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add("compile", [shape, build, dump, quiet], "compile to a deployable artifact")
     s.add_argument("model")
     s.add_argument("-o", "--output", required=True, help="artifact directory")
+    s.add_argument(
+        "--timings",
+        action="store_true",
+        help="print where the time went: conversion, each pass, lowering, LLVM, linking, "
+        "the largest kernels",
+    )
     s.set_defaults(func=cmd_compile)
 
     s = add("run", [shape, build, limits, dump, quiet], "run a model or an artifact on inputs")
@@ -446,6 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--spin",
         action="store_true",
         help="let both runtimes' workers spin between parallel regions (default: wait)",
+    )
+    s.add_argument(
+        "--profile",
+        action="store_true",
+        help="time every step (fused group) of the timed calls: share of the total, GFLOP/s",
     )
     s.set_defaults(func=cmd_bench)
 

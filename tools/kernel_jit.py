@@ -5,7 +5,6 @@ numpy arrays. Used by the kernel tests and benchmarks; the backend has its own c
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 
 import llvmlite.binding as llvm
@@ -19,9 +18,26 @@ from relay_core.ir.types import TensorType
 def _init() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    path = ctypes.util.find_library("gomp")
-    if path:
-        llvm.load_library_permanently(path)
+    llvm.load_library_permanently(_runtime_library())
+
+
+def _runtime_library() -> str:
+    """The backend's C runtime (thread pool, sorting, ...) as a shared library, built once per
+    runtime version in the cache directory: JIT-compiled kernels call `relay_parallel` in it."""
+    import hashlib
+    import os
+    import tempfile
+
+    from relay_core.backend.compiler import cache_dir
+    from relay_core.backend.llvm_target import link_shared, runtime_objects
+
+    cache = cache_dir()
+    objs = runtime_objects(cache)
+    key = hashlib.blake2b(b"".join(objs), digest_size=8).hexdigest()
+    path = os.path.join(cache or tempfile.gettempdir(), f"librelay_rt-{key}.so")
+    if not os.path.exists(path):
+        link_shared(objs, path)
+    return path
 
 
 def target_machine():
@@ -49,7 +65,7 @@ def compile_module(llmod, opt: int = 3):
         pb.getModulePassManager().run(mod, pb)
     ee = llvm.create_mcjit_compiler(mod, tm)
     ee.finalize_object()
-    for name in ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", "aligned_alloc"):
+    for name in ("relay_parallel", "relay_task_next", "aligned_alloc"):
         if f"declare void @{name}" in str(llmod) or f"@{name}(" in str(llmod):
             if not llvm.address_of_symbol(name):
                 raise RuntimeError(f"symbol {name} is not available in this process")

@@ -283,11 +283,17 @@ def mutating_targets(ep, custom: dict | None = None) -> list[str]:
 
 
 def functionalize(ep, custom: dict | None = None):
-    """An exported program may still hold mutating overloads (a transformers T5 encoder keeps
-    `aten.add_.Tensor`); re-trace it functionalised (`run_decompositions({})` keeps every op
-    but rewrites mutation into functional ops plus copies back to mutated inputs)."""
+    """An exported program may still hold mutating overloads (torch.export keeps torchvision's
+    `relu_` / `+=`, a transformers T5 encoder `aten.add_.Tensor`). Where every mutation is an
+    in-place op on a fresh intermediate nothing aliases, the op becomes its out-of-place twin in
+    a copy of the graph (`_rewrite_inplace`). Otherwise the program is re-traced functionalised
+    (`run_decompositions({})` keeps every op but rewrites mutation into functional ops plus
+    copies back to mutated inputs: seconds for a ResNet-50)."""
     if not mutating_targets(ep, custom):
         return ep
+    fast = _rewrite_inplace(ep, custom or {})
+    if fast is not None:
+        return fast
     try:
         return ep.run_decompositions({})
     except Exception as e:  # export's retrace reports many kinds of problems
@@ -295,6 +301,149 @@ def functionalize(ep, custom: dict | None = None):
             f"the exported program mutates tensors ({', '.join(mutating_targets(ep, custom))}) "
             f"and could not be functionalised: {type(e).__name__}: {e}"
         ) from None
+
+
+class _Rewritten:
+    """An ExportedProgram seen through a rewritten copy of its graph module (the user's program
+    is left as it was); everything else is the program's own."""
+
+    def __init__(self, ep, graph_module):
+        self._ep = ep
+        self.graph_module = graph_module
+        self.graph = graph_module.graph
+
+    def __getattr__(self, name):
+        return getattr(self._ep, name)
+
+    def run_decompositions(self, *args, **kwargs):  # re-traces the original: still correct
+        return self._ep.run_decompositions(*args, **kwargs)
+
+
+def _out_of_place(target):
+    """The functional twin of an in-place overload (`aten.relu_.default` -> `aten.relu.default`)
+    when it takes the same arguments and the in-place one writes only its first argument."""
+    import torch
+
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    packet = target.overloadpacket.__name__
+    if not packet.endswith("_") or packet.endswith("__"):
+        return None
+    twin = getattr(getattr(torch.ops, target.namespace), packet[:-1], None)
+    twin = getattr(twin, target._overloadname, None)
+    if not isinstance(twin, torch._ops.OpOverload):
+        return None
+    a, b = target._schema.arguments, twin._schema.arguments
+    writes = [x for x in a if x.alias_info is not None and x.alias_info.is_write]
+    if (
+        [x.name for x in a] != [x.name for x in b]
+        or len(writes) != 1
+        or writes[0] is not a[0]
+        or len(target._schema.returns) != 1
+        or len(twin._schema.returns) != 1
+        or twin._schema.is_mutable
+        or _aliases(twin)
+    ):
+        return None
+    return twin
+
+
+def _aliases(target) -> bool:
+    """Whether an overload's result may alias an argument (views, in-place ops)."""
+    import torch
+
+    if not isinstance(target, torch._ops.OpOverload):
+        return True
+    sch = target._schema
+    return any(x.alias_info is not None for x in (*sch.arguments, *sch.returns))
+
+
+def _rewrite_inplace(ep, custom: dict):
+    """A copy of `ep` with its in-place ops made functional, or None where that is not safe.
+
+    Safe: every mutating op in the graph is an in-place op (`x.relu_()`, `x += y`) whose
+    operand's storage was made by a non-aliasing op of this graph (not an input, parameter or
+    buffer, not a view) and whose other tensor operands have its dtype (no promotion
+    difference). Reads between mutations then read the latest version (the graph is in program
+    order); a view of the storage is allowed only after its last mutation."""
+    import operator
+
+    import torch
+
+    gm = ep.graph_module
+    nodes = list(gm.graph.nodes)
+    pos = {n: i for i, n in enumerate(nodes)}
+    root: dict = {}  # in-place node -> the node whose storage it mutates
+    chain: dict = {}  # root -> its in-place nodes in order
+    twin_of: dict = {}
+    for n in nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        if not n.target._schema.is_mutable or target_name(n.target) in custom:
+            continue
+        if _is_noop(target_name(n.target)):
+            continue
+        twin = _out_of_place(n.target)
+        if twin is None or not n.args or not isinstance(n.args[0], torch.fx.Node):
+            return None
+        src = n.args[0]
+        r = root.get(src, src)
+        if r not in chain and not _fresh(r, operator, torch):
+            return None
+        dtype = getattr(r.meta.get("val"), "dtype", None)
+        for a in [*n.args[1:], *n.kwargs.values()]:
+            if isinstance(a, torch.fx.Node):
+                if getattr(a.meta.get("val"), "dtype", None) != dtype or dtype is None:
+                    return None
+                if root.get(a, a) is r:  # x.add_(x): reads the storage it writes
+                    return None
+            elif isinstance(a, (list, tuple)) and any(isinstance(x, torch.fx.Node) for x in a):
+                return None
+        root[n] = r
+        chain.setdefault(r, []).append(n)
+        twin_of[n] = twin
+    if not chain:
+        return None
+    # every read of the storage (any version of it): before the last mutation only plain
+    # functional ops, which then read the version current at their position
+    for r, muts in chain.items():
+        last = pos[muts[-1]]
+        for a in (r, *muts):
+            for u in a.users:
+                if u in twin_of and u.args[0] is a:
+                    continue
+                if pos[u] > last and a is muts[-1]:
+                    continue
+                if u.op != "call_function" or _aliases(u.target) or u.target._schema.is_mutable:
+                    return None
+    # the copy, with the twins and every read redirected to the current version
+    graph = torch.fx.Graph()
+    env: dict = {}
+    current: dict = {}  # root -> its latest version (a node of the new graph)
+    for n in nodes:
+        new = graph.node_copy(n, lambda x: current.get(root.get(x, x)) or env[x])
+        if n in twin_of:
+            new.target = twin_of[n]
+            current[root[n]] = new
+        elif n in chain:
+            current[n] = new
+        env[n] = new
+    new_gm = torch.fx.GraphModule(gm, graph)
+    out = _Rewritten(ep, new_gm)
+    if mutating_targets(out, custom):  # e.g. in a cond / while_loop body
+        return None
+    return out
+
+
+def _fresh(node, operator, torch) -> bool:
+    """Whether `node` makes new storage: a non-aliasing, non-mutating op (or an element of the
+    tuple such an op returns)."""
+    if node.op != "call_function":
+        return False
+    t = node.target
+    if t is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+        return _fresh(node.args[0], operator, torch)
+    return isinstance(t, torch._ops.OpOverload) and not t._schema.is_mutable and not _aliases(t)
 
 
 def decompose_unsupported(ep, custom: dict | None = None, rounds: int = 4):

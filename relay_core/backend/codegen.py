@@ -4,7 +4,8 @@ Types: every dtype has a storage type (how it sits in memory) and a compute type
 arithmetic runs in): bool is i8 / i1, float16 and bfloat16 are stored as half / i16 and computed
 in float. Floating-point arithmetic carries `contract` (so FMAs form); reductions carry
 `reassoc` too (so they vectorise). A parallel loop is outlined into a function run by
-`GOMP_parallel` with the kernel's explicit thread count; each thread takes one contiguous chunk.
+the runtime's thread pool (`relay_parallel`, relay_core/backend/c/relay_pool.c) with the kernel's
+explicit thread count; the loop is cut into several shards per thread, taken dynamically.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..te.expr import Binary, Call, Cast, Compare, Const, Load, PrimExpr, Select
 from ..te.visit import operands
 from . import tir as T
 from .codegen_arith import ArithMixin
+from .kernels.parallel import TASK_FN, Shards, pool_call
 from .llvm_types import (  # noqa: F401  (re-exported: the other backend modules import them here)
     _ROUNDED,
     F16,
@@ -51,6 +53,7 @@ class ModuleContext:
         self.counter = 0
         self.consts: dict = {}
         self.has_checks = False  # some kernel checks indices (relay_error_pending after it)
+        self.kernels: list[str] = []  # top-level kernels: one compilation unit each (split.py)
 
     def const_data(self, buf) -> ir.Value:
         """A module-level read-only array holding `buf.data` (deduplicated by content)."""
@@ -94,14 +97,6 @@ class ModuleContext:
                 suffix = f"v{t.count}f32"
         return self.declare(f"llvm.{name}.{suffix}", t, [t] * nargs)
 
-    def gomp(self):
-        ctxp = PTR
-        fnty = ir.FunctionType(VOID, [ctxp])
-        par = self.declare("GOMP_parallel", VOID, [fnty.as_pointer(), ctxp, I32, I32])
-        tn = self.declare("omp_get_thread_num", I32, [])
-        nt = self.declare("omp_get_num_threads", I32, [])
-        return par, tn, nt
-
 
 class KernelCodegen:
     """Emits one `tir.Kernel` as `void name(params..., i32 nthreads)`."""
@@ -119,6 +114,7 @@ class KernelCodegen:
         ] + [I32]
         fn = ir.Function(self.ctx.llmod, ir.FunctionType(VOID, argtys), k.name)
         fn.linkage = self.linkage
+        self.ctx.kernels.append(k.name)
         env = _Env()
         for p, a in zip(k.params, fn.args):
             a.name = p.name
@@ -246,7 +242,9 @@ class _FuncEmitter(ArithMixin):
         b.position_at_end(done)
 
     def parallel_for(self, s: T.For) -> None:
-        """Outline the loop body into `void f(i8* ctx)` and run it with GOMP_parallel."""
+        """Outline the loop body into `void f(i8* ctx, i8* task, i64 nshards, i64 worker)` and
+        run it on the thread pool: each participating thread takes shards of the range until
+        none is left."""
         free_vars, free_bufs, checks = _free(s)
         if checks:  # index errors are kept per calling thread: run such loops on it
             self.stmt(T.For(s.var, s.extent, s.body, "serial", s.begin))
@@ -263,10 +261,9 @@ class _FuncEmitter(ArithMixin):
         for k, v in enumerate(vals):
             b.store(v, b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
         fname = self.ctx.unique(self.fn.name + ".par")
-        outl = ir.Function(self.ctx.llmod, ir.FunctionType(VOID, [PTR]), fname)
+        outl = ir.Function(self.ctx.llmod, TASK_FN, fname)
         outl.linkage = "internal"
-        par, tn, nt = self.ctx.gomp()
-        b.call(par, [outl, b.bitcast(slot, PTR), self.env.nthreads, ir.Constant(I32, 0)])
+        pool_call(b, outl, b.bitcast(slot, PTR), self.env.nthreads)
         # the outlined body
         env = _Env()
         env.nthreads = ir.Constant(I32, 1)  # kernels called inside run single-threaded
@@ -285,18 +282,16 @@ class _FuncEmitter(ArithMixin):
         for (k, _), v in zip(captured_bufs, loaded[len(captured) :]):
             env.bufs[k] = v
         lo0, hi0 = loaded[-2], loaded[-1]
-        tid = sb.sext(sb.call(tn, []), I64)
-        nth = sb.sext(sb.call(nt, []), I64)
+        shards = Shards(outl)
         n = sb.sub(hi0, lo0)
-        chunk = sb.sdiv(sb.add(n, sb.sub(nth, ir.Constant(I64, 1))), nth)
-        lo = sb.add(lo0, sb.mul(tid, chunk))
-        hi = sb.add(lo, chunk)
-        hi = sb.select(sb.icmp_signed("<", hi, hi0), hi, hi0)
+        n = sb.select(sb.icmp_signed("<", n, ir.Constant(I64, 0)), ir.Constant(I64, 0), n)
+        lo, hi = shards.range(sb, n)
         lo_var, hi_var = Var("lo"), Var("hi")
-        env.vars[id(lo_var)] = lo
-        env.vars[id(hi_var)] = hi
+        env.vars[id(lo_var)] = sb.add(lo0, lo)
+        env.vars[id(hi_var)] = sb.add(lo0, hi)
         sub.local_bufs = dict(self.local_bufs)
         sub.stmt(T.For(s.var, hi_var, s.body, "serial", lo_var))
+        shards.end(sb)
         sb.ret_void()
         sub.alloca_builder.position_at_end(sub.entry)
         sub.alloca_builder.branch(start)

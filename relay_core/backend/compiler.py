@@ -139,6 +139,7 @@ def build(
     pass_context=None,
     specialize: bool = True,
     max_tensor_bytes: int | None = None,
+    timings: bool = False,
 ) -> CompiledModule:
     """Compile `@main` of a typed module to native code; returns a callable CompiledModule.
 
@@ -152,6 +153,10 @@ def build(
 
     `max_tensor_bytes` bounds every tensor with a static shape the model computes (default:
     $RELAY_MAX_TENSOR_BYTES, else 4 GiB); over it, a ResourceLimitError names the node.
+
+    `timings=True` prints where the build spent its time (each pass, lowering, LLVM
+    optimisation and object emission, linking, the largest kernels) on stderr; the same
+    report is `lib.timings` (a BuildTimings) either way.
 
     >>> lib = relay_core.build(mod)
     >>> outs = lib(np.ones((1, 4), "float32"))
@@ -171,22 +176,31 @@ def build(
     from .budget import check_tensor_budget
     from .budget import max_tensor_bytes as _budget
 
+    t0 = time.perf_counter()
+    from .timings import BuildTimings
+
+    report = BuildTimings()
     limit = _budget(max_tensor_bytes)
     mod = ensure_typed(mod)
     check_tensor_budget(mod, limit)
-    t0 = time.perf_counter()
+    t = time.perf_counter()
+    report.add("type check + budget", t - t0)
     key = cache_key(mod, opt_level, pass_context)
+    report.add("cache key", time.perf_counter() - t)
     cdir = cache_dir() if cache else None
     if cdir:
         entry = os.path.join(cdir, key)
         hooked = pass_context is not None and pass_context.dump_ir is not None
         if not hooked and os.path.exists(os.path.join(entry, "manifest.json")):
             try:
+                t = time.perf_counter()
                 with events.stage("compiling") as st:
                     st.note("cache hit")
                     lib = CompiledModule(entry, num_threads)
+                report.add("load (model cache hit)", time.perf_counter() - t)
                 lib.build_seconds = time.perf_counter() - t0
                 lib.cache_hit = True
+                _finish(lib, report, timings)
                 return lib
             except RelayError:
                 shutil.rmtree(entry, ignore_errors=True)
@@ -195,7 +209,7 @@ def build(
     )
     try:
         try:
-            _compile_to(mod, tmp, opt_level, key, pass_context, limit=limit)
+            _compile_to(mod, tmp, opt_level, key, pass_context, limit, cdir, report)
         except _needs_static() as e:
             if not (specialize and _has_unknown_inputs(mod)):
                 raise
@@ -208,6 +222,8 @@ def build(
                 mod, f"{type(e).__name__}: {e}", pass_context=pass_context, **kw
             )
             lib.build_seconds = time.perf_counter() - t0
+            report.add("(compiles per input shape at the first call)", 0.0)
+            _finish(lib, report, timings)
             return lib
         if cdir:
             entry = os.path.join(cdir, key)
@@ -220,13 +236,25 @@ def build(
             path = entry
         else:
             path = tmp
+        t = time.perf_counter()
         lib = CompiledModule(path, num_threads)
+        report.add("load", time.perf_counter() - t)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     lib.build_seconds = time.perf_counter() - t0
     lib.cache_hit = False
+    _finish(lib, report, timings)
     return lib
+
+
+def _finish(lib, report, show: bool) -> None:
+    report.total = lib.build_seconds
+    lib.timings = report
+    if show:
+        import sys
+
+        print(report.table(), file=sys.stderr)
 
 
 def _needs_static() -> tuple:
@@ -259,16 +287,36 @@ def _mkdir(d: str) -> bool:
 
 
 def _compile_to(
-    mod: IRModule, out_dir: str, opt_level: int, key: str, ctx=None, limit: int | None = None
+    mod: IRModule,
+    out_dir: str,
+    opt_level: int,
+    key: str,
+    ctx=None,
+    limit: int | None = None,
+    cdir: str | None = None,
+    report=None,
 ) -> None:
     from llvmlite import ir
 
+    from .. import passes
     from .codegen import ModuleContext
     from .graph import GraphCompiler
-    from .llvm_target import compile_ir, host, link_shared, runtime_objects
+    from .kernel_cache import KernelCache
+    from .llvm_target import host, link_shared, runtime_objects, target_key
+    from .split import split_module
+    from .timings import BuildTimings
+    from .units import build_objects, jobs, warm
 
-    timings = {}
+    report = BuildTimings() if report is None else report
+    n_jobs = jobs()
+    if n_jobs > 1:
+        warm(n_jobs)  # the workers start while the model is optimised and lowered
+    # the C runtime compiles (cc, once per cache) meanwhile too
+    rt = _Background(lambda: runtime_objects(cache_dir()))
     t = time.perf_counter()
+    if ctx is None:
+        ctx = passes.PassContext(opt_level=opt_level)
+    before = dict(ctx.timings)
     with events.stage("optimising"):
         fused = prepare(mod, opt_level, ctx)
         refuse_strings(fused["main"])
@@ -276,18 +324,23 @@ def _compile_to(
             from .budget import check_tensor_budget
 
             check_tensor_budget(fused, limit)
-    timings["passes"] = time.perf_counter() - t
+    report.add("passes", time.perf_counter() - t)
+    report.passes = [
+        (n, s - before.get(n, 0.0))
+        for n, s in ctx.timings.items()
+        if n != "Sequential" and s - before.get(n, 0.0) > 0
+    ]
     t = time.perf_counter()
     with events.stage("generating code"):
         llmod = ir.Module(name="relay")
         llmod.triple = host()[0]
-        ctx = ModuleContext(llmod)
+        lctx = ModuleContext(llmod)
         main = fused["main"]
         from .graph import is_static_graph
 
         if is_static_graph(main):
             kind = "graph"
-            plan = GraphCompiler(main, ctx).run()
+            plan = GraphCompiler(main, lctx).run()
         else:
             from .vm import VMCompiler
 
@@ -301,15 +354,39 @@ def _compile_to(
                     "control flow; run this model with the interpreter (relay_core.interp)"
                 )
             kind = "vm"
-            plan = VMCompiler(fused, ctx).run()
-        timings["lower"] = time.perf_counter() - t
+            plan = VMCompiler(fused, lctx).run()
+    report.add("lower + generate IR", time.perf_counter() - t, f"{plan.kernels} kernels")
     with events.stage("compiling", f"{plan.kernels} kernels"):
         t = time.perf_counter()
-        obj = compile_ir(str(llmod), opt_level)
-        timings["llvm"] = time.perf_counter() - t
+        main_unit, units = split_module(llmod, lctx.kernels)
+        report.add("split into units", time.perf_counter() - t, f"{len(units)} kernel units")
         t = time.perf_counter()
-        link_shared([obj, *runtime_objects(cache_dir())], os.path.join(out_dir, "lib.so"))
-        timings["link"] = time.perf_counter() - t
+        kcache = None
+        if cdir and _mkdir(cdir):
+            kcache = KernelCache(cdir, f"{target_key()}|{compiler_fingerprint()}")
+        objs, records, st = build_objects(
+            main_unit, units, lambda u: _unit_level(u, opt_level), host(), kcache, n_jobs
+        )
+        ops = _kernel_ops(plan)
+        for r in records:
+            r["ops"] = ", ".join(dict.fromkeys(o for k in r["kernels"] for o in ops.get(k, ())))
+        report.units = records
+        hits = sum(r["where"] == "cache" for r in records)
+        report.add("llvm", time.perf_counter() - t, f"{n_jobs} jobs, {hits} units from cache")
+        report.notes["evicted_bytes"] = st["evicted_bytes"]
+        t = time.perf_counter()
+        rt = rt.result()
+        report.add("C runtime objects (wait)", time.perf_counter() - t)
+        t = time.perf_counter()
+        link_shared([*objs, *rt], os.path.join(out_dir, "lib.so"))
+        report.add("link", time.perf_counter() - t, f"{len(objs) + len(rt)} objects")
+    t_write = time.perf_counter()
+    timings = {
+        "passes": report.seconds("passes"),
+        "lower": report.seconds("lower + generate IR"),
+        "llvm": report.seconds("llvm"),
+        "link": report.seconds("link") + report.seconds("C runtime objects (wait)"),
+    }
     consts = []
     with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
         off = 0
@@ -368,13 +445,55 @@ def _compile_to(
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
         "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
         "steps": [
-            {"kernel": k, "ops": o}
-            for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", []))
+            {"kernel": k, "ops": o, "flops": fl}
+            for k, o, fl in zip(
+                plan.info.get("step_kernels", []),
+                plan.info.get("step_ops", []),
+                plan.info.get("step_flops") or [0] * len(plan.info.get("step_kernels", [])),
+            )
         ],
         "profile": plan.info.get("profile", False),
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    report.add("weights + manifest", time.perf_counter() - t_write)
+
+
+class _Background:
+    """`fn()` on a thread; `result()` waits for it and raises what it raised."""
+
+    def __init__(self, fn):
+        import threading
+
+        self._out = None
+        self._err = None
+
+        def run():
+            try:
+                self._out = fn()
+            except BaseException as e:
+                self._err = e
+
+        self._t = threading.Thread(target=run, daemon=True)
+        self._t.start()
+
+    def result(self):
+        self._t.join()
+        if self._err is not None:
+            raise self._err
+        return self._out
+
+
+def _unit_level(unit, opt_level: int) -> int:
+    """The LLVM optimisation level of a unit (see BACKEND_NOTES, per-kernel levels)."""
+    return 3 if opt_level >= 2 else opt_level
+
+
+def _kernel_ops(plan) -> dict:
+    out: dict = {}
+    for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", [])):
+        out.setdefault(k, o)
+    return out
 
 
 def _has_string(t) -> bool:

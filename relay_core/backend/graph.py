@@ -23,7 +23,7 @@ from ..ir import dtype as _dt
 from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import post_order
+from ..ir.visitor import ExprFunctor, post_order
 from . import memory
 from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
 from .lower import GroupLowering, flatten_type
@@ -71,17 +71,52 @@ class GraphPlan:
     info: dict = field(default_factory=dict)
 
 
-def _children(e):
-    # the static path never enters functions: primitive functions are kernels
-    if type(e) is Function:
-        return ()
-    if type(e) is Call:
-        return e.args if isinstance(e.op, Function) or isinstance(e.op, Op) else (e.op, *e.args)
-    if type(e) is Tuple:
-        return e.fields
-    if type(e) is TupleGetItem:
-        return (e.tuple_value,)
+# The static path never enters functions: primitive functions are kernels.
+_STATIC_CHILDREN = {
+    Call: lambda e: e.args if type(e.op) in (Function, Op) else (e.op, *e.args),
+    Tuple: lambda e: e.fields,
+    TupleGetItem: lambda e: (e.tuple_value,),
+}
+
+
+def _no_children(e) -> tuple:
     return ()
+
+
+def _children(e):
+    return _STATIC_CHILDREN.get(type(e), _no_children)(e)
+
+
+def _static_types(node) -> bool:
+    return all(leaf.is_static for leaf in flatten_type(node.checked_type))
+
+
+class _IsStatic(ExprFunctor):
+    """`visit_<kind>(node)`: may `node` be in a static graph (dataflow of primitive calls,
+    tuples and constants, all of static tensor types)?"""
+
+    def visit_call(self, node: Call) -> bool:
+        op = node.op
+        if type(op) is Op:
+            if op.opdef.data_dependent_shape:
+                return False
+        elif not (type(op) is Function and op.attr("Primitive")):
+            return False
+        return _static_types(node)
+
+    def visit_var(self, node) -> bool:
+        return _static_types(node)
+
+    visit_constant = visit_tuple = visit_tuple_getitem = visit_var
+
+    def visit_function(self, node: Function) -> bool:
+        return bool(node.attr("Primitive"))
+
+    def visit_op(self, node: Op) -> bool:
+        return True
+
+    def visit_default(self, node) -> bool:
+        return False
 
 
 def is_static_graph(func: Function) -> bool:
@@ -90,25 +125,40 @@ def is_static_graph(func: Function) -> bool:
         t = p.checked_type
         if not isinstance(t, TensorType) or not t.is_static:
             return False
-    for node in post_order(func.body, _children):
-        t = type(node)
-        if t is Call:
-            if not (
-                isinstance(node.op, Op)
-                or (isinstance(node.op, Function) and node.op.attr("Primitive"))
-            ):
-                return False
-            if isinstance(node.op, Op) and node.op.opdef.data_dependent_shape:
-                return False
-        elif t not in (Var, Constant, Tuple, TupleGetItem, Function, Op):
-            return False
-        if t is Function and not node.attr("Primitive"):
-            return False
-        if t is not Op and t is not Function:
-            for leaf in flatten_type(node.checked_type):
-                if not leaf.is_static:
-                    return False
-    return True
+    check = _IsStatic()
+    return all(check.dispatch(node) for node in post_order(func.body, _children))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def group_flops(fn: Function) -> int:
+    """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
+    elementwise work is not counted)."""
+    total = 0
+    for n in post_order(fn.body):
+        if type(n) is not Call or not isinstance(n.op, Op):
+            continue
+        name, a = n.op.name, n.attrs
+        try:
+            out = n.checked_type.shape
+            if name in ("nn.conv1d", "nn.conv2d", "nn.conv3d"):
+                w = n.args[1].checked_type.shape
+                layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
+                o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
+                total += 2 * _numel(out) * _numel(w) // max(o, 1)
+            elif name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
+                x = n.args[0].checked_type.shape
+                ta = bool(getattr(a, "transpose_a", False))
+                k = int(x[-2] if ta and len(x) >= 2 else x[-1])
+                total += 2 * _numel(out) * k
+        except (AttributeError, TypeError, ValueError, IndexError):
+            continue  # dynamic or unusual shapes: no count
+    return total
 
 
 def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
@@ -133,7 +183,7 @@ def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
     return new, consts
 
 
-class GraphCompiler:
+class GraphCompiler(ExprFunctor):
     def __init__(self, func: Function, llctx: ModuleContext, nthreads: int = 2, name: str = "k"):
         self.func = func
         self.llctx = llctx
@@ -144,6 +194,7 @@ class GraphCompiler:
         self.const_slot: dict = {}
         self.const_nodes: dict = {}
         self.step_ops: list = []
+        self.step_flops: list = []
         self.steps: list[Step] = []
         self.ws: list[Storage] = []
         import os
@@ -151,7 +202,36 @@ class GraphCompiler:
         # RELAY_PROFILE=1: the entry times every step (read with CompiledModule.profile())
         self.profile = os.environ.get("RELAY_PROFILE") == "1"
 
-    # -- values --------------------------------------------------------------------------------
+    # -- values: visit_<kind>(node) stores the node's value (storage, or a tuple of them) ------
+    def visit_constant(self, node: Constant) -> None:
+        self.values[id(node)] = self._const(node)
+
+    def visit_call(self, node: Call) -> None:
+        values = self.values
+        op = node.op
+        if type(op) is Function and op.attr("Primitive"):
+            values[id(node)] = self._group(node, [values[id(a)] for a in node.args])
+        elif type(op) is Op:
+            fn = _wrap_op(node)
+            args = [a for a in node.args if type(a) is not Constant]
+            values[id(node)] = self._group(Call(fn, tuple(args)), [values[id(a)] for a in args])
+        else:
+            self.visit_default(node)
+
+    def visit_tuple(self, node: Tuple) -> None:
+        values = self.values
+        values[id(node)] = tuple(values[id(x)] for x in node.fields)
+
+    def visit_tuple_getitem(self, node: TupleGetItem) -> None:
+        values = self.values
+        values[id(node)] = values[id(node.tuple_value)][node.index]
+
+    def visit_function(self, node: Function) -> None:
+        pass  # a primitive function: its call is the kernel
+
+    def visit_default(self, node) -> None:
+        raise NotStaticGraph(f"{type(node).__name__} in @main")
+
     def _const(self, c: Constant, prepack=None, tag=None) -> Storage:
         key = (id(c), tag)
         s = self.const_slot.get(key)
@@ -185,26 +265,10 @@ class GraphCompiler:
             values[id(p)] = Storage("in", len(names), t)
             names.append(p.name_hint)
             in_types.append(t)
+        self.values = values
         for node in post_order(f.body, _children):
-            if id(node) in values:
-                continue
-            t = type(node)
-            if t is Constant:
-                values[id(node)] = self._const(node)
-            elif t is Call and isinstance(node.op, Function) and node.op.attr("Primitive"):
-                values[id(node)] = self._group(node, [values[id(a)] for a in node.args])
-            elif t is Call and isinstance(node.op, Op):
-                fn = _wrap_op(node)
-                args = [a for a in node.args if type(a) is not Constant]
-                values[id(node)] = self._group(Call(fn, tuple(args)), [values[id(a)] for a in args])
-            elif t is Tuple:
-                values[id(node)] = tuple(values[id(x)] for x in node.fields)
-            elif t is TupleGetItem:
-                values[id(node)] = values[id(node.tuple_value)][node.index]
-            elif t is Function:
-                continue
-            else:
-                raise NotStaticGraph(f"{t.__name__} in @main")
+            if id(node) not in values:
+                self.dispatch(node)
         result = values[id(f.body)]
         out_types = flatten_type(f.body.checked_type)
         leaves = _flatten(result)
@@ -219,6 +283,7 @@ class GraphCompiler:
             else:
                 copies.append((Storage("out", k, s.type), s))
         self.copies = copies
+        self._drop_unread_constants()
         offsets, total = self._plan()
         self.offsets, self.total = offsets, total
         self._entry()
@@ -234,6 +299,7 @@ class GraphCompiler:
             info={
                 "step_ops": self.step_ops,
                 "step_kernels": [s.kernel for s in self.steps],
+                "step_flops": self.step_flops,
                 "profile": self.profile,
             },
         )
@@ -269,6 +335,7 @@ class GraphCompiler:
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
         self.steps.append(Step(name, list(flat_args), outs, values))
+        self.step_flops.append(group_flops(fn))
         self.step_ops.append(
             sorted(
                 {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
@@ -280,6 +347,27 @@ class GraphCompiler:
 
             return _unflatten(rt, outs, 0)[0]
         return outs[0]
+
+    def _drop_unread_constants(self) -> None:
+        """Keeps only the constants some step or output copy reads, renumbered in slot order: a
+        weight that every kernel reads prepacked is stored once, in the packed layout (its
+        original slot was made when the group's arguments were collected)."""
+        read = {}
+        for st in self.steps:
+            for s in st.inputs:
+                if s.kind == "const":
+                    read[id(s)] = s
+        for _, src in self.copies:
+            if src.kind == "const":
+                read[id(src)] = src
+        kept = sorted(read.values(), key=lambda s: s.index)
+        arrays = []
+        for k, s in enumerate(kept):
+            arrays.append(self.const_arrays[s.index])
+            s.index = k
+        self.const_arrays = arrays
+        self.const_nodes = {}
+        self.const_slot = {}
 
     # -- memory --------------------------------------------------------------------------------
     def _plan(self):

@@ -227,7 +227,10 @@ def link_shared(objects: list[bytes], out_path: str, extra_sources: list[str] = 
             *files,
             *extra_sources,
             "-Wl,--no-undefined",
-            "-lgomp",
+            # the runtime's own symbols (thread pool state) bind inside this library even when
+            # another copy of the runtime is loaded globally (tools/kernel_jit.py)
+            "-Wl,-Bsymbolic",
+            "-pthread",
             "-lm",
             "-lc",
         ]

@@ -20,9 +20,9 @@ from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
 from . import tir as T
 
-# Estimated operations below which a stage stays on one thread. A GOMP dispatch costs ~3 us on
-# an idle machine, but a whole scheduler time slice when the worker's core is busy, so small
-# stages (a 128 KB copy) are not worth it.
+# Estimated operations below which a stage stays on one thread. A pool dispatch costs ~1-3 us on
+# an idle machine (waking a sleeping worker more), so small stages (a 128 KB copy) are not worth
+# it.
 PARALLEL_MIN_WORK = 1 << 18
 # Rough cost per element of expression nodes (transcendentals are polynomials or libm calls).
 _NODE_COST = {"Call": 16, "Load": 1, "Read": 1, "Binary": 1, "Select": 1, "Cast": 1, "Compare": 1}

@@ -45,7 +45,7 @@ from ..ir.expr import (
 )
 from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import free_vars, post_order
+from ..ir.visitor import ExprFunctor, free_vars, method_table, post_order
 from ..te.expr import PrimExpr
 from .codegen import (
     I8,
@@ -291,7 +291,7 @@ class VMCompiler:
         return entry[0], entry[1], consts
 
 
-class _FunctionEmitter:
+class _FunctionEmitter(ExprFunctor):
     """Emits one Relay function."""
 
     def __init__(self, vm: VMCompiler, info: _FnInfo):
@@ -429,27 +429,8 @@ class _FunctionEmitter:
 
     # -- expressions ---------------------------------------------------------------------------
     def children(self, e):
-        t = type(e)
-        if t is Call:
-            kids = []
-            if not isinstance(e.op, (Op, GlobalVar, Constructor, Function)):
-                kids.append(e.op)
-            return (*kids, *e.args)
-        if t is Tuple:
-            return e.fields
-        if t is TupleGetItem:
-            return (e.tuple_value,)
-        if t is If:
-            return (e.cond,)
-        if t is Match:
-            return (e.data,)
-        if t is RefCreate:
-            return (e.value,)
-        if t is RefRead:
-            return (e.ref,)
-        if t is RefWrite:
-            return (e.ref, e.value)
-        return ()
+        """The operands evaluated before `e` in the same region."""
+        return _OPERANDS.get(type(e), _no_operands)(e)
 
     def eval(self, root):
         """A borrowed value of `root` (computing what is not memoised yet)."""
@@ -478,68 +459,74 @@ class _FunctionEmitter:
         return v
 
     def node(self, e) -> None:
-        t = type(e)
+        """Emit `e` (its operands evaluated): one `visit_<kind>` per node kind."""
+        self._table[type(e)](self, e)
+
+    def visit_constant(self, e: Constant) -> None:
         b = self.b
-        if t is Constant:
-            objs = b.load(
-                b.gep(
-                    b.bitcast(self.ctx, CTX.as_pointer()),
-                    [ir.Constant(I32, 0), ir.Constant(I32, 1)],
-                )
+        objs = b.load(
+            b.gep(
+                b.bitcast(self.ctx, CTX.as_pointer()),
+                [ir.Constant(I32, 0), ir.Constant(I32, 1)],
             )
-            o = b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(e))]))
-            self.regions[-1].memo[id(e)] = o  # borrowed wrapper: nothing to release
-            return
-        if t is Let:
-            v = self.eval_region(e, tail=False)
-            self.regions[-1].memo[id(e)] = v
-            return
-        if t is Call:
-            self.call(e)
-            return
-        if t is Tuple:
-            o = self.rt("relay_tuple_new", [ir.Constant(I64, len(e.fields))])
-            for i, f in enumerate(e.fields):
-                v = self.val(f)
-                self.rt("relay_retain", [v])
-                self.rt("relay_set_field", [o, ir.Constant(I64, i), v])
-            self.own(e, o)
-            return
-        if t is TupleGetItem:
-            v = self.rt("relay_field", [self.val(e.tuple_value), ir.Constant(I64, e.index)])
-            self.regions[-1].memo[id(e)] = v  # borrowed from the tuple
-            return
-        if t in (If, Match):
-            self.control(e, tail=False)
-            return
-        if t is Function:
-            self.own(e, self.make_closure(e, None))
-            return
-        if t is GlobalVar:
-            self.own(e, self.global_closure(e.name_hint))
-            return
-        if t is Constructor:
-            self.own(e, self.rt("relay_adt_new", [ir.Constant(I32, e.tag), ir.Constant(I64, 0)]))
-            return
-        if t is RefCreate:
-            v = self.val(e.value)
+        )
+        o = b.load(b.gep(objs, [ir.Constant(I64, self.vm.const_index(e))]))
+        self.regions[-1].memo[id(e)] = o  # borrowed wrapper: nothing to release
+
+    def visit_let(self, e: Let) -> None:
+        v = self.eval_region(e, tail=False)
+        self.regions[-1].memo[id(e)] = v
+
+    def visit_call(self, e: Call) -> None:
+        self.call(e)
+
+    def visit_tuple(self, e: Tuple) -> None:
+        o = self.rt("relay_tuple_new", [ir.Constant(I64, len(e.fields))])
+        for i, f in enumerate(e.fields):
+            v = self.val(f)
             self.rt("relay_retain", [v])
-            self.own(e, self.rt("relay_ref_new", [v]))
-            return
-        if t is RefRead:
-            v = self.rt("relay_field", [self.val(e.ref), ir.Constant(I64, 0)])
-            self.rt("relay_retain", [v])  # a later write may drop the cell's reference
-            self.own(e, v)
-            return
-        if t is RefWrite:
-            v = self.val(e.value)
-            self.rt("relay_retain", [v])
-            self.rt("relay_ref_write", [self.val(e.ref), v])
-            self.own(e, self.rt("relay_tuple_new", [ir.Constant(I64, 0)]))
-            return
-        if t is Op:
-            raise VMError(f"operator {e.name} used as a value")
-        raise VMError(f"cannot compile {t.__name__}")
+            self.rt("relay_set_field", [o, ir.Constant(I64, i), v])
+        self.own(e, o)
+
+    def visit_tuple_getitem(self, e: TupleGetItem) -> None:
+        v = self.rt("relay_field", [self.val(e.tuple_value), ir.Constant(I64, e.index)])
+        self.regions[-1].memo[id(e)] = v  # borrowed from the tuple
+
+    def visit_if(self, e: If) -> None:
+        self.control(e, tail=False)
+
+    visit_match = visit_if
+
+    def visit_function(self, e: Function) -> None:
+        self.own(e, self.make_closure(e, None))
+
+    def visit_global_var(self, e: GlobalVar) -> None:
+        self.own(e, self.global_closure(e.name_hint))
+
+    def visit_constructor(self, e: Constructor) -> None:
+        self.own(e, self.rt("relay_adt_new", [ir.Constant(I32, e.tag), ir.Constant(I64, 0)]))
+
+    def visit_ref_create(self, e: RefCreate) -> None:
+        v = self.val(e.value)
+        self.rt("relay_retain", [v])
+        self.own(e, self.rt("relay_ref_new", [v]))
+
+    def visit_ref_read(self, e: RefRead) -> None:
+        v = self.rt("relay_field", [self.val(e.ref), ir.Constant(I64, 0)])
+        self.rt("relay_retain", [v])  # a later write may drop the cell's reference
+        self.own(e, v)
+
+    def visit_ref_write(self, e: RefWrite) -> None:
+        v = self.val(e.value)
+        self.rt("relay_retain", [v])
+        self.rt("relay_ref_write", [self.val(e.ref), v])
+        self.own(e, self.rt("relay_tuple_new", [ir.Constant(I64, 0)]))
+
+    def visit_op(self, e: Op) -> None:
+        raise VMError(f"operator {e.name} used as a value")
+
+    def visit_default(self, e) -> None:
+        raise VMError(f"cannot compile {type(e).__name__}")
 
     # -- control flow --------------------------------------------------------------------------
     def control(self, e, tail: bool):
@@ -635,37 +622,47 @@ class _FunctionEmitter:
 
     # -- calls ---------------------------------------------------------------------------------
     def call(self, e: Call) -> None:
-        op = e.op
-        if isinstance(op, Function) and op.attr("Primitive"):
+        """A call, by the kind of its callee (`callee_<kind>`)."""
+        _CALLEE[type(e.op)](self, e, e.op)
+
+    def callee_function(self, e: Call, op: Function) -> None:
+        if op.attr("Primitive"):
             self.own(e, self.kernel_call(e))
             return
-        if isinstance(op, Op):
-            fn = _wrap_op(e)
-            args = tuple(a for a in e.args if type(a) is not Constant)
-            self.own(e, self.kernel_call(Call(fn, args)))
-            return
-        if isinstance(op, Constructor):
-            o = self.rt("relay_adt_new", [ir.Constant(I32, op.tag), ir.Constant(I64, len(e.args))])
-            for i, a in enumerate(e.args):
-                v = self.val(a)
-                self.rt("relay_retain", [v])
-                self.rt("relay_set_field", [o, ir.Constant(I64, i), v])
-            self.own(e, o)
-            return
+        args = self._args(e)  # an immediately applied closure
+        clo = self.make_closure(op, None)
+        self.own(e, self._call_closure(clo, args))
+        self.rt("relay_release", [clo])
+
+    def callee_op(self, e: Call, op: Op) -> None:
+        fn = _wrap_op(e)
+        args = tuple(a for a in e.args if type(a) is not Constant)
+        self.own(e, self.kernel_call(Call(fn, args)))
+
+    def callee_constructor(self, e: Call, op: Constructor) -> None:
+        o = self.rt("relay_adt_new", [ir.Constant(I32, op.tag), ir.Constant(I64, len(e.args))])
+        for i, a in enumerate(e.args):
+            v = self.val(a)
+            self.rt("relay_retain", [v])
+            self.rt("relay_set_field", [o, ir.Constant(I64, i), v])
+        self.own(e, o)
+
+    def callee_global_var(self, e: Call, op: GlobalVar) -> None:
+        args = self._args(e)
+        info = self.vm.global_fn(op.name_hint)
+        self.own(e, self.b.call(info.llfn, [self.ctx] + args))
+
+    def callee_default(self, e: Call, op) -> None:  # a closure value
+        args = self._args(e)
+        clo = self.val(op)
+        self.own(e, self._call_closure(clo, args))
+
+    def _args(self, e: Call) -> list:
+        """The argument values, retained (the callee takes them)."""
         args = [self.val(a) for a in e.args]
         for a in args:
             self.rt("relay_retain", [a])
-        if isinstance(op, GlobalVar):
-            info = self.vm.global_fn(op.name_hint)
-            self.own(e, self.b.call(info.llfn, [self.ctx] + args))
-            return
-        if isinstance(op, Function):  # an immediately applied closure
-            clo = self.make_closure(op, None)
-            self.own(e, self._call_closure(clo, args))
-            self.rt("relay_release", [clo])
-            return
-        clo = self.val(op)
-        self.own(e, self._call_closure(clo, args))
+        return args
 
     def _call_closure(self, clo, args):
         fty = self.vm.fn_type(len(args), True)
@@ -702,6 +699,25 @@ class _FunctionEmitter:
         from .vm_kernels import kernel_call  # it needs this module's CTX and VMError
 
         return kernel_call(self, call)
+
+
+_CALLEE = method_table(_FunctionEmitter, "callee_")
+# A node's operands in its own region, per node kind (branches and bodies are regions).
+_OPERANDS = {
+    Call: lambda e: e.args if type(e.op) in _STATIC_CALLEES else (e.op, *e.args),
+    Tuple: lambda e: e.fields,
+    TupleGetItem: lambda e: (e.tuple_value,),
+    If: lambda e: (e.cond,),
+    Match: lambda e: (e.data,),
+    RefCreate: lambda e: (e.value,),
+    RefRead: lambda e: (e.ref,),
+    RefWrite: lambda e: (e.ref, e.value),
+}
+_STATIC_CALLEES = frozenset({Op, GlobalVar, Constructor, Function})
+
+
+def _no_operands(e) -> tuple:
+    return ()
 
 
 def _flatten_tuples(t) -> list:

@@ -84,8 +84,18 @@ _KEYWORDS = frozenset(
 
 
 class Parser(TypeSyntax):
-    def __init__(self, text: str, source_name: str = "<string>", use_prelude: bool = True):
+    def __init__(
+        self,
+        text: str,
+        source_name: str = "<string>",
+        use_prelude: bool = True,
+        constants: list | None = None,
+    ):
         end, self.meta_text = split_metadata(text)
+        if constants is not None:
+            if self.meta_text is not None:
+                raise ValueError("pass constants= for a text without a #[metadata] section")
+            self.meta_text = ""
         self.src = Source(text, source_name)
         self.meta_line = self.src.position(end)[0] if self.meta_text is not None else 0
         self.toks = tokenize(self.src, end)
@@ -105,7 +115,7 @@ class Parser(TypeSyntax):
         self.free_by_name: dict[str, Var] = {}
         self.scoped: dict[str, Var] = {}  # every local bound so far (for out-of-scope uses)
         self.let_tuples: dict[Var, int] = {}  # let-bound tuples: their arity
-        self.meta: dict | None = None
+        self.meta: dict | None = None if constants is None else {"Constant": list(constants)}
         self.meta_consts: dict[tuple[str, int], Constant] = {}
 
     # -- tokens ----------------------------------------------------------------------------------
@@ -697,14 +707,20 @@ class Parser(TypeSyntax):
 
 
 def parse(
-    text: str, source_name: str = "<string>", typecheck: bool = True, use_prelude: bool = True
+    text: str,
+    source_name: str = "<string>",
+    typecheck: bool = True,
+    use_prelude: bool = True,
+    constants: list | None = None,
 ) -> IRModule:
     """Read Relay text into an IRModule; runs type inference unless `typecheck=False`.
+    `constants` (arrays) are what `meta[Constant][i]` refers to in a text printed without its
+    metadata (printer.module_to_text_and_constants).
 
     >>> mod = parse('def @main(%x: Tensor[(2), float32]) { add(%x, %x) }')
     >>> parse("fn (%x: float32) { exp(%x) }")["main"]      # an expression becomes @main
     """
-    mod = Parser(text, source_name, use_prelude).parse_module()
+    mod = Parser(text, source_name, use_prelude, constants).parse_module()
     if typecheck:
         type_check(mod)  # typing.infer_type, installed by relay_core.typing
     return mod

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .expr import Constructor, Function, GlobalVar, Var
 from .module import IRModule
 from .types import FuncType, RefType, TupleType, Type, TypeCall
-from .visitor import post_order
+from .visitor import ExprVisitor
 
 PRELUDE = """
 #[version = "0.0.5"]
@@ -132,19 +132,28 @@ def _type_names(t: Type | None, out: set[str]) -> None:
 
 def dependencies(f: Function) -> tuple[list[str], set[str]]:
     """Global functions and ADTs that `f` refers to."""
-    globals_used: list[str] = []
-    adts: set[str] = set()
-    for node in post_order(f):
-        t = type(node)
-        if t is GlobalVar:
-            globals_used.append(node.name_hint)
-        elif t is Constructor:
-            adts.add(node.belong_to.name)
-        elif t is Var:
-            _type_names(node.type_annotation, adts)
-        elif t is Function:
-            _type_names(node.ret_type, adts)
-    return globals_used, adts
+    d = _Dependencies()
+    d.visit(f)
+    return d.globals_used, d.adts
+
+
+class _Dependencies(ExprVisitor):
+    def __init__(self):
+        super().__init__()
+        self.globals_used: list[str] = []
+        self.adts: set[str] = set()
+
+    def visit_global_var(self, node: GlobalVar) -> None:
+        self.globals_used.append(node.name_hint)
+
+    def visit_constructor(self, node: Constructor) -> None:
+        self.adts.add(node.belong_to.name)
+
+    def visit_var(self, node: Var) -> None:
+        _type_names(node.type_annotation, self.adts)
+
+    def visit_function(self, node: Function) -> None:
+        _type_names(node.ret_type, self.adts)
 
 
 __all__ = ["PRELUDE", "prelude_module", "dependencies"]

@@ -15,6 +15,7 @@ a driver loop as generators instead of recursing, so depth costs heap, not Pytho
 from __future__ import annotations
 
 import dataclasses
+from types import GeneratorType
 
 from .dtype import from_numpy
 from .expr import (
@@ -61,7 +62,7 @@ from .types import (
     TypeData,
     TypeVar,
 )
-from .visitor import free_vars, post_order
+from .visitor import ExprFunctor, free_vars, method_table, post_order
 
 # -- types ----------------------------------------------------------------------------------------
 
@@ -141,26 +142,25 @@ def _is_atom(e: Expr) -> bool:
     return t in _ATOMS or (t is Call and not e.args and type(e.op) is Constructor)
 
 
-def _hoisted_children(e: Expr) -> tuple:
-    """Children printed before `e` in the same scope (sub-blocks open their own scopes)."""
-    t = type(e)
-    if t is Call:
-        return (*e.args, e.op)
-    if t is Tuple:
-        return e.fields
-    if t is TupleGetItem:
-        return (e.tuple_value,)
-    if t is If:
-        return (e.cond,)
-    if t is Match:
-        return (e.data,)
-    if t is RefCreate:
-        return (e.value,)
-    if t is RefRead:
-        return (e.ref,)
-    if t is RefWrite:
-        return (e.ref, e.value)
+# Children printed before a node in the same scope (sub-blocks open their own scopes).
+_HOISTED = {
+    Call: lambda e: (*e.args, e.op),
+    Tuple: lambda e: e.fields,
+    TupleGetItem: lambda e: (e.tuple_value,),
+    If: lambda e: (e.cond,),
+    Match: lambda e: (e.data,),
+    RefCreate: lambda e: (e.value,),
+    RefRead: lambda e: (e.ref,),
+    RefWrite: lambda e: (e.ref, e.value),
+}
+
+
+def _no_children(e: Expr) -> tuple:
     return ()
+
+
+def _hoisted_children(e: Expr) -> tuple:
+    return _HOISTED.get(type(e), _no_children)(e)
 
 
 # str(mod) leaves out the data of constants larger than this (mod.astext() keeps everything).
@@ -208,7 +208,9 @@ class _Meta:
 Line = tuple  # (indent level, text)
 
 
-class _Printer:
+class _Printer(ExprFunctor):
+    """`visit_<kind>(e, level)` prints a node; `atom_<kind>(e)` an atom (ExprFunctor)."""
+
     def __init__(self, meta: _Meta, show_types: bool, target=None):
         self.meta = meta
         self.types = show_types
@@ -248,24 +250,35 @@ class _Printer:
             return _MARK_OPEN + s + _MARK_CLOSE
         return s
 
+    # -- atoms: printed inline; `atom_<kind>` (None: not an atom) -----------------------------
     def atom(self, e: Expr) -> str | None:
-        t = type(e)
-        if t is Var:
-            name = self.names.get(e)
-            if name is None:  # a free variable
-                name = self.names[e] = self._fresh(e.name_hint)
-            return "%" + name
-        if t is GlobalVar:
-            return "@" + e.name_hint
-        if t is Op:
-            return e.name
-        if t is Constructor:
-            return e.name
-        if t is Constant:
-            s = format_scalar(e.data)
-            return s if s is not None else self.meta.ref(e)
-        if t is Call and not e.args and type(e.op) is Constructor:
+        return _ATOM[type(e)](self, e)
+
+    def atom_var(self, e: Var) -> str:
+        name = self.names.get(e)
+        if name is None:  # a free variable
+            name = self.names[e] = self._fresh(e.name_hint)
+        return "%" + name
+
+    def atom_global_var(self, e: GlobalVar) -> str:
+        return "@" + e.name_hint
+
+    def atom_op(self, e: Op) -> str:
+        return e.name
+
+    def atom_constructor(self, e: Constructor) -> str:
+        return e.name
+
+    def atom_constant(self, e: Constant) -> str:
+        s = format_scalar(e.data)
+        return s if s is not None else self.meta.ref(e)
+
+    def atom_call(self, e: Call) -> str | None:
+        if not e.args and type(e.op) is Constructor:  # a nullary constructor call: `Nil`
             return e.op.name if not e.op.inputs else f"{e.op.name}()"
+        return None
+
+    def atom_default(self, e: Expr) -> None:
         return None
 
     def ref(self, e: Expr) -> str:
@@ -330,44 +343,60 @@ class _Printer:
 
     # -- nodes ---------------------------------------------------------------------------------
     def _render(self, e: Expr, level: int):
-        """Lines of `e` itself (operands already visible): first line at `level`."""
-        t = type(e)
-        if t is Call:
-            text = self._call(e)
-        elif t is Tuple:
-            fs = [self.ref(f) for f in e.fields]
-            text = "(" + ", ".join(fs) + ("," if len(fs) == 1 else "") + ")"
-        elif t is TupleGetItem:
-            text = f"{self.ref(e.tuple_value)}.{e.index}"
-        elif t is RefCreate:
-            text = f"ref({self.ref(e.value)})"
-        elif t is RefRead:
-            text = f"ref_read({self.ref(e.ref)})"
-        elif t is RefWrite:
-            text = f"ref_write({self.ref(e.ref)}, {self.ref(e.value)})"
-        elif t is If:
-            head = f"if ({self.ref(e.cond)}) {{"
-            tb = yield self._block(e.true_branch, level + 1)
-            fb = yield self._block(e.false_branch, level + 1)
-            lines = [(level, head), *tb, (level, "} else {"), *fb, (level, "}")]
-            return self._mark_first(e, lines)
-        elif t is Function:
-            return self._mark_first(e, (yield from self._function(e, level, "fn ")))
-        elif t is Let:
-            body = yield self._block(e, level + 1)
-            return self._mark_first(e, [(level, "("), *body, (level, ")")])
-        elif t is Match:
-            q = "" if e.complete else "?"
-            lines = [(level, f"match{q} ({self.ref(e.data)}) {{")]
-            for c in e.clauses:
-                pat = self._pattern(c.lhs)
-                body = yield self._block(c.rhs, level + 2)
-                lines += [(level + 1, f"{pat} => {{"), *body, (level + 1, "},")]
-            lines.append((level, "}"))
-            return self._mark_first(e, lines)
-        else:  # pragma: no cover
-            raise TypeError(f"cannot print {t.__name__}")
+        """Lines of `e` itself (operands already visible): first line at `level`. One
+        `visit_<kind>(e, level)` per node kind; those that open blocks (if, fn, let, match)
+        are generators handing their sub-blocks to the driver loop."""
+        out = self._table[type(e)](self, e, level)
+        if type(out) is GeneratorType:
+            out = yield from out
+        return out
+
+    def visit_call(self, e: Call, level: int) -> list:
+        return [(level, self._mark(e, self._call(e)))]
+
+    def visit_tuple(self, e: Tuple, level: int) -> list:
+        fs = [self.ref(f) for f in e.fields]
+        text = "(" + ", ".join(fs) + ("," if len(fs) == 1 else "") + ")"
         return [(level, self._mark(e, text))]
+
+    def visit_tuple_getitem(self, e: TupleGetItem, level: int) -> list:
+        return [(level, self._mark(e, f"{self.ref(e.tuple_value)}.{e.index}"))]
+
+    def visit_ref_create(self, e: RefCreate, level: int) -> list:
+        return [(level, self._mark(e, f"ref({self.ref(e.value)})"))]
+
+    def visit_ref_read(self, e: RefRead, level: int) -> list:
+        return [(level, self._mark(e, f"ref_read({self.ref(e.ref)})"))]
+
+    def visit_ref_write(self, e: RefWrite, level: int) -> list:
+        return [(level, self._mark(e, f"ref_write({self.ref(e.ref)}, {self.ref(e.value)})"))]
+
+    def visit_if(self, e: If, level: int):
+        head = f"if ({self.ref(e.cond)}) {{"
+        tb = yield self._block(e.true_branch, level + 1)
+        fb = yield self._block(e.false_branch, level + 1)
+        lines = [(level, head), *tb, (level, "} else {"), *fb, (level, "}")]
+        return self._mark_first(e, lines)
+
+    def visit_function(self, e: Function, level: int):
+        return self._mark_first(e, (yield from self._function(e, level, "fn ")))
+
+    def visit_let(self, e: Let, level: int):
+        body = yield self._block(e, level + 1)
+        return self._mark_first(e, [(level, "("), *body, (level, ")")])
+
+    def visit_match(self, e: Match, level: int):
+        q = "" if e.complete else "?"
+        lines = [(level, f"match{q} ({self.ref(e.data)}) {{")]
+        for c in e.clauses:
+            pat = self._pattern(c.lhs)
+            body = yield self._block(c.rhs, level + 2)
+            lines += [(level + 1, f"{pat} => {{"), *body, (level + 1, "},")]
+        lines.append((level, "}"))
+        return self._mark_first(e, lines)
+
+    def visit_default(self, e: Expr, level: int):  # pragma: no cover - atoms print inline
+        raise TypeError(f"cannot print {type(e).__name__}")
 
     def _mark_first(self, e, lines: list) -> list:
         if e is self.target and not self.marked:
@@ -414,6 +443,9 @@ class _Printer:
     def expr_lines(self, e: Expr) -> list:
         lines = [(0, f"free_var {self.binder(v)};") for v in free_vars(e)]
         return lines + trampoline(self._block(e, 0))
+
+
+_ATOM = method_table(_Printer, "atom_")
 
 
 def _non_default_attrs(attrs) -> list:
@@ -486,14 +518,26 @@ def module_to_text(mod, show_meta_data: bool = True, elide_bytes: int | None = N
 
     With `elide_bytes` (what `str(mod)` uses), constants larger than that many bytes print as
     `meta[Constant][3] /* float32[64, 3, 7, 7], 36.8 KB */` and their data is left out."""
-    show_types = _typed(mod)
     meta = _Meta(elide_bytes)
+    return _module_text(mod, meta) + _metadata_text(meta, show_meta_data)
+
+
+def module_to_text_and_constants(mod) -> tuple[str, list]:
+    """The module's text without a `#[metadata]` section, and the data of its constants in the
+    order `meta[Constant][i]` refers to them: `parse(text, constants=...)` reads it back
+    without the data ever becoming text (relay_core.ir.serialize)."""
+    meta = _Meta()
+    text = _module_text(mod, meta)
+    return text, [c.data for c in meta.constants]
+
+
+def _module_text(mod, meta: _Meta) -> str:
+    show_types = _typed(mod)
     parts = [f'#[version = "{VERSION}"]']
     items = [typedata_to_text(td) for td in mod.type_definitions.values()]
     for gv, f in mod.functions.items():
         items.append(_join(_Printer(meta, show_types).def_lines(gv.name_hint, f)))
-    text = parts[0] + "\n" + "\n\n".join(items)
-    return text + _metadata_text(meta, show_meta_data)
+    return parts[0] + "\n" + "\n\n".join(items)
 
 
 def excerpt(func: Function, node, name: str = "", mod=None, context: int = 6) -> str:

@@ -22,7 +22,6 @@ from .expr import (
     Expr,
     Function,
     GlobalVar,
-    If,
     Let,
     Match,
     Op,
@@ -31,13 +30,8 @@ from .expr import (
     PatternTuple,
     PatternVar,
     PatternWildcard,
-    RefCreate,
-    RefRead,
-    RefWrite,
-    Tuple,
     TupleGetItem,
     Var,
-    pattern_vars,
 )
 from .module import IRModule
 from .types import (
@@ -54,10 +48,10 @@ from .types import (
     TypeData,
     TypeVar,
 )
-from .visitor import children
+from .visitor import ExprFunctor, ExprVisitor, binders, children
 
 
-class _Eq:
+class _Eq(ExprFunctor):
     def __init__(self, map_free_vars: bool):
         self.map_free = map_free_vars
         self.vmap: dict[Var, Var] = {}
@@ -161,81 +155,98 @@ class _Eq:
 
     # -- expressions ---------------------------------------------------------------------------
     def expr_eq(self, a: Expr, b: Expr) -> bool:
+        """The pairwise walk: an explicit stack of (lhs, rhs) pairs; `visit_<kind>(x, y,
+        stack)` compares one pair's own fields and pushes its children's pairs."""
         stack = [(a, b)]
         done = self.done
+        table = self._table
         while stack:
             x, y = stack.pop()
-            if x is y and type(x) is not Var and type(x) is not Function:
+            t = type(x)
+            if x is y and t is not Var and t is not Function:
                 continue
             key = (id(x), id(y))
             if key in done:
                 continue
             done.add(key)
-            t = type(x)
             if t is not type(y):
                 return False
-            if t is Var:
-                if x in self.vmap:
-                    if self.vmap[x] is not y:
-                        return False
-                elif self.map_free:
-                    if not self.bind(x, y):
-                        return False
-                elif x is not y:
-                    return False
-            elif t is Constant:
-                if not const_eq(x.data, y.data):
-                    return False
-            elif t is Op:
-                if x is not y:
-                    return False
-            elif t is GlobalVar:
-                if x.name_hint != y.name_hint:
-                    return False
-            elif t is Constructor:
-                if not ctor_eq(x, y):
-                    return False
-            elif t is Call:
-                if len(x.args) != len(y.args) or not attrs_eq(x.attrs, y.attrs):
-                    return False
-                stack.append((x.op, y.op))
-                stack.extend(zip(x.args, y.args))
-            elif t is Function:
-                if len(x.params) != len(y.params):
-                    return False
-                if not self.bind_tvars(x.type_params, y.type_params):
-                    return False
-                for p, q in zip(x.params, y.params):
-                    if not self.bind(p, q, site=True):
-                        return False
-                if not self.type_eq(x.ret_type, y.ret_type):
-                    return False
-                if not attrs_eq(x.attrs or None, y.attrs or None):
-                    return False
-                stack.append((x.body, y.body))
-            elif t is Let:
-                if not self.bind(x.var, y.var, site=True):
-                    return False
-                stack.append((x.body, y.body))
-                stack.append((x.value, y.value))
-            elif t is Match:
-                if x.complete != y.complete or len(x.clauses) != len(y.clauses):
-                    return False
-                for c, d in zip(x.clauses, y.clauses):
-                    if not self.pattern_eq(c.lhs, d.lhs):
-                        return False
-                    stack.append((c.rhs, d.rhs))
-                stack.append((x.data, y.data))
-            elif t is TupleGetItem:
-                if x.index != y.index:
-                    return False
-                stack.append((x.tuple_value, y.tuple_value))
-            else:  # Tuple, If, RefCreate, RefRead, RefWrite
-                cx, cy = children(x), children(y)
-                if len(cx) != len(cy):
-                    return False
-                stack.extend(zip(cx, cy))
+            if not table[t](self, x, y, stack):
+                return False
         return True
+
+    def visit_var(self, x: Var, y: Var, stack) -> bool:
+        if x in self.vmap:
+            return self.vmap[x] is y
+        if self.map_free:
+            return self.bind(x, y)
+        return x is y
+
+    def visit_constant(self, x, y, stack) -> bool:
+        return const_eq(x.data, y.data)
+
+    def visit_op(self, x, y, stack) -> bool:
+        return x is y
+
+    def visit_global_var(self, x, y, stack) -> bool:
+        return x.name_hint == y.name_hint
+
+    def visit_constructor(self, x, y, stack) -> bool:
+        return ctor_eq(x, y)
+
+    def visit_call(self, x: Call, y: Call, stack) -> bool:
+        if len(x.args) != len(y.args) or not attrs_eq(x.attrs, y.attrs):
+            return False
+        stack.append((x.op, y.op))
+        stack.extend(zip(x.args, y.args))
+        return True
+
+    def visit_function(self, x: Function, y: Function, stack) -> bool:
+        if len(x.params) != len(y.params):
+            return False
+        if not self.bind_tvars(x.type_params, y.type_params):
+            return False
+        for p, q in zip(x.params, y.params):
+            if not self.bind(p, q, site=True):
+                return False
+        if not self.type_eq(x.ret_type, y.ret_type):
+            return False
+        if not attrs_eq(x.attrs or None, y.attrs or None):
+            return False
+        stack.append((x.body, y.body))
+        return True
+
+    def visit_let(self, x: Let, y: Let, stack) -> bool:
+        if not self.bind(x.var, y.var, site=True):
+            return False
+        stack.append((x.body, y.body))
+        stack.append((x.value, y.value))
+        return True
+
+    def visit_match(self, x: Match, y: Match, stack) -> bool:
+        if x.complete != y.complete or len(x.clauses) != len(y.clauses):
+            return False
+        for c, d in zip(x.clauses, y.clauses):
+            if not self.pattern_eq(c.lhs, d.lhs):
+                return False
+            stack.append((c.rhs, d.rhs))
+        stack.append((x.data, y.data))
+        return True
+
+    def visit_tuple_getitem(self, x: TupleGetItem, y: TupleGetItem, stack) -> bool:
+        if x.index != y.index:
+            return False
+        stack.append((x.tuple_value, y.tuple_value))
+        return True
+
+    def visit_default(self, x, y, stack) -> bool:  # Tuple, If, RefCreate, RefRead, RefWrite
+        cx, cy = children(x), children(y)
+        if len(cx) != len(cy):
+            return False
+        stack.extend(zip(cx, cy))
+        return True
+
+    visit_tuple = visit_if = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
 
 
 def ctor_eq(a: Constructor, b: Constructor) -> bool:
@@ -322,10 +333,10 @@ def assert_structural_equal(lhs, rhs, map_free_vars: bool = False) -> None:
 # Hashing.
 
 
-class _Hasher:
+class _Hasher(ExprVisitor):
     def __init__(self):
+        super().__init__()
         self.var_index: dict[Var, int] = {}
-        self.memo: dict[int, bytes] = {}
 
     @staticmethod
     def h(*parts) -> bytes:
@@ -385,67 +396,69 @@ class _Hasher:
         return b"?"
 
     def expr_h(self, root: Expr) -> bytes:
-        memo = self.memo
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, post = stack.pop()
-            key = id(node)
-            if post:
-                memo[key] = self._node_h(node)
-                continue
-            if key in memo:
-                continue
-            t = type(node)
-            # Number binders before the body is hashed (pre-order).
-            if t is Function:
-                self.bind(node.params)
-            elif t is Let:
-                self.bind((node.var,))
-            elif t is Match:
-                for c in node.clauses:
-                    self.bind(pattern_vars(c.lhs))
-            stack.append((node, True))
-            for c in reversed(children(node)):
-                if id(c) not in memo:
-                    stack.append((c, False))
-        return memo[id(root)]
+        return self.visit(root)
 
-    def _node_h(self, e: Expr) -> bytes:
-        t = type(e)
+    def children(self, e: Expr):
+        for group in binders(e):  # number binders before the body is hashed (pre-order)
+            self.bind(group)
+        return children(e)
+
+    def visit_var(self, e: Var) -> bytes:
+        return self.var_h(e)
+
+    def visit_constant(self, e: Constant) -> bytes:
+        d = np.ascontiguousarray(e.data)
+        body = d.tobytes() if d.dtype != object else repr(d.tolist()).encode()
+        return self.h("const", str(d.dtype), d.shape, hashlib.blake2b(body).digest())
+
+    def visit_op(self, e: Op) -> bytes:
+        return self.h("op", e.name)
+
+    def visit_global_var(self, e: GlobalVar) -> bytes:
+        return self.h("gv", e.name_hint)
+
+    def visit_constructor(self, e: Constructor) -> bytes:
+        return self.h("ctor", e.belong_to.name if e.belong_to else "", e.name, e.tag)
+
+    def visit_call(self, e: Call) -> bytes:
         m = self.memo
-        if t is Var:
-            return self.var_h(e)
-        if t is Constant:
-            d = np.ascontiguousarray(e.data)
-            body = d.tobytes() if d.dtype != object else repr(d.tolist()).encode()
-            return self.h("const", str(d.dtype), d.shape, hashlib.blake2b(body).digest())
-        if t is Op:
-            return self.h("op", e.name)
-        if t is GlobalVar:
-            return self.h("gv", e.name_hint)
-        if t is Constructor:
-            return self.h("ctor", e.belong_to.name if e.belong_to else "", e.name, e.tag)
-        if t is Call:
-            return self.h("call", m[id(e.op)], *(m[id(a)] for a in e.args), _attrs_repr(e.attrs))
-        if t is Function:
-            return self.h(
-                "fn",
-                *(self.var_h(p) for p in e.params),
-                self.type_h(e.ret_type),
-                m[id(e.body)],
-                _attrs_repr(e.attrs),
-            )
-        if t is Let:
-            return self.h("let", self.var_h(e.var), m[id(e.value)], m[id(e.body)])
-        if t is Match:
-            parts = [m[id(e.data)], e.complete]
-            for c in e.clauses:
-                parts += [self.pattern_h(c.lhs), m[id(c.rhs)]]
-            return self.h("match", *parts)
-        if t is TupleGetItem:
-            return self.h("tgi", e.index, m[id(e.tuple_value)])
-        name = {Tuple: "tuple", If: "if", RefCreate: "rc", RefRead: "rr", RefWrite: "rw"}[t]
-        return self.h(name, *(m[id(c)] for c in children(e)))
+        return self.h("call", m[e.op], *(m[a] for a in e.args), _attrs_repr(e.attrs))
+
+    def visit_function(self, e: Function) -> bytes:
+        return self.h(
+            "fn",
+            *(self.var_h(p) for p in e.params),
+            self.type_h(e.ret_type),
+            self.memo[e.body],
+            _attrs_repr(e.attrs),
+        )
+
+    def visit_let(self, e: Let) -> bytes:
+        m = self.memo
+        return self.h("let", self.var_h(e.var), m[e.value], m[e.body])
+
+    def visit_match(self, e: Match) -> bytes:
+        m = self.memo
+        parts = [m[e.data], e.complete]
+        for c in e.clauses:
+            parts += [self.pattern_h(c.lhs), m[c.rhs]]
+        return self.h("match", *parts)
+
+    def visit_tuple_getitem(self, e: TupleGetItem) -> bytes:
+        return self.h("tgi", e.index, self.memo[e.tuple_value])
+
+    def _plain(name: str):
+        def visit(self, e) -> bytes:
+            return self.h(name, *(self.memo[c] for c in children(e)))
+
+        return visit
+
+    visit_tuple = _plain("tuple")
+    visit_if = _plain("if")
+    visit_ref_create = _plain("rc")
+    visit_ref_read = _plain("rr")
+    visit_ref_write = _plain("rw")
+    del _plain
 
 
 def _attrs_repr(a) -> str:

@@ -37,42 +37,59 @@ from .expr import (
     pattern_vars,
 )
 
-_LEAVES = (Var, GlobalVar, Constant, Op, Constructor)
+
+def _match_children(e: Match) -> tuple:
+    out: list[Expr] = [e.data]
+    for c in e.clauses:
+        out.extend(pattern_vars(c.lhs))
+        out.append(c.rhs)
+    return tuple(out)
+
+
+def _none(e: Expr) -> tuple:
+    return ()
+
+
+# Each node kind's sub-expressions in evaluation order, binders (params, let vars) first.
+_CHILDREN = {
+    Var: _none,
+    GlobalVar: _none,
+    Constant: _none,
+    Op: _none,
+    Constructor: _none,
+    Call: lambda e: (e.op, *e.args),
+    Tuple: lambda e: e.fields,
+    TupleGetItem: lambda e: (e.tuple_value,),
+    Let: lambda e: (e.var, e.value, e.body),
+    Function: lambda e: (*e.params, e.body),
+    If: lambda e: (e.cond, e.true_branch, e.false_branch),
+    Match: _match_children,
+    RefCreate: lambda e: (e.value,),
+    RefRead: lambda e: (e.ref,),
+    RefWrite: lambda e: (e.ref, e.value),
+}
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
     """Sub-expressions of `e` in evaluation order. Binders (params, let vars) come first."""
-    t = type(e)
-    if t is Call:
-        return (e.op, *e.args)
-    if t in _LEAVE_TYPES:
-        return ()
-    if t is Tuple:
-        return e.fields
-    if t is TupleGetItem:
-        return (e.tuple_value,)
-    if t is Let:
-        return (e.var, e.value, e.body)
-    if t is Function:
-        return (*e.params, e.body)
-    if t is If:
-        return (e.cond, e.true_branch, e.false_branch)
-    if t is Match:
-        out: list[Expr] = [e.data]
-        for c in e.clauses:
-            out.extend(pattern_vars(c.lhs))
-            out.append(c.rhs)
-        return tuple(out)
-    if t is RefCreate:
-        return (e.value,)
-    if t is RefRead:
-        return (e.ref,)
-    if t is RefWrite:
-        return (e.ref, e.value)
-    raise TypeError(f"not a Relay expression: {type(e).__name__}")
+    try:
+        return _CHILDREN[type(e)](e)
+    except KeyError:
+        raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
 
 
-_LEAVE_TYPES = frozenset(_LEAVES)
+_BINDERS = {
+    Function: lambda e: (e.params,),
+    Let: lambda e: ((e.var,),),
+    Match: lambda e: tuple(pattern_vars(c.lhs) for c in e.clauses),
+}
+
+
+def binders(e: Expr) -> tuple[tuple[Var, ...], ...]:
+    """The variables `e` binds, one group per binding site (a function's params, a let's
+    var, each match clause's pattern vars); `()` for nodes that bind nothing."""
+    f = _BINDERS.get(type(e))
+    return f(e) if f is not None else ()
 
 
 def _map_pattern(p: Pattern, vmap: dict) -> Pattern:
@@ -92,48 +109,50 @@ def _map_pattern(p: Pattern, vmap: dict) -> Pattern:
     return p
 
 
+def _match_with(e: Match, new, s) -> Match:
+    it = iter(new)
+    data = next(it)
+    clauses = []
+    for c in e.clauses:
+        pv = pattern_vars(c.lhs)
+        vmap = {}
+        for v in pv:
+            nv = next(it)
+            if nv is not v:
+                vmap[v] = nv
+        rhs = next(it)
+        lhs = _map_pattern(c.lhs, vmap) if vmap else c.lhs
+        clauses.append(c if (lhs is c.lhs and rhs is c.rhs) else Clause(lhs, rhs))
+    return Match(data, tuple(clauses), e.complete, span=s)
+
+
+def _function_with(e: Function, new, s) -> Function:
+    n = len(e.params)
+    return Function(tuple(new[:n]), new[n], e.ret_type, e.type_params, e.attrs, span=s)
+
+
+# Each node kind rebuilt from new children (ordered as `children` gives them).
+_WITH_CHILDREN = {
+    Call: lambda e, new, s: Call(new[0], tuple(new[1:]), e.attrs, e.type_args, span=s),
+    Tuple: lambda e, new, s: Tuple(tuple(new), span=s),
+    TupleGetItem: lambda e, new, s: TupleGetItem(new[0], e.index, span=s),
+    Let: lambda e, new, s: Let(new[0], new[1], new[2], span=s),
+    Function: _function_with,
+    If: lambda e, new, s: If(new[0], new[1], new[2], span=s),
+    Match: _match_with,
+    RefCreate: lambda e, new, s: RefCreate(new[0], span=s),
+    RefRead: lambda e, new, s: RefRead(new[0], span=s),
+    RefWrite: lambda e, new, s: RefWrite(new[0], new[1], span=s),
+}
+
+
 def with_children(e: Expr, new: tuple | list) -> Expr:
     """`e` rebuilt with `new` children (as `children(e)` orders them); `e` itself if unchanged."""
     old = children(e)
     if len(old) == len(new) and all(a is b for a, b in zip(old, new)):
         return e
-    t = type(e)
-    s = e.span
-    if t is Call:
-        return Call(new[0], tuple(new[1:]), e.attrs, e.type_args, span=s)
-    if t is Tuple:
-        return Tuple(tuple(new), span=s)
-    if t is TupleGetItem:
-        return TupleGetItem(new[0], e.index, span=s)
-    if t is Let:
-        return Let(new[0], new[1], new[2], span=s)
-    if t is Function:
-        n = len(e.params)
-        return Function(tuple(new[:n]), new[n], e.ret_type, e.type_params, e.attrs, span=s)
-    if t is If:
-        return If(new[0], new[1], new[2], span=s)
-    if t is Match:
-        it = iter(new)
-        data = next(it)
-        clauses = []
-        for c in e.clauses:
-            pv = pattern_vars(c.lhs)
-            vmap = {}
-            for v in pv:
-                nv = next(it)
-                if nv is not v:
-                    vmap[v] = nv
-            rhs = next(it)
-            lhs = _map_pattern(c.lhs, vmap) if vmap else c.lhs
-            clauses.append(c if (lhs is c.lhs and rhs is c.rhs) else Clause(lhs, rhs))
-        return Match(data, tuple(clauses), e.complete, span=s)
-    if t is RefCreate:
-        return RefCreate(new[0], span=s)
-    if t is RefRead:
-        return RefRead(new[0], span=s)
-    if t is RefWrite:
-        return RefWrite(new[0], new[1], span=s)
-    return e
+    f = _WITH_CHILDREN.get(type(e))
+    return e if f is None else f(e, new, e.span)
 
 
 def post_order(root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = children) -> list[Expr]:
@@ -158,25 +177,6 @@ def post_order(root: Expr, children_fn: Callable[[Expr], Iterable[Expr]] = child
     return order
 
 
-class ExprVisitor:
-    """Visit every node once, children first. Override `visit_call`, `visit_var`, ..."""
-
-    def visit(self, root: Expr) -> None:
-        for node in post_order(root, self.children):
-            getattr(self, _VISIT[type(node)])(node)
-
-    def children(self, e: Expr) -> Iterable[Expr]:
-        """Override to prune the traversal (e.g. not descend into functions)."""
-        return children(e)
-
-    def visit_default(self, e: Expr) -> None:
-        pass
-
-    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
-    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
-    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
-
-
 _KIND = {
     Var: "var",
     GlobalVar: "global_var",
@@ -194,17 +194,114 @@ _KIND = {
     RefRead: "ref_read",
     RefWrite: "ref_write",
 }
-_VISIT = {t: "visit_" + k for t, k in _KIND.items()}
-_REWRITE = {t: "rewrite_" + k for t, k in _KIND.items()}
+KINDS: tuple[str, ...] = tuple(_KIND.values())
 
 
-class ExprMutator:
-    """Bottom-up rewriting with memoization.
+def kind(e: Expr) -> str:
+    """The node kind of `e` (`"call"`, `"let"`, ...): the suffix of its `visit_` method."""
+    try:
+        return _KIND[type(e)]
+    except KeyError:
+        raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
+
+
+def method_table(cls: type, prefix: str) -> dict[type, Callable]:
+    """`{node type: cls.<prefix><kind>}`: a dispatch table for a family of per-kind methods
+    (`visit_`, or a second one such as the type checker's `callee_`). A kind without its own
+    method (or whose method is only an inherited alias of a `<prefix>default`) goes to the
+    class's `<prefix>default`, so overriding the default covers every kind not overridden."""
+    default = getattr(cls, prefix + "default", None)
+    defaults = {
+        b.__dict__[prefix + "default"] for b in cls.__mro__ if prefix + "default" in b.__dict__
+    }
+    table = {}
+    for t, k in _KIND.items():
+        m = getattr(cls, prefix + k, None)
+        table[t] = default if m is None or m in defaults else m
+    return table
+
+
+class ExprFunctor:
+    """One method per node kind: `dispatch(e, *args)` calls `visit_<kind>(e, *args)`.
+
+    The dispatch table is built once per class (no `getattr` per node). Unhandled kinds go to
+    `visit_default`, which raises. Subclasses set `PREFIX` to use another family of methods
+    (ExprMutator uses `rewrite_`). Extra arguments pass through, so pairwise walks
+    (structural equality: `visit_call(x, y)`) and machines with a frame (the interpreter:
+    `visit_call(node, frame)`) use the same dispatch. The functor itself does not walk: the
+    subclasses below (and consumers with their own evaluation order) drive it from an
+    explicit stack, never by recursion.
+    """
+
+    PREFIX = "visit_"
+    _table: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._table = method_table(cls, cls.PREFIX)
+
+    def dispatch(self, e, *args):
+        try:
+            fn = self._table[type(e)]
+        except KeyError:
+            raise TypeError(f"not a Relay expression: {type(e).__name__}") from None
+        return fn(self, e, *args)
+
+    def visit_default(self, e, *args):
+        raise TypeError(f"{type(self).__name__} does not handle {type(e).__name__}")
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
+
+
+ExprFunctor._table = {t: getattr(ExprFunctor, "visit_" + k) for t, k in _KIND.items()}
+
+
+class ExprVisitor(ExprFunctor):
+    """Results per node, children first (as torch.fx's Interpreter): `visit(root)` walks the
+    graph post-order from an explicit stack and stores `visit_<kind>(node)` in `self.memo`
+    (each node once; read children's results as `self.memo[child]`).
+
+    `children(e)` is called once per node, in pre-order (before anything below `e` is
+    visited): override it to prune (return `()` not to descend into a Function) or to act on
+    entry (number binders, open a scope). The default `visit_<kind>` returns None.
+    """
+
+    def __init__(self):
+        self.memo: dict = {}
+
+    def visit(self, root: Expr):
+        memo = self.memo
+        if root in memo:
+            return memo[root]
+        kids = self.children
+        table = self._table
+        for node in post_order(root, lambda n: () if n in memo else kids(n)):
+            if node not in memo:
+                memo[node] = table[type(node)](self, node)
+        return memo[root]
+
+    def children(self, e: Expr) -> Iterable[Expr]:
+        return children(e)
+
+    def visit_default(self, e: Expr):
+        return None
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_call = visit_tuple = visit_tuple_getitem = visit_let = visit_function = visit_default
+    visit_if = visit_match = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
+
+
+class ExprMutator(ExprFunctor):
+    """Bottom-up rewriting with memoization (as torch.fx's Transformer).
 
     `mutate(e)` rebuilds each node from its rewritten children (keeping the node when nothing
     below changed) and hands `(orig, new)` to `rewrite_<kind>`, whose result replaces the node.
     `self.memo` maps original nodes to their replacements; pre-seed it to substitute.
     """
+
+    PREFIX = "rewrite_"
 
     def __init__(self):
         self.memo: dict[Expr, Expr] = {}
@@ -232,7 +329,7 @@ class ExprMutator:
     def rewrite(self, orig: Expr, new: Expr) -> Expr:
         """The hook every node goes through: dispatches to `rewrite_<kind>`. Override it
         instead to handle all kinds in one method."""
-        return getattr(self, _REWRITE[type(orig)])(orig, new)
+        return self._table[type(orig)](self, orig, new)
 
     def rewrite_default(self, orig: Expr, new: Expr) -> Expr:
         return new
@@ -247,56 +344,54 @@ class ExprMutator:
 # Rewriting that knows binders (the passes' rewriter).
 
 
+# Sub-expressions without binders, for the kinds that bind (the others: `children`).
+_CHILD_EXPRS = {
+    Let: lambda e: (e.value, e.body),
+    Function: lambda e: (e.body,),
+    Match: lambda e: (e.data, *(c.rhs for c in e.clauses)),
+}
+
+
 def child_exprs(e: Expr) -> tuple[Expr, ...]:
     """Sub-expressions of `e` without its binders (let vars, params, pattern vars)."""
-    t = type(e)
-    if t is Let:
-        return (e.value, e.body)
-    if t is Function:
-        return (e.body,)
-    if t is Match:
-        return (e.data, *(c.rhs for c in e.clauses))
-    return children(e)
+    f = _CHILD_EXPRS.get(type(e))
+    return f(e) if f is not None else children(e)
+
+
+def _let_rebuild(e: Let, new, binders: dict) -> Let:
+    v = binders.get(e.var, e.var)
+    if v is e.var and new[0] is e.value and new[1] is e.body:
+        return e
+    return Let(v, new[0], new[1], span=e.span)
+
+
+def _function_rebuild(e: Function, new, binders: dict) -> Function:
+    ps = tuple(binders.get(p, p) for p in e.params)
+    if new[0] is e.body and all(a is b for a, b in zip(ps, e.params)):
+        return e
+    return Function(ps, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
+
+
+def _match_rebuild(e: Match, new, binders: dict) -> Match:
+    clauses = []
+    for c, rhs in zip(e.clauses, new[1:]):
+        lhs = _rename_pattern(c.lhs, binders) if binders else c.lhs
+        clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
+    if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
+        return e
+    return Match(new[0], tuple(clauses), e.complete, span=e.span)
+
+
+# The binding kinds rebuilt from `child_exprs`-ordered children and renamed binders.
+_REBUILD = {Let: _let_rebuild, Function: _function_rebuild, Match: _match_rebuild}
 
 
 def rebuild(e: Expr, new: tuple | list, binders: dict | None = None) -> Expr:
     """`e` with new non-binder children (as `child_exprs` orders them); binders renamed via
     `binders` (old Var -> new Var). Returns `e` itself when nothing changed."""
-    t = type(e)
-    if binders:
-        if t is Let:
-            v = binders.get(e.var, e.var)
-            if v is e.var and new[0] is e.value and new[1] is e.body:
-                return e
-            return Let(v, new[0], new[1], span=e.span)
-        if t is Function:
-            ps = tuple(binders.get(p, p) for p in e.params)
-            if new[0] is e.body and all(a is b for a, b in zip(ps, e.params)):
-                return e
-            return Function(ps, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
-        if t is Match:
-            clauses = []
-            for c, rhs in zip(e.clauses, new[1:]):
-                lhs = _rename_pattern(c.lhs, binders)
-                clauses.append(c if lhs is c.lhs and rhs is c.rhs else Clause(lhs, rhs))
-            if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
-                return e
-            return Match(new[0], tuple(clauses), e.complete, span=e.span)
-    if t is Let:
-        if new[0] is e.value and new[1] is e.body:
-            return e
-        return Let(e.var, new[0], new[1], span=e.span)
-    if t is Function:
-        if new[0] is e.body:
-            return e
-        return Function(e.params, new[0], e.ret_type, e.type_params, e.attrs, span=e.span)
-    if t is Match:
-        clauses = tuple(
-            c if rhs is c.rhs else Clause(c.lhs, rhs) for c, rhs in zip(e.clauses, new[1:])
-        )
-        if new[0] is e.data and all(a is b for a, b in zip(clauses, e.clauses)):
-            return e
-        return Match(new[0], clauses, e.complete, span=e.span)
+    f = _REBUILD.get(type(e))
+    if f is not None:
+        return f(e, new, binders or {})
     return with_children(e, tuple(new))
 
 
@@ -348,32 +443,21 @@ def free_vars(e: Expr) -> list[Var]:
     used: list[Var] = []
     seen: set[Var] = set()
     for node in post_order(e):
-        t = type(node)
-        if t is Var:
+        if type(node) is Var:
             if node not in seen:
                 seen.add(node)
                 used.append(node)
-        elif t is Function:
-            bound.update(node.params)
-        elif t is Let:
-            bound.add(node.var)
-        elif t is Match:
-            for c in node.clauses:
-                bound.update(pattern_vars(c.lhs))
+        else:
+            for group in binders(node):
+                bound.update(group)
     return [v for v in used if v not in bound]
 
 
 def bound_vars(e: Expr) -> list[Var]:
     out: list[Var] = []
     for node in post_order(e):
-        t = type(node)
-        if t is Function:
-            out.extend(node.params)
-        elif t is Let:
-            out.append(node.var)
-        elif t is Match:
-            for c in node.clauses:
-                out.extend(pattern_vars(c.lhs))
+        for group in binders(node):
+            out.extend(group)
     return out
 
 
@@ -390,7 +474,12 @@ def count_nodes(e: Expr) -> int:
 
 
 __all__ = [
+    "KINDS",
+    "kind",
+    "ExprFunctor",
+    "method_table",
     "children",
+    "binders",
     "with_children",
     "post_order",
     "ExprVisitor",

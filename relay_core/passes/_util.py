@@ -16,17 +16,15 @@ from ..ir.expr import (
     Function,
     GlobalVar,
     Let,
-    Match,
     Op,
     RefCreate,
     RefRead,
     RefWrite,
     Var,
-    pattern_vars,
 )
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
-from ..ir.visitor import children, post_order
+from ..ir.visitor import binders, children, post_order
 
 # ---------------------------------------------------------------------------------------------
 # Small predicates.
@@ -126,23 +124,15 @@ from ..ir.visitor import Rewriter, child_exprs, rebuild  # noqa: E402
 def copy_fresh(e: Expr, subst: dict[Var, Expr] | None = None) -> Expr:
     """A copy of `e` with every binder replaced by a fresh Var (alpha-renaming), and free
     variables replaced per `subst`. Used by inlining so that one body can appear twice."""
-    binders: dict[Var, Var] = {}
+    fresh: dict[Var, Var] = {}
     for node in post_order(e):
-        t = type(node)
-        bs: list[Var] = []
-        if t is Let:
-            bs = [node.var]
-        elif t is Function:
-            bs = list(node.params)
-        elif t is Match:
-            for c in node.clauses:
-                bs.extend(pattern_vars(c.lhs))
-        for v in bs:
-            if v not in binders:
-                binders[v] = Var(v.name_hint, v.type_annotation, span=v.span)
+        for group in binders(node):
+            for v in group:
+                if v not in fresh:
+                    fresh[v] = Var(v.name_hint, v.type_annotation, span=v.span)
     r = Rewriter()
-    r.binders = binders
-    r.memo.update(binders)
+    r.binders = fresh
+    r.memo.update(fresh)
     if subst:
         r.memo.update(subst)
     return r.mutate(e)
@@ -152,14 +142,31 @@ def copy_fresh(e: Expr, subst: dict[Var, Expr] | None = None) -> Expr:
 # Effects.
 
 
+def _always(e: Expr) -> bool:
+    return True
+
+
+# Per node kind: does evaluating it read or write state?
+_EFFECT = {
+    RefCreate: _always,
+    RefRead: _always,
+    RefWrite: _always,
+    Call: lambda e: type(e.op) is Op and e.op.opdef.stateful,
+}
+
+
 def is_effect_node(e: Expr) -> bool:
     """Nodes whose evaluation reads or writes state: refs and stateful ops."""
-    t = type(e)
-    if t in (RefCreate, RefRead, RefWrite):
+    f = _EFFECT.get(type(e))
+    return f is not None and f(e)
+
+
+def has_effect(e: Expr, calls_pure: bool) -> bool:
+    """Evaluating `e` itself (not its operands) may have an effect: refs, stateful ops, and
+    calls of functions unless `calls_pure` (the module has no effects at all)."""
+    if is_effect_node(e):
         return True
-    if t is Call and type(e.op) is Op:
-        return e.op.opdef.stateful
-    return False
+    return not calls_pure and type(e) is Call and type(e.op) is not Op
 
 
 def module_effects(mod: IRModule) -> bool:
@@ -175,9 +182,7 @@ def is_pure(e: Expr, calls_pure: bool) -> bool:
     """Evaluating `e` has no effect. Calls of functions count as pure only if `calls_pure`
     (the caller knows the module has no effects at all)."""
     for n in post_order(e, lambda x: () if type(x) is Function else children(x)):
-        if is_effect_node(n):
-            return False
-        if type(n) is Call and type(n.op) is not Op and not calls_pure:
+        if has_effect(n, calls_pure):
             return False
     return True
 
@@ -213,6 +218,7 @@ __all__ = [
     "ensure_typed",
     "fresh_global",
     "fresh_var",
+    "has_effect",
     "is_effect_node",
     "is_float_tensor",
     "is_pure",

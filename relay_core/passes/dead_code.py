@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.expr import Call, Expr, Function, GlobalVar, Let, Op, Var
+from ..ir.expr import Expr, Function, GlobalVar, Let, Var
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from ._util import Rewriter, child_exprs, is_effect_node, map_functions, module_effects
+from ._util import Rewriter, child_exprs, has_effect, map_functions, module_effects
 from .manager import Pass, PassContext, register_pass
 
 
@@ -64,7 +64,7 @@ def eliminate(func: Expr, calls_pure: bool) -> Expr:
     for n in order:
         if type(n) is Function:
             continue  # making a closure has no effect
-        if is_effect_node(n) or (type(n) is Call and type(n.op) is not Op and not calls_pure):
+        if has_effect(n, calls_pure):
             impure.add(id(n))
             continue
         if any(id(c) in impure for c in child_exprs(n)):

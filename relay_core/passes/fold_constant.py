@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import EvalError, ResourceLimitError
 from ..interp import Interpreter
 from ..ir import dtype as dt
-from ..ir.expr import Call, Constant, Expr, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import Call, Constant, Expr, Let, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import post_order
@@ -66,22 +66,27 @@ class _Folder:
         folder = self
 
         class _Fold(Rewriter):
-            def rewrite(self, orig, new):
-                t = type(orig)
-                if t is Var:
-                    let = let_of_var.get(orig)
-                    if let is not None:
-                        v = self.memo.get(let.value)
-                        if v is not None and _is_const(v):
-                            return v
-                    return new
-                if t is Let:
-                    return new.body if _is_const(new.value) else new
-                if t is Call:
-                    return folder.fold_call(orig, new)
-                if t is TupleGetItem and type(new.tuple_value) is Tuple:
+            def rewrite_var(self, orig, new):
+                let = let_of_var.get(orig)
+                if let is not None:
+                    v = self.memo.get(let.value)
+                    if v is not None and _is_const(v):
+                        return v
+                return new
+
+            def rewrite_let(self, orig, new):
+                return new.body if _is_const(new.value) else new
+
+            def rewrite_call(self, orig, new):
+                return folder.fold_call(orig, new)
+
+            def rewrite_tuple_getitem(self, orig, new):
+                if type(new.tuple_value) is Tuple:
                     return new.tuple_value.fields[new.index]
-                if t is If and type(new.cond) is Constant and new.cond.data.size == 1:
+                return new
+
+            def rewrite_if(self, orig, new):
+                if type(new.cond) is Constant and new.cond.data.size == 1:
                     return (
                         new.true_branch if bool(new.cond.data.reshape(-1)[0]) else new.false_branch
                     )

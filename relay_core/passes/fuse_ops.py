@@ -35,7 +35,7 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import children, post_order, with_children
+from ..ir.visitor import ExprFunctor, children, post_order, with_children
 from ..ops.registry import OpPattern
 from .manager import Pass, PassContext, register_pass
 
@@ -56,28 +56,31 @@ def _tuple_of_tensors(t) -> bool:
     return isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields)
 
 
+# Per node kind: the children in the same dataflow scope (If branches, clause bodies and
+# nested function bodies are separate scopes), and the nested scopes themselves.
+_SCOPE_CHILDREN = {
+    If: lambda e: (e.cond,),
+    Match: lambda e: (e.data,),
+    Function: lambda e: (),
+}
+_NESTED_SCOPES = {
+    If: lambda e: (e.true_branch, e.false_branch),
+    Match: lambda e: tuple(c.rhs for c in e.clauses),
+    Function: lambda e: () if e.attr("Primitive") else (e.body,),
+}
+
+
 def scope_children(e: Expr) -> tuple:
-    """Children in the same dataflow scope: If branches, clause bodies and nested function
-    bodies are separate scopes."""
-    t = type(e)
-    if t is If:
-        return (e.cond,)
-    if t is Match:
-        return (e.data,)
-    if t is Function:
-        return ()
-    return children(e)
+    """Children in the same dataflow scope."""
+    return _SCOPE_CHILDREN.get(type(e), children)(e)
+
+
+def _no_scopes(e: Expr) -> tuple:
+    return ()
 
 
 def nested_scopes(e: Expr) -> tuple:
-    t = type(e)
-    if t is If:
-        return (e.true_branch, e.false_branch)
-    if t is Match:
-        return tuple(c.rhs for c in e.clauses)
-    if t is Function and not e.attr("Primitive"):
-        return (e.body,)
-    return ()
+    return _NESTED_SCOPES.get(type(e), _no_scopes)(e)
 
 
 class _Node:
@@ -112,8 +115,24 @@ def build_graph(root: Expr, shared: frozenset = frozenset()) -> list[_Node]:
         nodes[id(e)] = n
         graph.append(n)
 
-    def update(arg, consumer: _Node | None, pattern):
-        n = nodes.get(id(arg))
+    edges = _Edges(nodes)
+    for n in graph:
+        edges.dispatch(n.ref, n)
+    nodes[id(root)].extern_ref = True
+    for n in graph:
+        if id(n.ref) in shared:
+            n.extern_ref = True
+    return graph
+
+
+class _Edges(ExprFunctor):
+    """`visit_<kind>(e, n)`: the pattern of graph node `n` (for `e`) and its input edges."""
+
+    def __init__(self, nodes: dict):
+        self.nodes = nodes
+
+    def update(self, arg, consumer: _Node | None, pattern) -> None:
+        n = self.nodes.get(id(arg))
         if n is None:
             return
         if consumer is None:
@@ -121,53 +140,52 @@ def build_graph(root: Expr, shared: frozenset = frozenset()) -> list[_Node]:
         else:
             n.outputs.append((consumer, pattern))
 
-    for n in graph:
-        e = n.ref
-        t = type(e)
-        if t is Call:
-            pat = _call_pattern(e)
-            n.pattern = pat
-            if not isinstance(e.op, Op):
-                update(e.op, None, OPAQUE)
-            rtype = e.checked_type if e.has_type else None
-            for a in e.args:
-                atype = a.checked_type if a.has_type else None
-                edge = pat
-                if (
-                    pat == BROADCAST
-                    and _is_tensor_type(atype)
-                    and _is_tensor_type(rtype)
-                    and atype.shape == rtype.shape
-                ):
-                    edge = ELEMWISE
-                if pat == OPAQUE or not (_is_tensor_type(atype) or _tuple_of_tensors(atype)):
-                    update(a, None, OPAQUE)
-                else:
-                    update(a, n, edge)
-        elif t is Tuple:
-            n.pattern = TUPLE
-            for f in e.fields:
-                if f.has_type and _is_tensor_type(f.checked_type):
-                    update(f, n, INJECTIVE)
-                else:
-                    update(f, None, OPAQUE)
-        elif t is TupleGetItem:
-            tt = e.tuple_value.checked_type if e.tuple_value.has_type else None
-            if _tuple_of_tensors(tt):
-                n.pattern = INJECTIVE
-                update(e.tuple_value, n, INJECTIVE)
+    def visit_call(self, e: Call, n: _Node) -> None:
+        update = self.update
+        pat = _call_pattern(e)
+        n.pattern = pat
+        if not isinstance(e.op, Op):
+            update(e.op, None, OPAQUE)
+        rtype = e.checked_type if e.has_type else None
+        for a in e.args:
+            atype = a.checked_type if a.has_type else None
+            edge = pat
+            if (
+                pat == BROADCAST
+                and _is_tensor_type(atype)
+                and _is_tensor_type(rtype)
+                and atype.shape == rtype.shape
+            ):
+                edge = ELEMWISE
+            if pat == OPAQUE or not (_is_tensor_type(atype) or _tuple_of_tensors(atype)):
+                update(a, None, OPAQUE)
             else:
-                update(e.tuple_value, None, OPAQUE)
+                update(a, n, edge)
+
+    def visit_tuple(self, e: Tuple, n: _Node) -> None:
+        n.pattern = TUPLE
+        for f in e.fields:
+            if f.has_type and _is_tensor_type(f.checked_type):
+                self.update(f, n, INJECTIVE)
+            else:
+                self.update(f, None, OPAQUE)
+
+    def visit_tuple_getitem(self, e: TupleGetItem, n: _Node) -> None:
+        tt = e.tuple_value.checked_type if e.tuple_value.has_type else None
+        if _tuple_of_tensors(tt):
+            n.pattern = INJECTIVE
+            self.update(e.tuple_value, n, INJECTIVE)
         else:
-            if t is Constant:
-                n.pattern = OPAQUE
-            for c in scope_children(e):
-                update(c, None, OPAQUE)
-    nodes[id(root)].extern_ref = True
-    for n in graph:
-        if id(n.ref) in shared:
-            n.extern_ref = True
-    return graph
+            self.update(e.tuple_value, None, OPAQUE)
+
+    def visit_default(self, e: Expr, n: _Node) -> None:  # opaque (constants too)
+        n.pattern = OPAQUE
+        for c in scope_children(e):
+            self.update(c, None, OPAQUE)
+
+    visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
+    visit_let = visit_function = visit_if = visit_match = visit_default
+    visit_ref_create = visit_ref_read = visit_ref_write = visit_default
 
 
 class _TreeNode:
@@ -354,6 +372,14 @@ class _Partitioner:
                     self.commit_fuse(gnode, sink)
 
 
+# What a group's function may hold, per node kind: operator calls, tuples and projections.
+_GROUPABLE = {
+    Call: lambda e: type(e.op) is Op,
+    Tuple: lambda e: True,
+    TupleGetItem: lambda e: True,
+}
+
+
 def partition(
     root: Expr, fuse_opt_level: int = 2, max_depth: int = 256, shared: frozenset = frozenset()
 ) -> dict:
@@ -367,7 +393,8 @@ def partition(
     out = {}
     for n, g in zip(graph, part.groups):
         e = n.ref
-        if (type(e) is Call and isinstance(e.op, Op)) or type(e) in (Tuple, TupleGetItem):
+        f = _GROUPABLE.get(type(e))
+        if f is not None and f(e):
             out[id(e)] = g.find_root().root
     return out
 
@@ -432,16 +459,11 @@ def _make_group(nodes: list, root: Expr, memo: dict) -> Call:
             args.append(memo.get(id(a), a))
         return p
 
-    for n in nodes:
-        t = type(n)
-        if t is Call:
-            new[id(n)] = Call(
-                n.op, tuple(arg_for(a) for a in n.args), n.attrs, n.type_args, span=n.span
-            )
-        elif t is Tuple:
-            new[id(n)] = Tuple(tuple(arg_for(f) for f in n.fields), span=n.span)
+    for n in nodes:  # calls of operators, tuples and projections: operands become params
+        if type(n) is Call:
+            new[id(n)] = with_children(n, (n.op, *(arg_for(a) for a in n.args)))
         else:
-            new[id(n)] = TupleGetItem(arg_for(n.tuple_value), n.index, span=n.span)
+            new[id(n)] = with_children(n, tuple(arg_for(c) for c in children(n)))
     fn = Function(tuple(params), new[id(root)], None, (), {"Primitive": 1})
     return Call(fn, tuple(args), span=root.span)
 

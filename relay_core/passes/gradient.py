@@ -29,6 +29,7 @@ from ..errors import RelayError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var, call
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
+from ..ir.visitor import ExprFunctor
 from ..ops.grads import GradCtx
 from ..typing import infer_type
 from ._util import is_float_tensor, let_chain, make_lets, type_of
@@ -193,6 +194,55 @@ def _sum_parts(base: Expr, t: Type, parts: list) -> Expr:
     return total
 
 
+class _Backprop(ExprFunctor):
+    """`visit_<kind>(value, v, g, adj)`: for `let v = value`, add the adjoints of `value`'s
+    operands given `g`, the adjoint of `v`. With `adj` None only checks that the kind is
+    one first_order handles (ops, lets, tuples)."""
+
+    def visit_var(self, value: Var, v, g, adj) -> None:
+        if adj is not None:
+            adj.add(value, g)
+
+    def visit_constant(self, value: Constant, v, g, adj) -> None:
+        pass
+
+    def visit_tuple_getitem(self, value: TupleGetItem, v, g, adj) -> None:
+        if adj is not None and type(value.tuple_value) is Var:
+            adj.add(value.tuple_value, g, (value.index,))
+
+    def visit_tuple(self, value: Tuple, v, g, adj) -> None:
+        if adj is None:
+            return
+        for i, f in enumerate(value.fields):
+            if type(f) is Var:
+                adj.add(f, TupleGetItem(g, i))
+
+    def visit_call(self, value: Call, v, g, adj) -> None:
+        if type(value.op) is not Op:
+            raise GradientError(
+                "first_order gradient handles dataflow programs (ops, lets, tuples); this "
+                "program calls a function: use mode='higher_order'"
+            )
+        if adj is None:
+            return
+        opdef = value.op.opdef
+        arg_types = [type_of(a) for a in value.args]
+        if not any(is_float_tensor(a) for a in arg_types):
+            return
+        rule = grad_rule(opdef)
+        ctx = GradCtx(value, v, arg_types, type_of(v))
+        grads = rule(value, g, ctx)
+        for a, ga, at in zip(value.args, grads, arg_types):
+            if ga is not None and type(a) is Var and has_float(at):
+                adj.add(a, ga)
+
+    def visit_default(self, value: Expr, v, g, adj) -> None:
+        raise GradientError(
+            f"first_order gradient handles dataflow programs (ops, lets, tuples); this "
+            f"program has {type(value).__name__}: use mode='higher_order'"
+        )
+
+
 def first_order(mod: IRModule) -> IRModule:
     """Gradient of a dataflow `@main` as straight-line code (no refs, no closures)."""
     main = mod["main"]
@@ -202,18 +252,9 @@ def first_order(mod: IRModule) -> IRModule:
     infer_type(tmp)
     anf = tmp["main"]
     binds, result = let_chain(anf.body)
+    backprop = _Backprop()
     for _, value in binds:
-        t = type(value)
-        if t is Call and type(value.op) is not Op:
-            raise GradientError(
-                "first_order gradient handles dataflow programs (ops, lets, tuples); this "
-                "program calls a function: use mode='higher_order'"
-            )
-        if t not in (Call, Tuple, TupleGetItem, Var, Constant):
-            raise GradientError(
-                f"first_order gradient handles dataflow programs (ops, lets, tuples); this "
-                f"program has {t.__name__}: use mode='higher_order'"
-            )
+        backprop.dispatch(value, None, None, None)  # check: raises on what it cannot handle
     if type(result) not in (Var, Constant):
         raise GradientError("first_order gradient: unexpected result expression")
 
@@ -227,27 +268,7 @@ def first_order(mod: IRModule) -> IRModule:
             continue
         g = Var("g", type_of(v))
         back.append((g, adj.total(v, type_of(v))))
-        t = type(value)
-        if t is Var:
-            adj.add(value, g)
-        elif t is TupleGetItem:
-            if type(value.tuple_value) is Var:
-                adj.add(value.tuple_value, g, (value.index,))
-        elif t is Tuple:
-            for i, f in enumerate(value.fields):
-                if type(f) is Var:
-                    adj.add(f, TupleGetItem(g, i))
-        elif t is Call:
-            opdef = value.op.opdef
-            arg_types = [type_of(a) for a in value.args]
-            if not any(is_float_tensor(a) for a in arg_types):
-                continue
-            rule = grad_rule(opdef)
-            ctx = GradCtx(value, v, arg_types, type_of(v))
-            grads = rule(value, g, ctx)
-            for a, ga, at in zip(value.args, grads, arg_types):
-                if ga is not None and type(a) is Var and has_float(at):
-                    adj.add(a, ga)
+        backprop.dispatch(value, v, g, adj)
     grads = []
     for p in main.params:
         pv = p

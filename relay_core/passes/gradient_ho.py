@@ -29,13 +29,9 @@ from __future__ import annotations
 from ..ir.expr import (
     Call,
     Constant,
-    Constructor,
     Expr,
     Function,
     GlobalVar,
-    Let,
-    Match,
-    Op,
     RefCreate,
     RefRead,
     RefWrite,
@@ -43,11 +39,10 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
     call,
-    pattern_vars,
 )
 from ..ir.module import IRModule
 from ..ir.types import FuncType, RefType, TensorType, TupleType, Type, TypeCall, free_type_vars
-from ..ir.visitor import post_order
+from ..ir.visitor import binders, method_table, post_order
 from ..ops.grads import GradCtx
 from ..typing import infer_type
 from ._util import Rewriter, child_exprs, is_float_tensor, make_lets, type_of
@@ -142,39 +137,37 @@ class _Transform(Rewriter):
         self.ad = ad
         self.bp = bp
         for n in post_order(root, child_exprs):
-            t = type(n)
-            bs: list[Var] = []
-            if t is Let:
-                bs = [n.var]
-            elif t is Function:
-                bs = list(n.params)
-            elif t is Match:
-                for c in n.clauses:
-                    bs.extend(pattern_vars(c.lhs))
-            for v in bs:
-                if v not in self.binders:
-                    nv = Var(v.name_hint, _lifted_annotation(v), span=v.span)
-                    self.binders[v] = nv
-                    self.memo[v] = nv
+            for group in binders(n):
+                for v in group:
+                    if v not in self.binders:
+                        nv = Var(v.name_hint, _lifted_annotation(v), span=v.span)
+                        self.binders[v] = nv
+                        self.memo[v] = nv
 
-    def rewrite(self, orig: Expr, new: Expr) -> Expr:
-        t = type(orig)
-        if t is Constant:
-            return lift_value(orig, orig.type)
-        if t is GlobalVar:
-            return self._global_value(orig)
-        if t is Call:
-            callee = orig.op
-            if type(callee) is Op:
-                return self._op_call(orig, new)
-            if type(callee) is GlobalVar:
-                return Call(self.ad[callee], (*new.args, self.bp), span=orig.span)
-            if type(callee) is Constructor:
-                return Call(callee, new.args, span=orig.span)
-            return new
-        if t is Function:
-            ret = lift_type(new.ret_type) if new.ret_type is not None else None
-            return Function(new.params, new.body, ret, new.type_params, new.attrs, span=new.span)
+    def rewrite_constant(self, orig: Constant, new: Expr) -> Expr:
+        return lift_value(orig, orig.type)
+
+    def rewrite_global_var(self, orig: GlobalVar, new: Expr) -> Expr:
+        return self._global_value(orig)
+
+    def rewrite_call(self, orig: Call, new: Call) -> Expr:
+        return _CALLEE[type(orig.op)](self, orig, new)
+
+    def rewrite_function(self, orig: Function, new: Function) -> Expr:
+        ret = lift_type(new.ret_type) if new.ret_type is not None else None
+        return Function(new.params, new.body, ret, new.type_params, new.attrs, span=new.span)
+
+    # A call, by its callee's kind.
+    def callee_op(self, orig: Call, new: Call) -> Expr:
+        return self._op_call(orig, new)
+
+    def callee_global_var(self, orig: Call, new: Call) -> Expr:
+        return Call(self.ad[orig.op], (*new.args, self.bp), span=orig.span)
+
+    def callee_constructor(self, orig: Call, new: Call) -> Expr:
+        return Call(orig.op, new.args, span=orig.span)
+
+    def callee_default(self, orig: Call, new: Call) -> Expr:
         return new
 
     def _global_value(self, gv: GlobalVar) -> Expr:
@@ -221,6 +214,9 @@ class _Transform(Rewriter):
             closure = Function((), make_lets(step, Call(prev, ())), UNIT)
             binds.append((Var("_"), RefWrite(self.bp, closure)))
         return make_lets(binds, res)
+
+
+_CALLEE = method_table(_Transform, "callee_")
 
 
 def _lifted_annotation(v: Var) -> Type | None:

@@ -119,21 +119,26 @@ class _Lifter:
         lifter = self
 
         class _Lift(Rewriter):
-            def rewrite(self, orig, new):
-                t = type(orig)
-                if t is Function and id(orig) in info:
+            def rewrite_function(self, orig, new):
+                if id(orig) in info:
                     return lifter.make_global(info[id(orig)], orig, new)
-                if t is Call and type(orig.op) is Var:
+                return new
+
+            def rewrite_call(self, orig, new):
+                if type(orig.op) is Var:
                     i = by_var.get(orig.op)
                     if i is not None and i.direct:
                         return Call(i.gv, (*i.fv, *new.args), span=orig.span)
-                    return new
-                if t is Var:
-                    i = by_var.get(orig)
-                    if i is not None and not i.direct:
-                        return Call(i.gv, tuple(i.fv), span=orig.span) if i.fv else i.gv
-                    return new
-                if t is Let and orig.var in by_var:
+                return new
+
+            def rewrite_var(self, orig, new):
+                i = by_var.get(orig)
+                if i is not None and not i.direct:
+                    return Call(i.gv, tuple(i.fv), span=orig.span) if i.fv else i.gv
+                return new
+
+            def rewrite_let(self, orig, new):
+                if orig.var in by_var:
                     return new.body  # every use now refers to the global
                 return new
 

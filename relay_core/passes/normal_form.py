@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import (
-    Call,
     Constant,
     Constructor,
     Expr,
@@ -28,7 +27,7 @@ from ..ir.visitor import free_vars, post_order
 from ._util import (
     Rewriter,
     child_exprs,
-    is_effect_node,
+    has_effect,
     make_lets,
     map_functions,
     module_effects,
@@ -58,16 +57,17 @@ class ToANormalForm(Pass):
         return map_functions(mod, lambda gv, f: to_anf(f))
 
 
+# Per node kind: for each child (child_exprs order), does that slot open a new scope?
+_OPENED_SCOPES = {
+    Function: lambda e: [True],
+    If: lambda e: [False, True, True],
+    Match: lambda e: [False] + [True] * len(e.clauses),
+}
+
+
 def _opened_scopes(node: Expr) -> list[bool]:
-    """For each child of `node` (child_exprs order): does that slot open a new scope?"""
-    t = type(node)
-    if t is Function:
-        return [True]
-    if t is If:
-        return [False, True, True]
-    if t is Match:
-        return [False] + [True] * len(node.clauses)
-    return [False] * len(child_exprs(node))
+    f = _OPENED_SCOPES.get(type(node))
+    return f(node) if f is not None else [False] * len(child_exprs(node))
 
 
 def to_anf(func: Function) -> Function:
@@ -191,7 +191,7 @@ def to_gnf(func: Function, calls_pure: bool = False) -> Function:
     for n in order:
         if type(n) is Function:
             continue
-        if is_effect_node(n) or (type(n) is Call and type(n.op) is not Op and not calls_pure):
+        if has_effect(n, calls_pure):
             impure.add(id(n))
         elif any(id(c) in impure for c in child_exprs(n)):
             impure.add(id(n))

@@ -279,12 +279,8 @@ class RewriteDriver:
         self.stats: dict[str, int] = {}
 
     def candidates(self, e: Expr) -> list[Rule]:
-        t = type(e)
-        if t is Call and type(e.op) is Op:
-            return self.by_op.get(e.op.name, []) + self.generic
-        if t is TupleGetItem or t is Tuple:
-            return self.generic
-        return []
+        f = _CANDIDATES.get(type(e))
+        return f(self, e) if f is not None else []
 
     def rewrite_node(self, e: Expr, mod: IRModule | None) -> Expr:
         """Apply rules at `e` until none fires (bounded by `local_steps`)."""
@@ -329,6 +325,20 @@ class RewriteDriver:
                 break
             func = out  # type: ignore[assignment]
         return func
+
+
+def _call_candidates(d: RewriteDriver, e: Call) -> list[Rule]:
+    if type(e.op) is Op:
+        return d.by_op.get(e.op.name, []) + d.generic
+    return []
+
+
+# Per node kind: the rules that may fire at a node (rules match calls, tuples, projections).
+_CANDIDATES = {
+    Call: _call_candidates,
+    Tuple: lambda d, e: d.generic,
+    TupleGetItem: lambda d, e: d.generic,
+}
 
 
 __all__ = [

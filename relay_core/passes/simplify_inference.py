@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.expr import Call, Expr, Op, Tuple, TupleGetItem
+from ..ir.expr import Expr, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ._util import Rewriter, ensure_typed, map_functions, type_of
 from .manager import Pass, PassContext, register_pass
@@ -35,8 +35,8 @@ def expand_decompositions(func: Expr, only=None) -> Expr:
     restricts which ops are expanded."""
 
     class _Expand(Rewriter):
-        def rewrite(self, orig, new):
-            if type(orig) is Call and type(orig.op) is Op:
+        def rewrite_call(self, orig, new):
+            if type(orig.op) is Op:
                 d = orig.op.opdef
                 if d.decompose is not None and (only is None or only(d)):
                     types = [type_of(a) for a in orig.args]
@@ -44,7 +44,10 @@ def expand_decompositions(func: Expr, only=None) -> Expr:
                         out = d.decompose(new, types)
                         if out is not None:
                             return out
-            elif type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
+            return new
+
+        def rewrite_tuple_getitem(self, orig, new):
+            if type(new) is TupleGetItem and type(new.tuple_value) is Tuple:
                 # `nn.batch_norm(...).0` once the op became (x * scale + shift, mean, var)
                 return new.tuple_value.fields[new.index]
             return new

@@ -39,6 +39,9 @@ class Simplifier:
         self.lin: dict[int, tuple] = {}  # id(expr) -> (terms dict key -> [atom, coef], const)
         self.bnd: dict[int, tuple] = {}
         self.keys: dict[int, tuple] = {}
+        # the same structure with names for ids: the order of sums' terms, so that the generated
+        # code does not depend on where objects sit in memory (kernel_cache keys by its text)
+        self.order_keys: dict[tuple, tuple] = {}
         self._alive: list = []  # every expression cached by id, so that ids are never reused
         self.uppers: dict[int, PrimExpr] = {}
 
@@ -89,17 +92,22 @@ class Simplifier:
             t = type(n)
             if t is Const:
                 k = ("c", n.dtype, n.value)
+                ok = k
             elif t is Var:
                 k = ("v", id(n))
+                ok = ("v", n.name)
             else:
                 head = (t.__name__, getattr(n, "op", getattr(n, "name", "")), n.dtype)
-                extra = ()
+                extra, oextra = (), ""
                 if hasattr(n, "tensor"):
-                    extra = (id(n.tensor),)
+                    extra, oextra = (id(n.tensor),), getattr(n.tensor, "name", "")
                 elif hasattr(n, "buffer"):
-                    extra = (id(n.buffer),)
-                k = head + extra + tuple(self.keys[id(c)] for c in operands(n))
+                    extra, oextra = (id(n.buffer),), getattr(n.buffer, "name", "")
+                kids = [self.keys[id(c)] for c in operands(n)]
+                k = head + extra + tuple(kids)
+                ok = head + (oextra,) + tuple(self.order_keys[c] for c in kids)
             self.keys[id(n)] = k
+            self.order_keys.setdefault(k, ok)
             self._alive.append(n)
         return self.keys[id(e)]
 
@@ -144,7 +152,7 @@ class Simplifier:
 
     def from_linear(self, terms: dict, c: int) -> PrimExpr:
         out = None
-        for k in sorted(terms, key=repr):
+        for k in sorted(terms, key=lambda k: repr(self.order_keys.get(k, k))):
             a, co = terms[k]
             if co == 0:
                 continue

@@ -46,7 +46,7 @@ from ..ir.types import (
     is_concrete,
     substitute_types,
 )
-from ..ir.visitor import children, post_order
+from ..ir.visitor import ExprFunctor, children, method_table, post_order
 from .unify import Unifier, UnifyError
 
 BOOL_SCALAR = TensorType((), "bool")
@@ -66,7 +66,9 @@ class _Pending:
         self.solve = solve
 
 
-class TypeInferencer:
+class TypeInferencer(ExprFunctor):
+    """Types one node per `visit_<kind>` (children first, from `visit`'s explicit order)."""
+
     def __init__(self, mod: IRModule | None = None, reuse_types: bool = False):
         self.mod = mod
         self.u = Unifier()
@@ -197,6 +199,7 @@ class TypeInferencer:
     def visit(self, root: Expr) -> Type:
         terms = self.terms
         fn = self.current_function
+        table = self._table
         order = list(post_order(root, self.children))
         for node in order:  # typed before their uses: let-bound polymorphic functions
             if type(node) is Let and type(node.value) is Function and node.value.type_params:
@@ -210,77 +213,70 @@ class TypeInferencer:
             if self.reuse and node.has_type and type(node) is not Op:
                 terms[node] = node.checked_type
                 continue
-            terms[node] = self._type_of(node)
+            terms[node] = table[type(node)](self, node)
         return terms[root]
 
-    def _type_of(self, e: Expr) -> Type | None:
-        t = type(e)
-        terms = self.terms
-        if t is Var:
-            return e.type_annotation if e.type_annotation is not None else IncompleteType()
-        if t is Constant:
-            return e.type
-        if t is Op:
-            return None  # typed at the call
-        if t is GlobalVar:  # polymorphic types are instantiated where they are used
-            return self.global_type(e)
-        if t is Constructor:
-            return self.constructor_type(e)
-        if t is Call:
-            return self._call(e)
-        if t is Tuple:
-            return TupleType(tuple(terms[f] for f in e.fields))
-        if t is TupleGetItem:
-            return self._tuple_getitem(e)
-        if t is Let:
-            self.unify(e, terms[e.var], terms[e.value], f"let %{e.var.name_hint}")
-            return terms[e.body]
-        if t is Function:
-            ret = terms[e.body]
-            if e.ret_type is not None:
-                ret = self.unify(e, e.ret_type, ret, "return type")
-            return FuncType(tuple(terms[p] for p in e.params), ret, e.type_params)
-        if t is If:
-            c = self.u.resolve(terms[e.cond])
-            if isinstance(c, TensorType) and c.dtype == "bool" and c.size == 1:
-                pass  # a one-element bool tensor is accepted as a condition
-            else:
-                self.unify(e, terms[e.cond], BOOL_SCALAR, "if condition must be a bool scalar")
-            return self.unify(e, terms[e.true_branch], terms[e.false_branch], "if branches")
-        if t is Match:
-            return self._match(e)
-        if t is RefCreate:
-            return RefType(terms[e.value])
-        if t is RefRead:
-            v = IncompleteType()
-            self.unify(e, terms[e.ref], RefType(v), "ref_read needs a reference")
-            return v
-        if t is RefWrite:
-            self.unify(e, terms[e.ref], RefType(terms[e.value]), "ref_write")
-            return TupleType(())
-        raise RelayTypeError(f"cannot type {type(e).__name__}")
+    # One method per node kind (ExprFunctor): the type term of a node whose children are typed.
+    def visit_var(self, e: Var) -> Type:
+        return e.type_annotation if e.type_annotation is not None else IncompleteType()
 
-    def _call(self, e: Call) -> Type:
+    def visit_constant(self, e: Constant) -> Type:
+        return e.type
+
+    def visit_op(self, e: Op) -> None:
+        return None  # typed at the call
+
+    def visit_global_var(self, e: GlobalVar) -> Type:
+        return self.global_type(e)  # polymorphic types are instantiated where they are used
+
+    def visit_constructor(self, e: Constructor) -> Type:
+        return self.constructor_type(e)
+
+    def visit_tuple(self, e: Tuple) -> Type:
+        terms = self.terms
+        return TupleType(tuple(terms[f] for f in e.fields))
+
+    def visit_let(self, e: Let) -> Type:
+        terms = self.terms
+        self.unify(e, terms[e.var], terms[e.value], f"let %{e.var.name_hint}")
+        return terms[e.body]
+
+    def visit_function(self, e: Function) -> Type:
+        terms = self.terms
+        ret = terms[e.body]
+        if e.ret_type is not None:
+            ret = self.unify(e, e.ret_type, ret, "return type")
+        return FuncType(tuple(terms[p] for p in e.params), ret, e.type_params)
+
+    def visit_if(self, e: If) -> Type:
+        terms = self.terms
+        c = self.u.resolve(terms[e.cond])
+        if isinstance(c, TensorType) and c.dtype == "bool" and c.size == 1:
+            pass  # a one-element bool tensor is accepted as a condition
+        else:
+            self.unify(e, terms[e.cond], BOOL_SCALAR, "if condition must be a bool scalar")
+        return self.unify(e, terms[e.true_branch], terms[e.false_branch], "if branches")
+
+    def visit_ref_create(self, e: RefCreate) -> Type:
+        return RefType(self.terms[e.value])
+
+    def visit_ref_read(self, e: RefRead) -> Type:
+        v = IncompleteType()
+        self.unify(e, self.terms[e.ref], RefType(v), "ref_read needs a reference")
+        return v
+
+    def visit_ref_write(self, e: RefWrite) -> Type:
+        terms = self.terms
+        self.unify(e, terms[e.ref], RefType(terms[e.value]), "ref_write")
+        return TupleType(())
+
+    def visit_call(self, e: Call) -> Type:
         terms = self.terms
         callee = e.op
         arg_terms = [terms[a] for a in e.args]
         if type(callee) is Op:
             return self._op_call(e, callee, arg_terms)
-        if type(callee) is GlobalVar:
-            ft = self.instantiate(self.global_type(callee))
-        elif type(callee) is Constructor:
-            ft = self.instantiate(self.constructor_type(callee))
-        elif type(callee) is Var and callee in self.poly_lets:
-            ft = self.instantiate(self.u.resolve(terms[self.poly_lets[callee]]))
-        else:
-            ct = self.u.find(terms[callee])
-            if isinstance(ct, IncompleteType):
-                ft = FuncType(tuple(IncompleteType() for _ in e.args), IncompleteType())
-                self.unify(e, ct, ft)
-            elif isinstance(ct, FuncType):
-                ft = self.instantiate(ct)
-            else:
-                raise self.error(e, f"calling a value of type {self.u.resolve(ct)}, not a function")
+        ft = _CALLEE[type(callee)](self, e, callee)
         if len(ft.arg_types) != len(arg_terms):
             raise self.error(
                 e, f"function expects {len(ft.arg_types)} arguments, got {len(arg_terms)}"
@@ -288,6 +284,29 @@ class TypeInferencer:
         for i, (p, a) in enumerate(zip(ft.arg_types, arg_terms)):
             self.unify(e.args[i], p, a, f"argument {i}")
         return ft.ret_type
+
+    # The function type of a callee, by its kind (operators are typed by `_op_call`).
+    def callee_global_var(self, e: Call, callee: GlobalVar) -> FuncType:
+        return self.instantiate(self.global_type(callee))
+
+    def callee_constructor(self, e: Call, callee: Constructor) -> FuncType:
+        return self.instantiate(self.constructor_type(callee))
+
+    def callee_var(self, e: Call, callee: Var) -> FuncType:
+        f = self.poly_lets.get(callee)
+        if f is not None:
+            return self.instantiate(self.u.resolve(self.terms[f]))
+        return self.callee_default(e, callee)
+
+    def callee_default(self, e: Call, callee: Expr) -> FuncType:
+        ct = self.u.find(self.terms[callee])
+        if isinstance(ct, IncompleteType):
+            ft = FuncType(tuple(IncompleteType() for _ in e.args), IncompleteType())
+            self.unify(e, ct, ft)
+            return ft
+        if isinstance(ct, FuncType):
+            return self.instantiate(ct)
+        raise self.error(e, f"calling a value of type {self.u.resolve(ct)}, not a function")
 
     def _op_call(self, e: Call, op: Op, arg_terms: list[Type]) -> Type:
         opdef = op.opdef
@@ -322,7 +341,7 @@ class TypeInferencer:
             self.pending.append(_Pending(e, solve))
         return out
 
-    def _tuple_getitem(self, e: TupleGetItem) -> Type:
+    def visit_tuple_getitem(self, e: TupleGetItem) -> Type:
         out = IncompleteType()
         src = self.terms[e.tuple_value]
 
@@ -362,7 +381,7 @@ class TypeInferencer:
                 self.unify(node, TupleType(fs), ty, "tuple pattern")
                 stack.extend(zip(q.patterns, fs))
 
-    def _match(self, e: Match) -> Type:
+    def visit_match(self, e: Match) -> Type:
         data = self.terms[e.data]
         out: Type = IncompleteType()
         for c in e.clauses:
@@ -400,6 +419,9 @@ class TypeInferencer:
             if not is_concrete(t) and _has_incomplete(t):
                 raise self.error(node, "could not infer a type here: add a type annotation")
             node._set_type(t)
+
+
+_CALLEE = method_table(TypeInferencer, "callee_")
 
 
 def _has_incomplete(t: Type) -> bool:

@@ -187,7 +187,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     npan = -(-Og // NR)
     OW = win.osp[2]
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
@@ -202,11 +202,11 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
             )
         bu_n = i64(base_units)
         few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
-            b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))),
+            b.icmp_unsigned("!=", b.urem(bu_n, sh.n), i64(0)),
+            b.icmp_unsigned("<", bu_n, b.mul(sh.n, i64(4))),
         )
-        parts = b.select(few, ntv, i64(1))
-        u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
+        parts = b.select(few, sh.n, i64(1))
+        u0, u1 = sh.range(b, b.mul(bu_n, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bu = b.udiv(u, parts)
             part = b.urem(u, parts)
@@ -240,6 +240,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                 _epilogue_chunk(
                     b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), c0, c1, p0, pc, OW
                 )
+        sh.end(b)
         free_buffers(b, col, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
@@ -307,21 +308,21 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
         else plain_store_fn(kf.b.module)
     )
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * pc_max)), F32P)
         bu_n = i64(base_units)
         few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu_n, ntv), i64(0)),
-            b.icmp_unsigned("<", bu_n, b.mul(ntv, i64(4))),
+            b.icmp_unsigned("!=", b.urem(bu_n, sh.n), i64(0)),
+            b.icmp_unsigned("<", bu_n, b.mul(sh.n, i64(4))),
         )
-        parts = b.select(few, ntv, i64(1))
-        u0, u1 = split_range(b, b.mul(bu_n, parts), tid, ntv)
+        parts = b.select(few, sh.n, i64(1))
         bw = gep(b, wp, i64(0))
         b0 = PackedB(bw) if packed else RawB(bw, O, 1)
         a0 = RawA(x, 0, 1)
         abuf, bbuf = thread_buffers(b, a0, b0, pc_max, Og, Kg)
+        u0, u1 = sh.range(b, b.mul(bu_n, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bu = b.udiv(u, parts)
             part = b.urem(u, parts)
@@ -344,6 +345,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
             ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(P)), p0), i64(O)), b.mul(g, i64(Og))))
             ctx = [ybase, i64(O)] if not kf.ep else [ybase, n, p0, b.mul(g, i64(Og)), *extras]
             gemm_call(b, a, bsrc, Kg, 0, pc, o0, o1, store_fn, ctx, abuf, bbuf)
+        sh.end(b)
         free_buffers(b, abuf, bbuf, col)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)

@@ -31,7 +31,7 @@ from .llvm_util import (
     vload,
     vstore,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 
 
 def emit_depthwise(
@@ -77,12 +77,12 @@ def _cf(kf, w, win, G, Og, O):
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * Og * win.P * KK, units)
     prefix_sp = {1: 0, 2: 1, 3: 2}[win.nd]
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         pad = b.bitcast(malloc(b, i64(4 * Dp * Hp * Wp)), F32P)
         memset0(b, pad, i64(4 * Dp * Hp * Wp))
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(G))
             c = b.urem(u, i64(G))
@@ -115,6 +115,7 @@ def _cf(kf, w, win, G, Og, O):
                     if kf.ep:
                         sp = [od, oh][2 - prefix_sp :] if prefix_sp else []
                         epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
+        sh.end(b)
         free(b, pad)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
@@ -190,10 +191,10 @@ def _cl_registers(kf, w, win, C):
     c8 = C // 8 * 8
     taps = [(kd, kh, kw) for kd in range(KD) for kh in range(KH) for kw in range(KW)]
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(OD * OH))
             r = b.urem(u, i64(OD * OH))
@@ -256,10 +257,10 @@ def _cl(kf, w, win, G, Og, O):
     units = win.N * OD * OH
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * win.P * O * win.KK, units)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(OD * OH))
             r = b.urem(u, i64(OD * OH))

@@ -20,7 +20,7 @@ from .llvm_util import (
     load_as,
     store_from,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 
 
 def canonical_strides(shape, axes, nd: int) -> list[int]:
@@ -60,10 +60,10 @@ def emit_generic_conv(llmod, name, in_types, out_types, attrs, epilogue=None, nd
     work = 2.0 * units * win.P * Cg * win.KK
     nt = clamp_threads(kf.b, kf.nthreads, work, units)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, w, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(O))
             o = b.urem(u, i64(O))

@@ -96,7 +96,7 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
     lc_max = max(NR, min(-(-IP // NR) * NR, COLS_BUDGET // (4 * M) // NR * NR))
     direct_b = IP % NR == 0
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         cols = b.bitcast(malloc(b, i64(4 * M * lc_max)), F32P)
@@ -105,11 +105,11 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
         abuf, bbuf = thread_buffers(b, a0, b0, M, lc_max, Cg)
         bu = i64(units0)
         few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))),
+            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
+            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
         )
-        parts = b.select(few, ntv, i64(1))
-        u0, u1 = split_range(b, b.mul(bu, parts), tid, ntv)
+        parts = b.select(few, sh.n, i64(1))
+        u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             ng = b.udiv(u, parts)
             part = b.urem(u, parts)
@@ -152,6 +152,7 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
                         epilogue_row(
                             b, kf.ep, extras, gep(b, plane, b.mul(r, i64(OW))), OW, [n, c, *sp], 0
                         )
+        sh.end(b)
         free_buffers(b, abuf, bbuf, cols)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
@@ -220,11 +221,11 @@ def _direct(kf, win, G, O, Cg, Og, kax, in_types, out_types, attrs, nd):
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * total * Cg * win.KK, win.N * O)
     OD, OH, OW = win.osp
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, w, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         slot = entry_alloca(b, acc_t)
-        u0, u1 = split_range(b, total, tid, ntv)
+        u0, u1 = sh.range(b, total)
         with for_range(b, u0, u1, name="e") as e:
             n = b.udiv(e, i64(O * win.P))
             o = b.urem(b.udiv(e, i64(win.P)), i64(O))

@@ -105,7 +105,7 @@ def emit(kf, w, win, O, C):
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
     store_fn = plain_store_fn(kf.b.module)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         vb = b.bitcast(malloc(b, i64(4 * 16 * C * ld)), F32P)
@@ -114,11 +114,11 @@ def emit(kf, w, win, O, C):
         memset0(b, vb, i64(4 * 16 * C * ld))  # tile columns beyond a chunk stay zero
         bu = i64(units0)
         few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))),
+            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
+            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
         )
-        parts = b.select(few, ntv, i64(1))
-        u0, u1 = split_range(b, b.mul(bu, parts), tid, ntv)
+        parts = b.select(few, sh.n, i64(1))
+        u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             un, part = b.udiv(u, parts), b.urem(u, parts)
             n, ch = b.udiv(un, i64(nchunks)), b.urem(un, i64(nchunks))
@@ -147,6 +147,7 @@ def emit(kf, w, win, O, C):
                 p0 = b.mul(ty0, i64(2 * OW))
                 pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+        sh.end(b)
         free_buffers(b, vb, mb, slab)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)

@@ -61,7 +61,7 @@ def emit(kf, w, win, O, C):
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * npan)
     store_fn = plain_store_fn(kf.b.module)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         vb = b.bitcast(malloc(b, i64(4 * 16 * tc_max * C)), F32P)
@@ -69,11 +69,11 @@ def emit(kf, w, win, O, C):
         abuf, _ = thread_buffers(b, RawA(vb, C, 1), PackedB(up), tc_max, O, C)
         bu = i64(units0)
         few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, ntv), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(ntv, i64(4))),
+            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
+            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
         )
-        parts = b.select(few, ntv, i64(1))
-        u0, u1 = split_range(b, b.mul(bu, parts), tid, ntv)
+        parts = b.select(few, sh.n, i64(1))
+        u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             un, part = b.udiv(u, parts), b.urem(u, parts)
             n, ch = b.udiv(un, i64(nchunks)), b.urem(un, i64(nchunks))
@@ -96,6 +96,7 @@ def emit(kf, w, win, O, C):
                 ty = b.add(ty0, b.udiv(t, i64(TW)))
                 tx = b.urem(t, i64(TW))
                 _output_tile(b, kf, extras, mb, yn, n, t, ty, tx, o0, o1, OH, OW, O, tc_max, win)
+        sh.end(b)
         free_buffers(b, vb, mb, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)

@@ -26,7 +26,7 @@ from .llvm_util import (
     store,
     store_from,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 
 
 def accumulate_dtype(*dtypes: str, terms: int | None = None) -> str:
@@ -60,11 +60,11 @@ def emit_generic_matmul(llmod, name, in_types, out_types, plan, epilogue=None):
     isf = is_float_dtype(acc_dt)
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * nbatch * M * N * K, nbatch * M)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
         extras = vals[3:]
         acc = b.bitcast(malloc(b, i64(N * 8)), acc_t.as_pointer())
-        u0, u1 = split_range(b, nbatch * M, tid, ntv)
+        u0, u1 = sh.range(b, nbatch * M)
         with for_range(b, u0, u1, name="row") as u:
             bidx = b.udiv(u, i64(M))
             m = b.urem(u, i64(M))
@@ -88,6 +88,7 @@ def emit_generic_matmul(llmod, name, in_types, out_types, plan, epilogue=None):
             with for_range(b, 0, N, name="o") as n:
                 store_from(b, convert(b, load(b, acc, n), acc_dt, do), row, n, do)
             epilogue_run(b, kf.ep, extras, row, N, out_indices(b, plan, bidx, m, i64(0)), do)
+        sh.end(b)
         free(b, acc)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)

@@ -258,7 +258,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     # one row block against packed panels: stream each panel over the whole K (no K blocking)
     kcb = K if (M <= MR and packed) else KC
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
         extras = vals[3:]
 
@@ -273,8 +273,8 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
         abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K, kcb)
         nbv = i64(nbatch)
-        parts = b.select(b.icmp_unsigned("==", b.urem(nbv, ntv), i64(0)), i64(1), ntv)
-        u0, u1 = split_range(b, b.mul(nbv, parts), tid, ntv)
+        parts = b.select(b.icmp_unsigned("==", b.urem(nbv, sh.n), i64(0)), i64(1), sh.n)
+        u0, u1 = sh.range(b, b.mul(nbv, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bidx = b.udiv(u, parts)
             part = b.urem(u, parts)
@@ -288,6 +288,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
             gemm_call(
                 b, a_src(bidx), b_src(bidx), K, m0, m1, n0, n1, store_fn, ctx, abuf, bbuf, kcb
             )
+        sh.end(b)
         free_buffers(b, abuf, bbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)

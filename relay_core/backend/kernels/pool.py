@@ -38,7 +38,7 @@ from .llvm_util import (
     unravel,
     vload,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 
 DATA_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -162,7 +162,7 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
     units = win.N * win.C
     nt = clamp_threads(kf.b, kf.nthreads, float(units * win.P * win.KK), units)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[1]
         extras = vals[2:]
         init, comb, fin = _reduce_ops(b, kind, dtype, p)
@@ -171,7 +171,7 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
         if kind == "avg":
             cols = b.bitcast(malloc(b, i64(8 * OW)), t.as_pointer())
             _col_counts(b, win, cip, cols)
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             xp = gep(b, x, b.mul(u, i64(win.IP)))
             yp = gep(b, y, b.mul(u, i64(win.P)))
@@ -217,6 +217,7 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
                     n, c = b.udiv(u, i64(win.C)), b.urem(u, i64(win.C))
                     sp = [od, oh][3 - win.nd :] if win.nd > 1 else []
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, *sp], 0, dtype)
+        sh.end(b)
         free(b, acc)
         if cols is not None:
             free(b, cols)
@@ -242,7 +243,7 @@ def _pool_cf_registers(kf, kind, win, cip):
     fill = float("-inf") if kind == "max" else 0.0
     sw, dw = win.s[2], win.d[2]
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         from llvmlite import ir
 
         x, y = vals[0], vals[1]
@@ -259,7 +260,7 @@ def _pool_cf_registers(kf, kind, win, cip):
             cols = b.bitcast(malloc(b, i64(4 * (OW + 8))), F32.as_pointer())
             _col_counts(b, win, cip, cols)
         even = ir.Constant(ir.VectorType(I32, 8), list(range(0, 16, 2)))
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             src = gep(b, x, b.mul(u, i64(win.IP)))
             with for_range(b, 0, D * H, name="cr") as r:
@@ -329,6 +330,7 @@ def _pool_cf_registers(kf, kind, win, cip):
                     n, c = b.udiv(u, i64(win.C)), b.urem(u, i64(win.C))
                     sp = [od, oh][3 - win.nd :] if win.nd > 1 else []
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, *sp], 0)
+        sh.end(b)
         free(b, pad)
         if cols is not None:
             free(b, cols)
@@ -359,10 +361,10 @@ def _pool_cl_registers(kf, kind, win, cip):
     c8 = C // 8 * 8
     fill = float("-inf") if kind == "max" else 0.0
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[1]
         extras = vals[2:]
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(OD * OH))
             r = b.urem(u, i64(OD * OH))
@@ -427,13 +429,13 @@ def _pool_cl(kf, kind, win, dtype, cip, p):
     lo_b = [-v for v in win.pb] if cip else [0, 0, 0]
     hi_b = [n + e for n, e in zip(win.sp, win.pe)] if cip else list(win.sp)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[1]
         extras = vals[2:]
         init, comb, fin = _reduce_ops(b, kind, dtype, p)
         acc = b.bitcast(malloc(b, i64(8 * C)), t.as_pointer())
         cnt = entry_alloca(b, I64)
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             n = b.udiv(u, i64(OD * OH))
             r = b.urem(u, i64(OD * OH))
@@ -471,6 +473,7 @@ def _pool_cl(kf, kind, win, dtype, cip, p):
                 if kf.ep:
                     sp = [od, oh, ow][3 - win.nd :]
                     epilogue_row(b, kf.ep, extras, yrow, C, [n, *sp], 0, dtype)
+        sh.end(b)
         free(b, acc)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
@@ -516,7 +519,7 @@ def _pool_scalar(
     lo_b = [-v for v in win.pb] if cip else [0, 0, 0]
     hi_b = [n + e for n, e in zip(win.sp, win.pe)] if cip else list(win.sp)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[1]
         yi = vals[2] if argmax else None
         extras = vals[3:] if argmax else vals[2:]
@@ -524,7 +527,7 @@ def _pool_scalar(
         acc = entry_alloca(b, t)
         cnt = entry_alloca(b, I64)
         best = entry_alloca(b, I64)
-        u0, u1 = split_range(b, total, tid, ntv)
+        u0, u1 = sh.range(b, total)
         with for_range(b, u0, u1, name="e") as e:
             n, c, od, oh, ow = unravel(b, e, (win.N, win.C, OD, OH, OW))
             b.store(init, acc)
@@ -696,11 +699,11 @@ def _global_cf_f32(kf, kind, win):
     IP = win.IP
     nt = clamp_threads(kf.b, kf.nthreads, float(units * IP), units)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[1]
         extras = vals[2:]
         init, comb, fin = _reduce_ops(b, kind, "float32", 2.0)
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         vacc = entry_alloca(b, V8F)
         sacc = entry_alloca(b, F32)
         with for_range(b, u0, u1, name="u") as u:

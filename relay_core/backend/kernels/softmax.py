@@ -31,7 +31,7 @@ from .llvm_util import (
     vload,
     vstore,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 from .vmath import exp_f32, exp_nonpos_f32, log_f32
 
 
@@ -111,14 +111,14 @@ def emit_softmax_family(kind: str):
         if outer * L * inner:
             nt = clamp_threads(kf.b, kf.nthreads, 20.0 * outer * L * inner, outer)
 
-            def body(b, vals, tid, ntv):
+            def body(b, vals, sh):
                 x, y = vals[0], vals[1]
                 extras = vals[2:]
                 t = compute_type(dtype)
                 rows = None
                 if inner > 1:
                     rows = b.bitcast(malloc(b, i64(16 * inner)), t.as_pointer())
-                u0, u1 = split_range(b, outer, tid, ntv)
+                u0, u1 = sh.range(b, outer)
                 with for_range(b, u0, u1, name="o") as o:
                     xo = gep(b, x, b.mul(o, i64(L * inner)))
                     yo = gep(b, y, b.mul(o, i64(L * inner)))
@@ -131,6 +131,7 @@ def emit_softmax_family(kind: str):
                     epilogue_block(
                         b, kf.ep, extras, y, b.mul(o, i64(L * inner)), L * inner, shape, dtype
                     )
+                sh.end(b)
                 if rows is not None:
                     free(b, rows)
 

@@ -26,7 +26,7 @@ from .llvm_util import (
     load_as,
     store_from,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 
 
 def _roi_common(in_types, out_types, attrs):
@@ -100,12 +100,12 @@ def emit_roi_align(llmod, name, in_types, out_types, attrs, epilogue=None, const
         zero = const(ft, 0.0)
         return low, high, b.select(valid, hw, zero), b.select(valid, lw, zero)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[len(in_types)]
         extras = vals[len(in_types) + 1 :]
         acc = entry_alloca(b, F64)
         inner = entry_alloca(b, F64)
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
             bi, (x1, y1, x2, y2) = _load_box(b, vals, in_types, k, N)
@@ -180,11 +180,11 @@ def emit_roi_pool(llmod, name, in_types, out_types, attrs, epilogue=None, const_
     units = K * C
     nt = clamp_threads(kf.b, kf.nthreads, 50.0 * units * ph * pw, units)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, y = vals[0], vals[len(in_types)]
         extras = vals[len(in_types) + 1 :]
         acc = entry_alloca(b, t)
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
             bi, box = _load_box(b, vals, in_types, k, N)
@@ -292,10 +292,10 @@ def emit_crop_and_resize(llmod, name, in_types, out_types, attrs, epilogue=None,
             (hi, b.fsub(const(F64, 1.0), b.fsub(const(F64, 1.0), r))),
         ]
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         x, boxes, ind, y = vals[0], vals[1], vals[2], vals[3]
         extras = vals[4:]
-        u0, u1 = split_range(b, units, tid, ntv)
+        u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
             bx = [load_as(b, boxes, b.add(b.mul(k, i64(4)), i64(j)), dbx) for j in range(4)]

@@ -32,7 +32,7 @@ from .llvm_util import (
     memset0,
     store_from,
 )
-from .parallel import clamp_threads, parallel, split_range
+from .parallel import clamp_threads, parallel
 from .vision import _load_box, _roi_common
 
 
@@ -67,10 +67,10 @@ def _dx_pass(kf, in_types, dims, nt_work, scatter):
     plane = N * H * W
     nt = clamp_threads(kf.b, kf.nthreads, nt_work, C)
 
-    def body(b, vals, tid, ntv):
+    def body(b, vals, sh):
         dx = vals[len(in_types)]
         scratch = b.bitcast(malloc(b, i64(plane * 8)), F64.as_pointer())
-        c0, c1 = split_range(b, C, tid, ntv)
+        c0, c1 = sh.range(b, C)
         with for_range(b, c0, c1, name="c") as c:
             memset0(b, scratch, i64(plane * 8))
             scatter(b, vals, c, scratch)
@@ -84,6 +84,7 @@ def _dx_pass(kf, in_types, dims, nt_work, scatter):
                             b.add(b.mul(yy, i64(xst[3])), b.mul(xx, i64(xst[4]))),
                         )
                         store_from(b, convert(b, v, "float64", xdt), dx, o, xdt)
+        sh.end(b)
         free(b, scratch)
 
     parallel(kf.b, kf.fn.name, kf.ins + kf.outs, nt, body)
@@ -237,10 +238,10 @@ def emit_roi_align_grad(llmod, name, in_types, out_types, attrs, epilogue=None, 
     if K:
         nt = clamp_threads(kf.b, kf.nthreads, work, K)
 
-        def body(b, vals, tid, ntv):
+        def body(b, vals, sh):
             dr = vals[len(in_types) + 1]
             acc = [entry_alloca(b, F64) for _ in range(4)]  # sum dpy, sum dpy*dby, dpx, dpx*dbx
-            k0, k1 = split_range(b, K, tid, ntv)
+            k0, k1 = sh.range(b, K)
             with for_range(b, k0, k1, name="k") as k:
                 for a in acc:
                     b.store(const(F64, 0.0), a)

@@ -1,0 +1,172 @@
+"""The runtime's thread pool (relay_core/backend/c/relay_pool.c): every shard runs exactly once,
+whatever the thread count, with regions inside regions, and with several callers at once; and
+compiled models give the interpreter's results with any thread count and from several Python
+threads calling one module."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import relay_core
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+SRC = """#[version = "0.0.5"]
+def @main(%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32],
+          %e: Tensor[(512, 1024), float32], %img: Tensor[(1, 8, 32, 32), float32],
+          %k: Tensor[(16, 8, 3, 3), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = nn.softmax(%0);
+  %2 = tanh(multiply(%e, 0.5f));
+  %3 = nn.conv2d(%img, %k, padding=[1, 1, 1, 1]);
+  (%1, add(%2, 1f), nn.relu(%3))
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def model():
+    mod = relay_core.parse(SRC)
+    lib = relay_core.build(mod)
+    return mod, lib
+
+
+def _inputs(seed: int):
+    rng = np.random.default_rng(seed)
+    shapes = [(64, 256), (256, 256), (512, 1024), (1, 8, 32, 32), (16, 8, 3, 3)]
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+def _check(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+
+
+def _want(mod, args):
+    out = relay_core.evaluate(mod, *args)
+    return [np.asarray(o) for o in out]
+
+
+@pytest.fixture(scope="module")
+def pool(model):
+    """relay_parallel / relay_task_next of the model's own lib.so."""
+    _, lib = model
+    so = ctypes.CDLL(os.path.join(lib.path, "lib.so"))
+    so.relay_parallel.argtypes = [TASK, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64]
+    so.relay_parallel.restype = None
+    so.relay_task_next.argtypes = [ctypes.c_void_p]
+    so.relay_task_next.restype = ctypes.c_int64
+    so.relay_pool_workers.restype = ctypes.c_int32
+    return so
+
+
+def _region(so, nthreads, nshards, inner=None):
+    """Runs one region; returns {shard: count}, the worker ids seen, the shard count given."""
+    seen: dict[int, int] = {}
+    workers = set()
+    given = []
+    lock = threading.Lock()
+
+    def body(ctx, task, n, worker):
+        given.append(n)
+        while True:
+            s = so.relay_task_next(task)
+            if s < 0:
+                break
+            with lock:
+                seen[s] = seen.get(s, 0) + 1
+                workers.add(worker)
+            if inner is not None:
+                inner()
+
+    cb = TASK(body)
+    so.relay_parallel(cb, None, nthreads, nshards)
+    return seen, workers, given
+
+
+@pytest.mark.parametrize("nthreads", [1, 2, 3, 4, 8])
+def test_every_shard_runs_once(pool, nthreads):
+    for nshards in (1, 2, 7, 64):
+        for _ in range(20):
+            seen, workers, given = _region(pool, nthreads, nshards)
+            n = given[0]
+            assert all(g == n for g in given)
+            assert seen == {s: 1 for s in range(n)}
+            assert workers <= set(range(nthreads))
+            if nthreads == 1:
+                assert n == 1  # one thread: the loop is one shard, run inline
+
+
+def test_region_inside_a_region_runs_inline(pool):
+    inner_counts = []
+
+    def inner():
+        seen, workers, given = _region(pool, 4, 16)
+        inner_counts.append((seen, given[0]))
+
+    seen, _, given = _region(pool, 2, 8, inner)
+    assert seen == {s: 1 for s in range(given[0])}
+    assert len(inner_counts) == given[0]
+    for s, n in inner_counts:
+        assert n == 1 and s == {0: 1}  # inline: one shard on the calling thread
+
+
+def test_concurrent_regions_from_several_threads(pool):
+    errors = []
+
+    def caller(k):
+        try:
+            for _ in range(30):
+                seen, _, given = _region(pool, 2 + k % 3, 5 + k)
+                assert seen == {s: 1 for s in range(given[0])}
+        except AssertionError as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+@pytest.mark.parametrize("nthreads", [1, 2, 3, 4])
+def test_model_matches_interpreter_with_any_thread_count(model, nthreads):
+    mod, lib = model
+    args = _inputs(nthreads)
+    want = _want(mod, args)
+    old, lib.num_threads = lib.num_threads, nthreads
+    try:
+        for _ in range(3):
+            _check(lib(*args), want)
+    finally:
+        lib.num_threads = old
+
+
+def test_many_calls_and_several_python_threads(model):
+    mod, lib = model
+    feeds = [_inputs(10 + k) for k in range(4)]
+    wants = [_want(mod, f) for f in feeds]
+    old, lib.num_threads = lib.num_threads, 2
+    errors = []
+
+    def caller(k):
+        try:
+            for _ in range(25):
+                _check(lib(*feeds[k]), wants[k])
+        except AssertionError as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    lib.num_threads = old
+    assert not errors

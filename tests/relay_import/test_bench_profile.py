@@ -1,0 +1,48 @@
+"""`relay bench --profile`: time per step (fused group) with its share and, where the group has
+convolutions or matrix products, its FLOP count and GFLOP/s."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import relay_core
+from relay_core.backend.graph import group_flops
+from relay_import.bench import bench, profile_table
+
+from .clirun import DEMO, relay
+
+SRC = """#[version = "0.0.5"]
+def @main(%x: Tensor[(8, 96), float32], %w: Tensor[(40, 96), float32],
+          %img: Tensor[(1, 3, 20, 20), float32], %k: Tensor[(12, 3, 3, 3), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = nn.conv2d(%img, %k, strides=[2, 2], padding=[1, 1, 1, 1]);
+  (nn.relu(%0), %1)
+}
+"""
+
+
+def test_flop_counts_of_dense_and_conv():
+    mod = relay_core.parse(SRC)
+    assert group_flops(mod["main"]) > 0  # also counts an unfused function
+    lib = relay_core.build(mod)
+    with open(os.path.join(lib.path, "manifest.json")) as f:
+        steps = json.load(f)["steps"]
+    got = sorted(s["flops"] for s in steps)
+    oh = (20 + 2 - 3) // 2 + 1
+    want = sorted([2 * 8 * 40 * 96, 2 * 12 * oh * oh * 3 * 9])
+    assert got == want
+
+
+def test_bench_profile_report():
+    r = bench(str(DEMO), runs=3, warmup=1, profile=True)
+    assert r.profile and all(s["us"] >= 0 for s in r.profile)
+    assert any(s["flops"] > 0 for s in r.profile)
+    lines = profile_table(r.profile)
+    assert "GFLOP/s" in "\n".join(lines)
+    assert "profile:" in r.summary()
+
+
+def test_cli_bench_profile():
+    out = relay("bench", DEMO, "--runs", "3", "--profile").stdout
+    assert "profile:" in out and "share" in out and "conv2d" in out
