@@ -114,9 +114,7 @@ def _remove(path: str) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def evict(
-    entries: list[Entry], limit: int, keep: float = 0.8, spare: tuple[str, ...] = ()
-) -> int:
+def evict(entries: list[Entry], limit: int, keep: float = 0.8, spare: tuple[str, ...] = ()) -> int:
     """Once `entries` total more than `limit` bytes, remove the least recently used ones until
     they total at most `keep * limit`; returns the bytes removed (entries another process
     removed first do not count). Entries in `spare` (e.g. the one just stored) count towards

@@ -63,7 +63,7 @@ def test_entries_are_the_model_directories_only(cdir):
         keys.add(os.path.basename(lib.path))
     assert set(_entries(cdir)) == keys  # not kernels/, convert/, nor the runtime objects
     assert os.path.isdir(os.path.join(cdir, "kernels"))
-    for t, size, p in compiler.model_entries(cdir):
+    for _, size, p in compiler.model_entries(cdir):
         want = sum(os.path.getsize(os.path.join(p, f)) for f in os.listdir(p))
         assert size == want
 
@@ -77,8 +77,7 @@ def test_past_the_limit_the_least_recently_used_models_go(cdir, monkeypatch):
         os.utime(lib.path, (1000.0 + i, 1000.0 + i))  # built in this order, long ago
     sizes = {os.path.basename(p): s for _, s, p in compiler.model_entries(cdir)}
     assert len(sizes) == 4
-    one = max(sizes.values())
-    limit = 4.5 * one  # the fifth model overflows it
+    limit = sum(sizes.values())  # the fifth model overflows it
     _set_limit(monkeypatch, limit)
     lib = relay_core.build(mods[4])
     assert not lib.cache_hit
@@ -97,23 +96,22 @@ def test_past_the_limit_the_least_recently_used_models_go(cdir, monkeypatch):
     assert not [n for n in os.listdir(cdir) if n.startswith(".evicted-")]
 
 
-def test_a_hit_makes_a_model_recently_used(cdir, monkeypatch):
+def test_a_hit_makes_a_model_recently_used(cdir):
     a, b, c = (_model(s) for s in (10, 11, 12))
-    pa = relay_core.build(a).path
-    pb = relay_core.build(b).path
-    os.utime(pa, (1000.0, 1000.0))
-    os.utime(pb, (2000.0, 2000.0))
+    paths = [relay_core.build(m).path for m in (a, b, c)]
+    for i, p in enumerate(paths):
+        os.utime(p, (1000.0 * (i + 1),) * 2)  # a oldest, then b, then c
     lib = relay_core.build(a)
     assert lib.cache_hit
     _check(lib, a)
     e = _entries(cdir)
-    assert e[os.path.basename(pa)][0] > e[os.path.basename(pb)][0]
-    one = max(s for _, s in e.values())
-    _set_limit(monkeypatch, 2.5 * one)  # room for two: storing c evicts one
-    relay_core.build(c)
-    left = _entries(cdir)
-    assert os.path.basename(pa) in left
-    assert os.path.basename(pb) not in left
+    na, nb, nc = (os.path.basename(p) for p in paths)
+    assert e[na][0] > e[nc][0] > e[nb][0]
+    # a limit that one eviction satisfies when it removes b: a, the oldest before its hit, stays
+    limit = int((e[na][1] + e[nc][1]) / 0.8) + 1
+    assert sum(s for _, s in e.values()) > limit
+    compiler.evict_models(cdir, limit=limit)
+    assert set(_entries(cdir)) == {na, nc}
 
 
 def test_the_model_just_built_is_never_evicted(cdir, monkeypatch):
