@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from .. import te
 from ..errors import RelayError
-from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import Call, Constant, Function, Op
 from ..ir.types import ShapeVar, TensorType, TupleType
-from ..ir.visitor import post_order
+from ..ir.visitor import ExprFunctor, post_order
 from ..te.lowering import rule_of
 from . import tir as T
 from .schedule import Scheduler, extern
@@ -149,26 +149,10 @@ class GroupLowering:
             return self._lower_body(f, values, placeholders, in_types)
 
     def _lower_body(self, f, values, placeholders, in_types):
+        body = _FusedBody(self, values)
         for node in post_order(f.body):
-            if node in values:
-                continue
-            t = type(node)
-            if t is Var:
-                raise LoweringError(f"free variable %{node.name_hint} in a fused function")
-            if t is Constant:
-                values[node] = self._constant(node)
-            elif t is Call:
-                if not isinstance(node.op, Op):
-                    raise LoweringError("a fused function may only call operators")
-                values[node] = self._call(node, [values[a] for a in node.args])
-            elif t is Tuple:
-                values[node] = tuple(values[x] for x in node.fields)
-            elif t is TupleGetItem:
-                values[node] = values[node.tuple_value][node.index]
-            elif t is Op:
-                continue
-            else:
-                raise LoweringError(f"{t.__name__} cannot appear in a fused function")
+            if node not in values:
+                body.dispatch(node)
         outs = _flatten_value(values[f.body])
         out_types = flatten_type(f.body.checked_type)
         # each output needs its own compute stage
@@ -341,3 +325,34 @@ class GroupLowering:
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]
         return outs[0]
+
+
+class _FusedBody(ExprFunctor):
+    """The TE value of each node of a fused function's body, children first (the caller walks
+    the body post-order and fills `values`)."""
+
+    def __init__(self, lowerer: GroupLowering, values: dict):
+        self.low, self.values = lowerer, values
+
+    def visit_var(self, node):
+        raise LoweringError(f"free variable %{node.name_hint} in a fused function")
+
+    def visit_constant(self, node):
+        self.values[node] = self.low._constant(node)
+
+    def visit_call(self, node):
+        if not isinstance(node.op, Op):
+            raise LoweringError("a fused function may only call operators")
+        self.values[node] = self.low._call(node, [self.values[a] for a in node.args])
+
+    def visit_tuple(self, node):
+        self.values[node] = tuple(self.values[x] for x in node.fields)
+
+    def visit_tuple_getitem(self, node):
+        self.values[node] = self.values[node.tuple_value][node.index]
+
+    def visit_op(self, node):
+        pass  # read through the call
+
+    def visit_default(self, node):
+        raise LoweringError(f"{type(node).__name__} cannot appear in a fused function")

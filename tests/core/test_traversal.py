@@ -179,6 +179,7 @@ CONSUMERS = sorted(
         "ir/structural.py",
         "ir/prelude.py",
         "backend/graph.py",
+        "backend/lower.py",
         "interp.py",
         "backend/vm.py",
         "typing/infer.py",
