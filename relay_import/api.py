@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,11 +178,14 @@ def load(source: ModelSource, cache: bool = True, **kw: Any) -> IRModule:
 
         entry = convert_cache.cache_path(source, fw, kw)
         if entry is not None:
-            with events.stage(f"converting {_display_name(source)}") as st:
-                mod = convert_cache.get(entry)
-                if mod is not None:
+            # one progress line either way: a miss says nothing and the conversion reports
+            t0 = time.perf_counter()
+            mod = convert_cache.get(entry)
+            if mod is not None:
+                with events.stage(f"converting {_display_name(source)}") as st:
+                    st.t0 = t0  # the line's time includes the read
                     st.note("cache hit")
-                    return mod
+                return mod
     mod = _convert(source, fw, **kw)
     if entry is not None:
         convert_cache.put(entry, mod)
