@@ -99,13 +99,8 @@ def target_machine(opt: int = 3):
     return _target_machine(triple, cpu, features, opt)
 
 
-@functools.cache
-def _target_machine(triple: str, cpu: str, features: str, opt: int):
-    _init()
-    target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(
-        cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="default"
-    )
+# one definition, shared with the compile workers (llvm_worker imports only llvmlite)
+from .llvm_worker import target_machine as _target_machine  # noqa: E402
 
 
 def target_key() -> str:
