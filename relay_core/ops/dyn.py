@@ -24,7 +24,8 @@ from .factories import random_array
 from .misc import trilu_array
 from .registry import OpPattern, Rule, Sample, declare
 from .sort import topk_arrays, topk_type
-from .transform import broadcast_array, reshape_shape, tile_shape
+from .transform_broadcast import broadcast_array, tile_shape
+from .transform_reshape import reshape_shape
 from .transform_slice import slice_plan, strided_slice_array
 
 

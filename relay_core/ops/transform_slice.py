@@ -11,7 +11,7 @@ from ..ir.types import Any, TensorType
 from . import relations as R
 from .factories import random_array
 from .registry import OpDef, OpPattern, Rule, Sample, declare, register
-from .transform import as_contiguous
+from .transform_reshape import as_contiguous
 
 # Ends at least this large mean "to the end of the axis" whatever its size (ONNX uses INT_MAX).
 BIG = 2**31 - 1

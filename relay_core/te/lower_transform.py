@@ -49,7 +49,7 @@ def _static_type(t) -> bool:
 
 
 def sym_reshape_shape(shape, newshape, allowzero: bool = False) -> tuple:
-    """relay_core.ops.transform.reshape_shape over dims that may be run-time expressions."""
+    """relay_core.ops.transform_reshape.reshape_shape over dims that may be run-time expressions."""
     out, consumed, explicit = [], set(), []
     infer_at = None
     i = j = 0
