@@ -422,6 +422,9 @@ def _conv_t_samples(nd: int):
     return gen
 
 
+# Each op with how it is computed (JAX lax style: a Rule / Kernel names a function of
+# relay_core/te or relay_core/backend, imported on first use).
+_CONV_KERNELS = {1: "emit_conv1d", 2: "emit_conv2d", 3: "emit_conv3d"}
 for _nd in (1, 2, 3):
     _name = f"nn.conv{_nd}d"
     register(
@@ -436,6 +439,13 @@ for _nd in (1, 2, 3):
             samples=_conv_samples(_nd),
         )
     )
+    declare(
+        _name,
+        lower=Rule("relay_core.te.lower_nn_window:_conv", _nd),
+        kernel=Kernel(f"relay_core.backend.kernels.conv:{_CONV_KERNELS[_nd]}"),
+        batch_axis0=n_first("data_layout", "out_layout"),
+        grad=Rule("relay_core.ops.grads_nn:conv_rule", _nd),
+    )
     _name = f"nn.conv{_nd}d_transpose"
     register(
         OpDef(
@@ -449,48 +459,10 @@ for _nd in (1, 2, 3):
             samples=_conv_t_samples(_nd),
         )
     )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "nn.conv1d",
-    lower=Rule("relay_core.te.lower_nn_window:_conv", 1),
-    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv1d"),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_rule", 1),
-)
-declare(
-    "nn.conv1d_transpose",
-    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 1),
-    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 1),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 1),
-)
-declare(
-    "nn.conv2d",
-    lower=Rule("relay_core.te.lower_nn_window:_conv", 2),
-    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv2d"),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_rule", 2),
-)
-declare(
-    "nn.conv2d_transpose",
-    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 2),
-    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 2),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 2),
-)
-declare(
-    "nn.conv3d",
-    lower=Rule("relay_core.te.lower_nn_window:_conv", 3),
-    kernel=Kernel("relay_core.backend.kernels.conv:emit_conv3d"),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_rule", 3),
-)
-declare(
-    "nn.conv3d_transpose",
-    lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", 3),
-    kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", 3),
-    batch_axis0=n_first("data_layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", 3),
-)
+    declare(
+        _name,
+        lower=Rule("relay_core.te.lower_nn_window:_conv_transpose", _nd),
+        kernel=Kernel("relay_core.backend.kernels.conv_transpose:emit_conv_transpose", _nd),
+        batch_axis0=n_first("data_layout", "out_layout"),
+        grad=Rule("relay_core.ops.grads_nn:conv_transpose_rule", _nd),
+    )

@@ -244,12 +244,15 @@ _POOL_DOC = {
     "with storage_order=1)",
 }
 
+# Each op with how it is computed (JAX lax style: a Rule / Kernel names a function of
+# relay_core/te or relay_core/backend, imported on first use); a kind's gradient rule is named
+# in the table (grads_nn.py).
 for _nd in (1, 2, 3):
-    for _kind, _fmt in (
-        ("max", "nn.max_pool{}d"),
-        ("avg", "nn.avg_pool{}d"),
-        ("lp", "nn.lp_pool{}d"),
-        ("argmax", "nn.max_pool{}d_with_argmax"),
+    for _kind, _fmt, _grad in (
+        ("max", "nn.max_pool{}d", "max_pool_rule"),
+        ("avg", "nn.avg_pool{}d", "avg_pool_rule"),
+        ("lp", "nn.lp_pool{}d", "lp_pool_rule"),
+        ("argmax", "nn.max_pool{}d_with_argmax", "max_pool_argmax_rule"),
     ):
         _name = _fmt.format(_nd)
         _cls = _pool_attrs(f"{_kind.capitalize()}Pool{_nd}DAttrs", _nd, _EXTRA[_kind])
@@ -266,6 +269,21 @@ for _nd in (1, 2, 3):
                 samples=_pool_samples(_nd, _kind),
             )
         )
+        if _kind == "argmax":  # rules of its own, and no batch_axis0
+            declare(
+                _name,
+                lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", _nd),
+                kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", _nd),
+                grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
+            )
+        else:
+            declare(
+                _name,
+                lower=Rule("relay_core.te.lower_nn_window:_pool", _nd, _kind),
+                kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", _kind, _nd),
+                batch_axis0=n_first("layout", "out_layout"),
+                grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,9 +414,14 @@ def _spatial_samples(nd, adaptive: bool, kind: str):
     return gen
 
 
+# Each op with how it is computed, as for the windowed pools above.
 for _nd in (1, 2, 3):
     _acls = _adaptive_attrs(_nd)
-    for _kind in ("max", "avg", "lp"):
+    for _kind, _grad in (
+        ("max", "global_max_rule"),
+        ("avg", "global_avg_rule"),
+        ("lp", "global_lp_rule"),
+    ):
         _name = f"nn.global_{_kind}_pool{_nd}d"
         register(
             OpDef(
@@ -411,6 +434,13 @@ for _nd in (1, 2, 3):
                 f"global {_kind} pooling over the spatial axes (kept as size 1)",
                 samples=_spatial_samples(_nd, False, _kind),
             )
+        )
+        declare(
+            _name,
+            lower=Rule("relay_core.te.lower_nn_window:_global", _nd, _kind),
+            kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", _kind, _nd),
+            batch_axis0=n_first("layout", "out_layout"),
+            grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
         )
     for _kind in ("max", "avg"):
         _name = f"nn.adaptive_{_kind}_pool{_nd}d"
@@ -425,6 +455,17 @@ for _nd in (1, 2, 3):
                 f"adaptive {_kind} pooling to output_size (PyTorch bins)",
                 samples=_spatial_samples(_nd, True, _kind),
             )
+        )
+        declare(
+            _name,
+            lower=Rule("relay_core.te.lower_nn_window:_adaptive", _nd, _kind),
+            kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", _kind, _nd),
+            batch_axis0=n_first("layout", "out_layout"),
+            grad=(
+                Rule("relay_core.ops.grads_nn:adaptive_max_rule", _nd)
+                if _kind == "max"
+                else Rule("relay_core.ops.grads_nn:separable_rule", _name, _nd, "layout")
+            ),
         )
 
 
@@ -521,207 +562,8 @@ for _nd in (1, 2, 3):
             samples=_unpool_samples(_nd),
         )
     )
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare(
-    "nn.max_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 1),
-)
-declare(
-    "nn.avg_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 1),
-)
-declare(
-    "nn.lp_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 1, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 1),
-)
-declare(
-    "nn.max_pool1d_with_argmax",
-    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 1),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 1),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 1),
-)
-declare(
-    "nn.max_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 2),
-)
-declare(
-    "nn.avg_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 2),
-)
-declare(
-    "nn.lp_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 2, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 2),
-)
-declare(
-    "nn.max_pool2d_with_argmax",
-    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 2),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 2),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 2),
-)
-declare(
-    "nn.max_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "max", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_rule", 3),
-)
-declare(
-    "nn.avg_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "avg", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:avg_pool_rule", 3),
-)
-declare(
-    "nn.lp_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_pool", 3, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", "lp", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:lp_pool_rule", 3),
-)
-declare(
-    "nn.max_pool3d_with_argmax",
-    lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", 3),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", 3),
-    grad=Rule("relay_core.ops.grads_nn:max_pool_argmax_rule", 3),
-)
-declare(
-    "nn.global_max_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 1),
-)
-declare(
-    "nn.global_avg_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 1),
-)
-declare(
-    "nn.global_lp_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 1, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 1),
-)
-declare(
-    "nn.adaptive_max_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 1, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 1),
-)
-declare(
-    "nn.adaptive_avg_pool1d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 1, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 1),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool1d", 1, "layout"),
-)
-declare(
-    "nn.global_max_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 2),
-)
-declare(
-    "nn.global_avg_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 2),
-)
-declare(
-    "nn.global_lp_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 2, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 2),
-)
-declare(
-    "nn.adaptive_max_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 2, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 2),
-)
-declare(
-    "nn.adaptive_avg_pool2d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 2, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 2),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool2d", 2, "layout"),
-)
-declare(
-    "nn.global_max_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "max", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_max_rule", 3),
-)
-declare(
-    "nn.global_avg_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "avg", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_avg_rule", 3),
-)
-declare(
-    "nn.global_lp_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_global", 3, "lp"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", "lp", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:global_lp_rule", 3),
-)
-declare(
-    "nn.adaptive_max_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 3, "max"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "max", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:adaptive_max_rule", 3),
-)
-declare(
-    "nn.adaptive_avg_pool3d",
-    lower=Rule("relay_core.te.lower_nn_window:_adaptive", 3, "avg"),
-    kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", "avg", 3),
-    batch_axis0=n_first("layout", "out_layout"),
-    grad=Rule("relay_core.ops.grads_nn:separable_rule", "nn.adaptive_avg_pool3d", 3, "layout"),
-)
-declare(
-    "nn.max_unpool1d",
-    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 1),
-    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 1),
-)
-declare(
-    "nn.max_unpool2d",
-    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 2),
-    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 2),
-)
-declare(
-    "nn.max_unpool3d",
-    lower=Rule("relay_core.backend.lower_loops:_max_unpool", 3),
-    grad=Rule("relay_core.ops.grads_nn:unpool_rule", 3),
-)
+    declare(
+        _name,
+        lower=Rule("relay_core.backend.lower_loops:_max_unpool", _nd),
+        grad=Rule("relay_core.ops.grads_nn:unpool_rule", _nd),
+    )
