@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.expr import call
 from .factories import binary, unary
-from .grads import mul
+from .grads import add, div, mul, neg, sub
 from .registry import OpPattern, Rule, declare
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -67,138 +67,116 @@ def _rsqrt(x):
     return 1 / np.sqrt(x)
 
 
+def _te(name: str, *args) -> Rule:
+    """A tensor-expression rule of relay_core/te/lower_elemwise.py, named lazily (ops/ may not
+    import te/)."""
+    return Rule(f"relay_core.te.lower_elemwise:{name}", *args)
+
+
+def _grad(name: str, *args) -> Rule:
+    """A gradient rule of grads.py (the binary family's, which share helpers there)."""
+    return Rule(f"relay_core.ops.grads:{name}", *args)
+
+
+# Each op in one statement: its numpy reference; how the backend computes it (`intrinsic=True`:
+# the tensor-expression intrinsic of the op's name; `te=`: an element function as for erfinv, or
+# a named rule); its gradient (`grad=lambda x, y, g, ctx: ...`, the input's gradient from the
+# input, the output and the output's gradient; or a named rule).
+
 # -- unary, float -------------------------------------------------------------------------------
-unary("exp", np.exp)
-declare(
-    "exp",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "exp"),
-    grad=Rule("relay_core.ops.grads:_g_exp"),
+unary("exp", np.exp, intrinsic=True, grad=lambda x, y, g, k: mul(g, y))
+unary(
+    "exp2", np.exp2, intrinsic=True, grad=lambda x, y, g, k: mul(g, mul(y, k.scalar(math.log(2.0))))
 )
-unary("exp2", np.exp2)
-declare(
-    "exp2",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "exp2"),
-    grad=Rule("relay_core.ops.grads:_g_exp2"),
-)
-unary("expm1", np.expm1)
-declare(
-    "expm1",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "expm1"),
-    grad=Rule("relay_core.ops.grads:_g_expm1"),
-)
-unary("log", domain=(0.1, 5.0), fn=np.log)
-declare(
-    "log",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log"),
-    grad=Rule("relay_core.ops.grads:_g_log"),
-)
-unary("log2", domain=(0.1, 5.0), fn=np.log2)
-declare(
+unary("expm1", np.expm1, intrinsic=True, grad=lambda x, y, g, k: mul(g, add(y, k.scalar(1.0))))
+unary("log", np.log, domain=(0.1, 5.0), intrinsic=True, grad=lambda x, y, g, k: div(g, x))
+unary(
     "log2",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log2"),
-    grad=Rule("relay_core.ops.grads:_g_log2"),
+    np.log2,
+    domain=(0.1, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(2.0)))),
 )
-unary("log10", domain=(0.1, 5.0), fn=np.log10)
-declare(
+unary(
     "log10",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log10"),
-    grad=Rule("relay_core.ops.grads:_g_log10"),
+    np.log10,
+    domain=(0.1, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(10.0)))),
 )
-unary("log1p", domain=(-0.9, 5.0), fn=np.log1p)
-declare(
+unary(
     "log1p",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "log1p"),
-    grad=Rule("relay_core.ops.grads:_g_log1p"),
+    np.log1p,
+    domain=(-0.9, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: div(g, add(x, k.scalar(1.0))),
 )
-unary("sqrt", domain=(0.0, 5.0), fn=np.sqrt)
-declare(
+unary(
     "sqrt",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sqrt"),
-    grad=Rule("relay_core.ops.grads:_g_sqrt"),
+    np.sqrt,
+    domain=(0.0, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: div(mul(g, k.scalar(0.5)), y),
 )
-unary("rsqrt", domain=(0.1, 5.0), fn=_rsqrt)
-declare(
+unary(
     "rsqrt",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "rsqrt"),
-    grad=Rule("relay_core.ops.grads:_g_rsqrt"),
+    _rsqrt,
+    domain=(0.1, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(g, mul(k.scalar(-0.5), div(y, x))),
 )
-unary("sin", np.sin)
-declare(
-    "sin",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sin"),
-    grad=Rule("relay_core.ops.grads:_g_sin"),
-)
-unary("cos", np.cos)
-declare(
-    "cos",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "cos"),
-    grad=Rule("relay_core.ops.grads:_g_cos"),
-)
-unary("tan", np.tan)
-declare(
-    "tan",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "tan"),
-    grad=Rule("relay_core.ops.grads:_g_tan"),
-)
-unary("asin", domain=(-0.99, 0.99), fn=np.arcsin)
-declare(
+unary("sin", np.sin, intrinsic=True, grad=lambda x, y, g, k: mul(g, call("cos", x)))
+unary("cos", np.cos, intrinsic=True, grad=lambda x, y, g, k: neg(mul(g, call("sin", x))))
+unary("tan", np.tan, intrinsic=True, grad=lambda x, y, g, k: mul(g, add(k.scalar(1.0), mul(y, y))))
+unary(
     "asin",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "asin"),
-    grad=Rule("relay_core.ops.grads:_g_asin"),
+    np.arcsin,
+    domain=(-0.99, 0.99),
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(g, call("rsqrt", sub(k.scalar(1.0), mul(x, x)))),
 )
-unary("acos", domain=(-0.99, 0.99), fn=np.arccos)
-declare(
+unary(
     "acos",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "acos"),
-    grad=Rule("relay_core.ops.grads:_g_acos"),
+    np.arccos,
+    domain=(-0.99, 0.99),
+    intrinsic=True,
+    grad=lambda x, y, g, k: neg(mul(g, call("rsqrt", sub(k.scalar(1.0), mul(x, x))))),
 )
-unary("atan", np.arctan)
-declare(
-    "atan",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "atan"),
-    grad=Rule("relay_core.ops.grads:_g_atan"),
+unary(
+    "atan", np.arctan, intrinsic=True, grad=lambda x, y, g, k: div(g, add(k.scalar(1.0), mul(x, x)))
 )
-unary("sinh", np.sinh)
-declare(
-    "sinh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sinh"),
-    grad=Rule("relay_core.ops.grads:_g_sinh"),
+unary("sinh", np.sinh, intrinsic=True, grad=lambda x, y, g, k: mul(g, call("cosh", x)))
+unary("cosh", np.cosh, intrinsic=True, grad=lambda x, y, g, k: mul(g, call("sinh", x)))
+unary(
+    "tanh", np.tanh, intrinsic=True, grad=lambda x, y, g, k: mul(g, sub(k.scalar(1.0), mul(y, y)))
 )
-unary("cosh", np.cosh)
-declare(
-    "cosh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "cosh"),
-    grad=Rule("relay_core.ops.grads:_g_cosh"),
-)
-unary("tanh", np.tanh)
-declare(
-    "tanh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "tanh"),
-    grad=Rule("relay_core.ops.grads:_g_tanh"),
-)
-unary("asinh", np.arcsinh)
-declare(
+unary(
     "asinh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "asinh"),
-    grad=Rule("relay_core.ops.grads:_g_asinh"),
+    np.arcsinh,
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(g, call("rsqrt", add(mul(x, x), k.scalar(1.0)))),
 )
-unary("acosh", domain=(1.01, 5.0), fn=np.arccosh)
-declare(
+unary(
     "acosh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "acosh"),
-    grad=Rule("relay_core.ops.grads:_g_acosh"),
+    np.arccosh,
+    domain=(1.01, 5.0),
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(g, call("rsqrt", sub(mul(x, x), k.scalar(1.0)))),
 )
-unary("atanh", domain=(-0.99, 0.99), fn=np.arctanh)
-declare(
+unary(
     "atanh",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "atanh"),
-    grad=Rule("relay_core.ops.grads:_g_atanh"),
+    np.arctanh,
+    domain=(-0.99, 0.99),
+    intrinsic=True,
+    grad=lambda x, y, g, k: div(g, sub(k.scalar(1.0), mul(x, x))),
 )
-unary("erf", _erf_np)
-declare(
+unary(
     "erf",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "erf"),
-    grad=Rule("relay_core.ops.grads:_g_erf"),
+    _erf_np,
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(
+        g, mul(k.scalar(2.0 / math.sqrt(math.pi)), call("exp", neg(mul(x, x))))
+    ),
 )
 unary(
     "erfinv",
@@ -208,89 +186,48 @@ unary(
     grad=lambda x, y, g, k: mul(g, mul(k.scalar(math.sqrt(math.pi) / 2), call("exp", mul(y, y)))),
     te=_erfinv_te,
 )
-unary("sigmoid", _sigmoid)
-declare(
+unary(
     "sigmoid",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "sigmoid"),
-    grad=Rule("relay_core.ops.grads:_g_sigmoid"),
+    _sigmoid,
+    intrinsic=True,
+    grad=lambda x, y, g, k: mul(g, mul(y, sub(k.scalar(1.0), y))),
 )
-unary("floor", np.floor)
-declare(
-    "floor",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "floor"),
-    grad=Rule("relay_core.ops.grads:zero_grad", "floor"),
-)
-unary("ceil", np.ceil)
-declare(
-    "ceil",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "ceil"),
-    grad=Rule("relay_core.ops.grads:zero_grad", "ceil"),
-)
-unary("round", np.round, doc="round half to even")
-declare(
-    "round",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "round"),
-    grad=Rule("relay_core.ops.grads:zero_grad", "round"),
-)
-unary("trunc", np.trunc)
-declare(
-    "trunc",
-    lower=Rule("relay_core.te.lower_elemwise:_intrinsic", "trunc"),
-    grad=Rule("relay_core.ops.grads:zero_grad", "trunc"),
-)
-unary("reciprocal", domain=(0.1, 5.0), fn=np.reciprocal)
-declare(
+unary("floor", np.floor, intrinsic=True, grad=_grad("zero_grad", "floor"))
+unary("ceil", np.ceil, intrinsic=True, grad=_grad("zero_grad", "ceil"))
+unary("round", np.round, doc="round half to even", intrinsic=True, grad=_grad("zero_grad", "round"))
+unary("trunc", np.trunc, intrinsic=True, grad=_grad("zero_grad", "trunc"))
+unary(
     "reciprocal",
-    lower=Rule("relay_core.te.lower_elemwise:_r_reciprocal"),
-    grad=Rule("relay_core.ops.grads:_g_reciprocal"),
+    np.reciprocal,
+    domain=(0.1, 5.0),
+    te=_te("_r_reciprocal"),
+    grad=lambda x, y, g, k: neg(mul(g, mul(y, y))),
 )
-unary("isnan", np.isnan, out_dtype="bool")
-declare("isnan", lower=Rule("relay_core.te.lower_elemwise:_r_isnan"))
-unary("isinf", np.isinf, out_dtype="bool")
-declare("isinf", lower=Rule("relay_core.te.lower_elemwise:_r_isinf"))
-unary("isfinite", np.isfinite, out_dtype="bool")
-declare("isfinite", lower=Rule("relay_core.te.lower_elemwise:_r_isfinite"))
-unary("isposinf", np.isposinf, out_dtype="bool")
-declare("isposinf", lower=Rule("relay_core.te.lower_elemwise:_r_isposinf"))
-unary("isneginf", np.isneginf, out_dtype="bool")
-declare("isneginf", lower=Rule("relay_core.te.lower_elemwise:_r_isneginf"))
+unary("isnan", np.isnan, out_dtype="bool", te=_te("_r_isnan"))
+unary("isinf", np.isinf, out_dtype="bool", te=_te("_r_isinf"))
+unary("isfinite", np.isfinite, out_dtype="bool", te=_te("_r_isfinite"))
+unary("isposinf", np.isposinf, out_dtype="bool", te=_te("_r_isposinf"))
+unary("isneginf", np.isneginf, out_dtype="bool", te=_te("_r_isneginf"))
 
 # -- unary, numeric / int / bool ----------------------------------------------------------------
-unary("abs", np.abs, kind="numeric")
-declare(
-    "abs",
-    lower=Rule("relay_core.te.lower_elemwise:_r_abs"),
-    grad=Rule("relay_core.ops.grads:_g_abs"),
+unary(
+    "abs", np.abs, kind="numeric", te=_te("_r_abs"), grad=lambda x, y, g, k: mul(g, call("sign", x))
 )
-unary("negative", np.negative, kind="numeric")
-declare(
-    "negative",
-    lower=Rule("relay_core.te.lower_elemwise:_r_negative"),
-    grad=Rule("relay_core.ops.grads:_g_negative"),
+unary(
+    "negative", np.negative, kind="numeric", te=_te("_r_negative"), grad=lambda x, y, g, k: neg(g)
 )
-unary("sign", np.sign, kind="numeric")
-declare(
-    "sign",
-    lower=Rule("relay_core.te.lower_elemwise:_r_sign"),
-    grad=Rule("relay_core.ops.grads:zero_grad", "sign"),
-)
-unary("square", np.square, kind="numeric")
-declare(
+unary("sign", np.sign, kind="numeric", te=_te("_r_sign"), grad=_grad("zero_grad", "sign"))
+unary(
     "square",
-    lower=Rule("relay_core.te.lower_elemwise:_r_square"),
-    grad=Rule("relay_core.ops.grads:_g_square"),
+    np.square,
+    kind="numeric",
+    te=_te("_r_square"),
+    grad=lambda x, y, g, k: mul(g, mul(k.scalar(2.0), x)),
 )
-unary("copy", np.copy, kind="all", doc="identity")
-declare(
-    "copy",
-    lower=Rule("relay_core.te.lower_elemwise:_r_copy"),
-    view=True,
-    grad=Rule("relay_core.ops.grads:_g_copy"),
-)
-unary("logical_not", np.logical_not, kind="bool")
-declare("logical_not", lower=Rule("relay_core.te.lower_elemwise:_r_logical_not"))
-unary("bitwise_not", np.invert, kind="int")
-declare("bitwise_not", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_not"))
+unary("copy", np.copy, kind="all", doc="identity", te=_te("_r_copy"), grad=lambda x, y, g, k: g)
+declare("copy", view=True)
+unary("logical_not", np.logical_not, kind="bool", te=_te("_r_logical_not"))
+unary("bitwise_not", np.invert, kind="int", te=_te("_r_bitwise_not"))
 
 
 # -- binary arithmetic ----------------------------------------------------------------------------
@@ -333,114 +270,93 @@ def _power(a, b):
     return np.power(a, b)
 
 
-binary("add", np.add)
-declare(
-    "add",
-    lower=Rule("relay_core.te.lower_elemwise:_r_add"),
-    grad=Rule("relay_core.ops.grads:_g_add"),
-)
-binary("subtract", np.subtract)
-declare(
-    "subtract",
-    lower=Rule("relay_core.te.lower_elemwise:_r_subtract"),
-    grad=Rule("relay_core.ops.grads:_g_subtract"),
-)
-binary("multiply", np.multiply)
-declare(
-    "multiply",
-    lower=Rule("relay_core.te.lower_elemwise:_r_multiply"),
-    grad=Rule("relay_core.ops.grads:_g_multiply"),
-)
-binary("divide", _divide, nonzero_rhs=True, doc="true division; integers truncate toward zero")
-declare(
+binary("add", np.add, te=_te("_r_add"), grad=_grad("_g_add"))
+binary("subtract", np.subtract, te=_te("_r_subtract"), grad=_grad("_g_subtract"))
+binary("multiply", np.multiply, te=_te("_r_multiply"), grad=_grad("_g_multiply"))
+binary(
     "divide",
-    lower=Rule("relay_core.te.lower_elemwise:_r_divide"),
-    grad=Rule("relay_core.ops.grads:_g_divide"),
+    _divide,
+    nonzero_rhs=True,
+    doc="true division; integers truncate toward zero",
+    te=_te("_r_divide"),
+    grad=_grad("_g_divide"),
 )
-binary("floor_divide", _floor_divide, nonzero_rhs=True)
-declare(
+binary(
     "floor_divide",
-    lower=Rule("relay_core.te.lower_elemwise:_r_floor_divide"),
-    grad=Rule("relay_core.ops.grads:_g_floor_divide"),
+    _floor_divide,
+    nonzero_rhs=True,
+    te=_te("_r_floor_divide"),
+    grad=_grad("_g_floor_divide"),
 )
-binary("mod", _mod, nonzero_rhs=True, doc="remainder with the sign of the dividend (C fmod)")
-declare(
+binary(
     "mod",
-    lower=Rule("relay_core.te.lower_elemwise:_r_mod"),
-    grad=Rule("relay_core.ops.grads:_g_mod"),
+    _mod,
+    nonzero_rhs=True,
+    doc="remainder with the sign of the dividend (C fmod)",
+    te=_te("_r_mod"),
+    grad=_grad("_g_mod"),
 )
 binary(
     "floor_mod",
     _floor_mod,
     nonzero_rhs=True,
     doc="remainder with the sign of the divisor (Python %)",
+    te=_te("_r_floor_mod"),
+    grad=_grad("_g_floor_mod"),
 )
-declare(
-    "floor_mod",
-    lower=Rule("relay_core.te.lower_elemwise:_r_floor_mod"),
-    grad=Rule("relay_core.ops.grads:_g_floor_mod"),
-)
-binary("power", _power, domain=(0.5, 2.0))
-declare(
-    "power",
-    lower=Rule("relay_core.te.lower_elemwise:_r_power"),
-    grad=Rule("relay_core.ops.grads:_g_power"),
-)
-binary("maximum", np.maximum, kind="any", doc="NaN-propagating")
-declare(
+binary("power", _power, domain=(0.5, 2.0), te=_te("_r_power"), grad=_grad("_g_power"))
+binary(
     "maximum",
-    lower=Rule("relay_core.te.lower_elemwise:_r_maximum"),
-    grad=Rule("relay_core.ops.grads:_minmax", "maximum", "greater_equal", "less"),
+    np.maximum,
+    kind="any",
+    doc="NaN-propagating",
+    te=_te("_r_maximum"),
+    grad=_grad("_minmax", "maximum", "greater_equal", "less"),
 )
-binary("minimum", np.minimum, kind="any", doc="NaN-propagating")
-declare(
+binary(
     "minimum",
-    lower=Rule("relay_core.te.lower_elemwise:_r_minimum"),
-    grad=Rule("relay_core.ops.grads:_minmax", "minimum", "less_equal", "greater"),
+    np.minimum,
+    kind="any",
+    doc="NaN-propagating",
+    te=_te("_r_minimum"),
+    grad=_grad("_minmax", "minimum", "less_equal", "greater"),
 )
-binary("fmax", np.fmax, kind="any", doc="NaN-ignoring")
-declare(
+binary(
     "fmax",
-    lower=Rule("relay_core.te.lower_elemwise:_r_fmax"),
-    grad=Rule("relay_core.ops.grads:_minmax", "fmax", "greater_equal", "less"),
+    np.fmax,
+    kind="any",
+    doc="NaN-ignoring",
+    te=_te("_r_fmax"),
+    grad=_grad("_minmax", "fmax", "greater_equal", "less"),
 )
-binary("fmin", np.fmin, kind="any", doc="NaN-ignoring")
-declare(
+binary(
     "fmin",
-    lower=Rule("relay_core.te.lower_elemwise:_r_fmin"),
-    grad=Rule("relay_core.ops.grads:_minmax", "fmin", "less_equal", "greater"),
+    np.fmin,
+    kind="any",
+    doc="NaN-ignoring",
+    te=_te("_r_fmin"),
+    grad=_grad("_minmax", "fmin", "less_equal", "greater"),
 )
-binary("atan2", np.arctan2, kind="float")
-declare(
-    "atan2",
-    lower=Rule("relay_core.te.lower_elemwise:_r_atan2"),
-    grad=Rule("relay_core.ops.grads:_g_atan2"),
-)
+binary("atan2", np.arctan2, kind="float", te=_te("_r_atan2"), grad=_grad("_g_atan2"))
 
 # -- comparisons and logic ------------------------------------------------------------------------
-for _name, _fn in [
-    ("equal", np.equal),
-    ("not_equal", np.not_equal),
-    ("less", np.less),
-    ("less_equal", np.less_equal),
-    ("greater", np.greater),
-    ("greater_equal", np.greater_equal),
+for _name, _fn, _cmp in [
+    ("equal", np.equal, "eq"),
+    ("not_equal", np.not_equal, "ne"),
+    ("less", np.less, "lt"),
+    ("less_equal", np.less_equal, "le"),
+    ("greater", np.greater, "gt"),
+    ("greater_equal", np.greater_equal, "ge"),
 ]:
-    binary(_name, _fn, kind="all", out_dtype="bool")
+    binary(_name, _fn, kind="all", out_dtype="bool", te=_te("_compare", _name, _cmp))
 
-binary("logical_and", np.logical_and, kind="bool")
-declare("logical_and", lower=Rule("relay_core.te.lower_elemwise:_r_logical_and"))
-binary("logical_or", np.logical_or, kind="bool")
-declare("logical_or", lower=Rule("relay_core.te.lower_elemwise:_r_logical_or"))
-binary("logical_xor", np.logical_xor, kind="bool")
-declare("logical_xor", lower=Rule("relay_core.te.lower_elemwise:_r_logical_xor"))
+binary("logical_and", np.logical_and, kind="bool", te=_te("_r_logical_and"))
+binary("logical_or", np.logical_or, kind="bool", te=_te("_r_logical_or"))
+binary("logical_xor", np.logical_xor, kind="bool", te=_te("_r_logical_xor"))
 
-binary("bitwise_and", np.bitwise_and, kind="intbool")
-declare("bitwise_and", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_and"))
-binary("bitwise_or", np.bitwise_or, kind="intbool")
-declare("bitwise_or", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_or"))
-binary("bitwise_xor", np.bitwise_xor, kind="intbool")
-declare("bitwise_xor", lower=Rule("relay_core.te.lower_elemwise:_r_bitwise_xor"))
+binary("bitwise_and", np.bitwise_and, kind="intbool", te=_te("_r_bitwise_and"))
+binary("bitwise_or", np.bitwise_or, kind="intbool", te=_te("_r_bitwise_or"))
+binary("bitwise_xor", np.bitwise_xor, kind="intbool", te=_te("_r_bitwise_xor"))
 
 
 def _shift(fn):
@@ -452,18 +368,7 @@ def _shift(fn):
     return run
 
 
-binary("left_shift", _shift(np.left_shift), kind="int")
-declare("left_shift", lower=Rule("relay_core.te.lower_elemwise:_r_left_shift"))
-binary("right_shift", _shift(np.right_shift), kind="int")
-declare("right_shift", lower=Rule("relay_core.te.lower_elemwise:_r_right_shift"))
+binary("left_shift", _shift(np.left_shift), kind="int", te=_te("_r_left_shift"))
+binary("right_shift", _shift(np.right_shift), kind="int", te=_te("_r_right_shift"))
 
 __all__ = ["OpPattern"]
-
-# -- how each op is computed (JAX lax style: declared beside the ops; a Rule / Kernel names a
-# function of relay_core/te or relay_core/backend, imported on first use) ------------------
-declare("equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "equal", "eq"))
-declare("not_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "not_equal", "ne"))
-declare("less", lower=Rule("relay_core.te.lower_elemwise:_compare", "less", "lt"))
-declare("less_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "less_equal", "le"))
-declare("greater", lower=Rule("relay_core.te.lower_elemwise:_compare", "greater", "gt"))
-declare("greater_equal", lower=Rule("relay_core.te.lower_elemwise:_compare", "greater_equal", "ge"))

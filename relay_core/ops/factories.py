@@ -11,7 +11,8 @@ from ..errors import OpTypeError
 from ..ir import dtype as dt
 from ..ir.types import TensorType
 from . import relations as R
-from .registry import Elementwise, OpDef, OpPattern, Sample, register
+from .grads import unary as unary_grad
+from .registry import Elementwise, OpDef, OpPattern, Rule, Sample, register
 
 # Which dtypes an op accepts.
 KINDS: dict[str, Callable[[str], bool]] = {
@@ -109,21 +110,26 @@ def unary(
     pattern: OpPattern = OpPattern.ELEMWISE,
     doc: str = "",
     domain: tuple[float, float] = (-3.0, 3.0),
-    grad: Callable | None = None,
-    te: Callable | None = None,
+    grad: Callable | Rule | None = None,
+    te: Callable | Rule | None = None,
+    intrinsic: bool = False,
 ) -> OpDef:
     """An elementwise op of one tensor; `out_dtype` fixes the result dtype (e.g. "bool").
 
     `domain` is where sample inputs are drawn from (e.g. (0.1, 5) for log).
     `grad(x, y, g, ctx)`: the input's gradient from the input x, the output y and the output's
-    gradient g, as Relay expressions (ctx is ops.grads.GradCtx: `ctx.scalar(2.0)`, ...).
-    `te(x, E)`: one output element from one input element x in the tensor-expression language,
-    E being relay_core.te.expr (`E.call("exp", x)`, `E.select(...)`): how the backend computes it.
+    gradient g, as Relay expressions (ctx is ops.grads.GradCtx: `ctx.scalar(2.0)`, ...); or a
+    `Rule` naming a full gradient rule.
+    How the backend computes it: `intrinsic=True`, by the tensor-expression intrinsic of the
+    op's name (`unary("exp", np.exp, intrinsic=True, grad=...)`); or `te(x, E)`, one output
+    element from one input element x in the tensor-expression language, E being
+    relay_core.te.expr (`E.call("exp", x)`, `E.select(...)`); or `te=Rule(...)` naming a rule.
     """
     run = compute(fn, out_dtype)
-
-    def grad_rule(c, g, ctx):
-        return [grad(c.args[0], ctx.out, g, ctx)]
+    if intrinsic:
+        te = Rule("relay_core.te.lower_elemwise:_intrinsic", name)
+    if grad is not None and not isinstance(grad, Rule):
+        grad = unary_grad(name, grad)
 
     def rel(args, attrs):
         t = R.tensor(args[0])
@@ -139,8 +145,8 @@ def unary(
             None,
             (1, 1),
             doc or name,
-            lower=None if te is None else Elementwise(te),
-            grad=None if grad is None else grad_rule,
+            lower=te if te is None or isinstance(te, Rule) else Elementwise(te),
+            grad=grad,
             samples=elementwise_samples(kind, 1, domain),
         )
     )
@@ -155,8 +161,11 @@ def binary(
     doc: str = "",
     domain: tuple[float, float] = (-3.0, 3.0),
     nonzero_rhs: bool = False,
+    te: Rule | None = None,
+    grad: Rule | None = None,
 ) -> OpDef:
-    """A broadcasting op of two tensors of one dtype."""
+    """A broadcasting op of two tensors of one dtype; `te` and `grad` name how the backend
+    computes it and its gradient rule."""
     run = compute(fn, out_dtype)
 
     def rel(args, attrs):
@@ -175,6 +184,8 @@ def binary(
             None,
             (2, 2),
             doc or name,
+            lower=te,
+            grad=grad,
             samples=elementwise_samples(kind, 2, domain, nonzero_rhs),
         )
     )

@@ -1,5 +1,5 @@
 """Gradient rules. Each op names its rule in its own declaration, `grad=Rule("relay_core.ops.
-grads:_g_exp")` (or writes it there, as `unary(..., grad=...)` does); the rule modules
+grads:_g_add")` (or writes it there, as `unary(..., grad=...)` does); the rule modules
 (grads*.py) register nothing and are imported the first time one of their rules is used.
 
 A rule is `grad(call, g, ctx) -> [gradient of each argument, or None]`:
@@ -10,13 +10,14 @@ A rule is `grad(call, g, ctx) -> [gradient of each argument, or None]`:
 - `ctx` (GradCtx) gives the types, the forward output `ctx.out`, and helpers.
 
 Rules build Relay expressions from registered ops, so the result is itself a program that the
-rest of the compiler optimises and lowers. This module holds the elementwise family; the
-tensor and nn families are in grads_tensor.py and grads_nn.py.
+rest of the compiler optimises and lowers. This module holds the shorthands, the unary wrapper
+that `factories.unary(..., grad=...)` uses and the binary elementwise rules (the unary ones are
+written with their op in elemwise.py); the tensor and nn families are in grads_tensor.py and
+grads_nn.py.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -116,40 +117,6 @@ def zero_grad(name: str) -> GradFn:
         return [ctx.zeros(i) if dt.is_float(ctx.dtype(i)) else None for i in range(len(c.args))]
 
     return rule
-
-
-# -- unary ----------------------------------------------------------------------------------------
-_g_exp = unary("exp", lambda x, y, g, k: mul(g, y))
-_g_exp2 = unary("exp2", lambda x, y, g, k: mul(g, mul(y, k.scalar(math.log(2.0)))))
-_g_expm1 = unary("expm1", lambda x, y, g, k: mul(g, add(y, k.scalar(1.0))))
-_g_log = unary("log", lambda x, y, g, k: div(g, x))
-_g_log2 = unary("log2", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(2.0)))))
-_g_log10 = unary("log10", lambda x, y, g, k: div(g, mul(x, k.scalar(math.log(10.0)))))
-_g_log1p = unary("log1p", lambda x, y, g, k: div(g, add(x, k.scalar(1.0))))
-_g_sqrt = unary("sqrt", lambda x, y, g, k: div(mul(g, k.scalar(0.5)), y))
-_g_rsqrt = unary("rsqrt", lambda x, y, g, k: mul(g, mul(k.scalar(-0.5), div(y, x))))
-_g_sin = unary("sin", lambda x, y, g, k: mul(g, _c("cos", x)))
-_g_cos = unary("cos", lambda x, y, g, k: neg(mul(g, _c("sin", x))))
-_g_tan = unary("tan", lambda x, y, g, k: mul(g, add(k.scalar(1.0), mul(y, y))))
-_g_asin = unary("asin", lambda x, y, g, k: mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x)))))
-_g_acos = unary("acos", lambda x, y, g, k: neg(mul(g, _c("rsqrt", sub(k.scalar(1.0), mul(x, x))))))
-_g_atan = unary("atan", lambda x, y, g, k: div(g, add(k.scalar(1.0), mul(x, x))))
-_g_sinh = unary("sinh", lambda x, y, g, k: mul(g, _c("cosh", x)))
-_g_cosh = unary("cosh", lambda x, y, g, k: mul(g, _c("sinh", x)))
-_g_tanh = unary("tanh", lambda x, y, g, k: mul(g, sub(k.scalar(1.0), mul(y, y))))
-_g_asinh = unary("asinh", lambda x, y, g, k: mul(g, _c("rsqrt", add(mul(x, x), k.scalar(1.0)))))
-_g_acosh = unary("acosh", lambda x, y, g, k: mul(g, _c("rsqrt", sub(mul(x, x), k.scalar(1.0)))))
-_g_atanh = unary("atanh", lambda x, y, g, k: div(g, sub(k.scalar(1.0), mul(x, x))))
-_g_erf = unary(
-    "erf",
-    lambda x, y, g, k: mul(g, mul(k.scalar(2.0 / math.sqrt(math.pi)), _c("exp", neg(mul(x, x))))),
-)
-_g_sigmoid = unary("sigmoid", lambda x, y, g, k: mul(g, mul(y, sub(k.scalar(1.0), y))))
-_g_reciprocal = unary("reciprocal", lambda x, y, g, k: neg(mul(g, mul(y, y))))
-_g_abs = unary("abs", lambda x, y, g, k: mul(g, _c("sign", x)))
-_g_negative = unary("negative", lambda x, y, g, k: neg(g))
-_g_square = unary("square", lambda x, y, g, k: mul(g, mul(k.scalar(2.0), x)))
-_g_copy = unary("copy", lambda x, y, g, k: g)
 
 
 # -- binary ---------------------------------------------------------------------------------------
