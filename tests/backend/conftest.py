@@ -15,3 +15,13 @@ def _fresh_build_cache():
         os.environ.pop("RELAY_CACHE_DIR", None)
     else:
         os.environ["RELAY_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> str:
+    """A private, empty cache directory for one test ($RELAY_CACHE_DIR), with no model-cache
+    limit unless the test sets one."""
+    d = str(tmp_path / "cache")
+    monkeypatch.setenv("RELAY_CACHE_DIR", d)
+    monkeypatch.delenv("RELAY_MODEL_CACHE_MB", raising=False)
+    return d

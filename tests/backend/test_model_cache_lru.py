@@ -6,8 +6,6 @@ build and evict at once never see half an entry. Answers are compared with the i
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -16,8 +14,7 @@ import pytest
 import relay_core
 from relay_core.backend import compiler
 from relay_core.ir import Function, IRModule, call, const, var
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.backend.support import run_python
 
 
 def _model(seed: int):
@@ -39,14 +36,6 @@ def _check(lib, mod):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.fixture
-def cdir(tmp_path, monkeypatch):
-    d = str(tmp_path / "cache")
-    monkeypatch.setenv("RELAY_CACHE_DIR", d)
-    monkeypatch.delenv("RELAY_MODEL_CACHE_MB", raising=False)
-    return d
-
-
 def _entries(d) -> dict:
     return {os.path.basename(p): (t, s) for t, s, p in compiler.model_entries(d)}
 
@@ -55,34 +44,34 @@ def _set_limit(monkeypatch, nbytes: float):
     monkeypatch.setenv("RELAY_MODEL_CACHE_MB", repr(nbytes / (1024 * 1024)))
 
 
-def test_entries_are_the_model_directories_only(cdir):
+def test_entries_are_the_model_directories_only(cache_dir):
     mods = [_model(s) for s in range(2)]
     keys = set()
     for m in mods:
         lib = relay_core.build(m)
         keys.add(os.path.basename(lib.path))
-    assert set(_entries(cdir)) == keys  # not kernels/, convert/, nor the runtime objects
-    assert os.path.isdir(os.path.join(cdir, "kernels"))
-    for _, size, p in compiler.model_entries(cdir):
+    assert set(_entries(cache_dir)) == keys  # not kernels/, convert/, nor the runtime objects
+    assert os.path.isdir(os.path.join(cache_dir, "kernels"))
+    for _, size, p in compiler.model_entries(cache_dir):
         want = sum(os.path.getsize(os.path.join(p, f)) for f in os.listdir(p))
         assert size == want
 
 
-def test_past_the_limit_the_least_recently_used_models_go(cdir, monkeypatch):
+def test_past_the_limit_the_least_recently_used_models_go(cache_dir, monkeypatch):
     mods = [_model(s) for s in range(5)]
     paths = []
     for i, m in enumerate(mods[:4]):
         lib = relay_core.build(m)
         paths.append(lib.path)
         os.utime(lib.path, (1000.0 + i, 1000.0 + i))  # built in this order, long ago
-    sizes = {os.path.basename(p): s for _, s, p in compiler.model_entries(cdir)}
+    sizes = {os.path.basename(p): s for _, s, p in compiler.model_entries(cache_dir)}
     assert len(sizes) == 4
     limit = sum(sizes.values())  # the fifth model overflows it
     _set_limit(monkeypatch, limit)
     lib = relay_core.build(mods[4])
     assert not lib.cache_hit
     _check(lib, mods[4])
-    left = _entries(cdir)
+    left = _entries(cache_dir)
     newest = os.path.basename(lib.path)
     assert newest in left
     # what is left: the newest entries, within 80% of the limit
@@ -93,10 +82,10 @@ def test_past_the_limit_the_least_recently_used_models_go(cdir, monkeypatch):
     # removing one fewer would not have been enough
     gone = [p for p in paths if os.path.basename(p) not in left]
     assert sum(s for _, s in left.values()) + sizes[os.path.basename(gone[-1])] > int(limit * 0.8)
-    assert not [n for n in os.listdir(cdir) if n.startswith(".evicted-")]
+    assert not [n for n in os.listdir(cache_dir) if n.startswith(".evicted-")]
 
 
-def test_a_hit_makes_a_model_recently_used(cdir):
+def test_a_hit_makes_a_model_recently_used(cache_dir):
     a, b, c = (_model(s) for s in (10, 11, 12))
     paths = [relay_core.build(m).path for m in (a, b, c)]
     for i, p in enumerate(paths):
@@ -104,34 +93,34 @@ def test_a_hit_makes_a_model_recently_used(cdir):
     lib = relay_core.build(a)
     assert lib.cache_hit
     _check(lib, a)
-    e = _entries(cdir)
+    e = _entries(cache_dir)
     na, nb, nc = (os.path.basename(p) for p in paths)
     assert e[na][0] > e[nc][0] > e[nb][0]
     # a limit that one eviction satisfies when it removes b: a, the oldest before its hit, stays
     limit = int((e[na][1] + e[nc][1]) / 0.8) + 1
     assert sum(s for _, s in e.values()) > limit
-    compiler.evict_models(cdir, limit=limit)
-    assert set(_entries(cdir)) == {na, nc}
+    compiler.evict_models(cache_dir, limit=limit)
+    assert set(_entries(cache_dir)) == {na, nc}
 
 
-def test_the_model_just_built_is_never_evicted(cdir, monkeypatch):
+def test_the_model_just_built_is_never_evicted(cache_dir, monkeypatch):
     monkeypatch.setenv("RELAY_MODEL_CACHE_MB", "0")
     mods = [_model(s) for s in (20, 21)]
     for m in mods:
         lib = relay_core.build(m)
         _check(lib, m)
-        assert list(_entries(cdir)) == [os.path.basename(lib.path)]
+        assert list(_entries(cache_dir)) == [os.path.basename(lib.path)]
 
 
-def test_a_loaded_model_runs_after_its_directory_is_evicted(cdir):
+def test_a_loaded_model_runs_after_its_directory_is_evicted(cache_dir):
     m = _model(30)
     lib = relay_core.build(m)
     assert lib.manifest["constants"]  # its weights are read from weights.bin
     _check(lib, m)
-    removed = compiler.evict_models(cdir, limit=0)
+    removed = compiler.evict_models(cache_dir, limit=0)
     assert removed > 0 and not os.path.exists(lib.path)
     _check(lib, m)  # lib.so and weights.bin stay mapped
-    art = lib.export(os.path.join(cdir, "..", "exported"))  # from what is loaded
+    art = lib.export(os.path.join(cache_dir, "..", "exported"))  # from what is loaded
     _check(relay_core.load_module(art), m)
     again = relay_core.build(m)  # compiled again, then a hit
     assert not again.cache_hit
@@ -142,13 +131,13 @@ def test_a_loaded_model_runs_after_its_directory_is_evicted(cdir):
     _check(lib, m)
 
 
-def test_a_malformed_limit_is_reported(cdir, monkeypatch):
+def test_a_malformed_limit_is_reported(cache_dir, monkeypatch):
     monkeypatch.setenv("RELAY_MODEL_CACHE_MB", "lots")
     with pytest.raises(relay_core.errors.RelayError, match="RELAY_MODEL_CACHE_MB"):
         relay_core.build(_model(40))
 
 
-def test_processes_building_and_evicting_at_once_under_a_tiny_limit(cdir):
+def test_processes_building_and_evicting_at_once_under_a_tiny_limit(cache_dir):
     code = textwrap.dedent(
         """
         import sys
@@ -161,24 +150,11 @@ def test_processes_building_and_evicting_at_once_under_a_tiny_limit(cdir):
         print("ok")
         """
     )
-    env = dict(os.environ, RELAY_CACHE_DIR=cdir, RELAY_MODEL_CACHE_MB="0.001")
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(k)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for k in (0, 1, 2)  # overlapping seeds: the same keys built and evicted concurrently
-    ]
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-3000:]
-        assert out.strip() == "ok"
-    for _, _, p in compiler.model_entries(cdir):  # no half-written or half-evicted entry
+    env = dict(os.environ, RELAY_CACHE_DIR=cache_dir, RELAY_MODEL_CACHE_MB="0.001")
+    # overlapping seeds: the same keys built and evicted concurrently
+    outs = run_python([["-c", code, k] for k in ("0", "1", "2")], env)
+    assert [o.strip() for o in outs] == ["ok"] * 3
+    for _, _, p in compiler.model_entries(cache_dir):  # no half-written or half-evicted entry
         assert sorted(os.listdir(p)) == ["lib.so", "manifest.json", "weights.bin"]
-    leftovers = [n for n in os.listdir(cdir) if n.startswith((".evicted-", "relay-build-"))]
+    leftovers = [n for n in os.listdir(cache_dir) if n.startswith((".evicted-", "relay-build-"))]
     assert not leftovers

@@ -3,17 +3,13 @@ CompiledModule API (inputs by name, validation, threads, cache, export / load)."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
-
 import numpy as np
 import pytest
 
 import relay_core
 from relay_core.errors import InputError
 from relay_core.ir import Function, IRModule, Tuple, TupleGetItem, call, const, var
+from tests.backend.support import run_in_threads, run_python
 
 
 def _mlp(rng):
@@ -124,19 +120,12 @@ def test_concurrent_calls_from_threads():
     lib = relay_core.build(mod)
     xs = [rng.standard_normal((4, 32)).astype("float32") for _ in range(8)]
     want = [lib(x)[0] for x in xs]
-    errors = []
 
     def work(k):
         for _ in range(20):
-            if not np.array_equal(lib(xs[k])[0], want[k]):
-                errors.append(k)
+            np.testing.assert_array_equal(lib(xs[k])[0], want[k])
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, 8)
 
 
 def test_second_build_comes_from_the_cache():
@@ -169,11 +158,8 @@ for k, o in enumerate(outs):
 assert "llvmlite" not in sys.modules, "llvmlite was imported"
 print("ok", lib.input_names, lib.output_names)
 """
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=root)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("ok")
+    (out,) = run_python([["-c", script]])
+    assert out.startswith("ok")
     for k, w in enumerate(want):
         np.testing.assert_array_equal(np.load(tmp_path / f"out{k}.npy"), w)
 

@@ -5,8 +5,6 @@ Every answer is compared with the reference interpreter."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -17,9 +15,8 @@ from relay_core.backend import kernel_cache, split
 from relay_core.backend.kernel_cache import KernelCache
 from relay_core.ir import Function, IRModule, Tuple, call, const, var
 from relay_core.passes import PassContext
+from tests.backend.support import run_python
 from tests.require import require
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _conv_relu(h, rng, cin, cout, stride=1):
@@ -57,15 +54,8 @@ def _units(lib) -> dict:
     return {u["name"]: u for u in lib.timings.units if u["name"] != "(entry)"}
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("RELAY_CACHE_DIR", str(d))
-    return d
-
-
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_split_build_matches_interpreter(cache, monkeypatch, jobs):
+def test_split_build_matches_interpreter(cache_dir, monkeypatch, jobs):
     monkeypatch.setenv("RELAY_COMPILE_JOBS", jobs)
     for tail in ("pool", "stride"):
         mod = _model(0, tail)
@@ -77,7 +67,7 @@ def test_split_build_matches_interpreter(cache, monkeypatch, jobs):
             assert "worker" not in where
 
 
-def test_kernel_cache_shared_across_models(cache):
+def test_kernel_cache_shared_across_models(cache_dir):
     a = relay_core.build(_model(0, "pool"))
     ua = _units(a)
     assert ua and all(u["where"] != "cache" for u in ua.values())
@@ -169,12 +159,12 @@ def test_kernel_cache_evicts_least_recently_used(tmp_path):
     assert kc.get(keys[0]) is None
 
 
-def test_build_keeps_kernel_cache_within_its_limit(cache, monkeypatch):
+def test_build_keeps_kernel_cache_within_its_limit(cache_dir, monkeypatch):
     monkeypatch.setenv("RELAY_KERNEL_CACHE_MB", "0.02")
     mod = _model(0, "pool")
     lib = relay_core.build(mod)
     _check(lib, mod)
-    kc = KernelCache(str(cache), "", limit=kernel_cache.limit_bytes())
+    kc = KernelCache(cache_dir, "", limit=kernel_cache.limit_bytes())
     assert sum(s for _, s, _ in kc.entries()) <= kc.limit
     assert lib.timings.notes["evicted_bytes"] > 0
     mod2 = _model(5, "stride")
@@ -206,27 +196,14 @@ _BUILDER = textwrap.dedent(
 )
 
 
-def test_concurrent_builders_share_the_kernel_cache(cache, monkeypatch):
+def test_concurrent_builders_share_the_kernel_cache(cache_dir, monkeypatch):
     monkeypatch.setenv("RELAY_KERNEL_CACHE_MB", "0.04")  # evicting while the other reads
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _BUILDER, str(s)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for s in (0, 1)
-    ]
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0 and out.strip() == "ok", err[-3000:]
-    left = [f for _, _, f in KernelCache(str(cache), "").entries()]
-    assert left and not [
-        f for r, _, fs in os.walk(cache / "kernels") for f in fs if f.endswith(".tmp")
-    ]
+    outs = run_python([["-c", _BUILDER, s] for s in ("0", "1")])
+    assert [o.strip() for o in outs] == ["ok"] * 2
+    left = [f for _, _, f in KernelCache(cache_dir, "").entries()]
+    kernels = os.path.join(cache_dir, "kernels")
+    half_written = [f for _, _, fs in os.walk(kernels) for f in fs if f.endswith(".tmp")]
+    assert left and not half_written
 
 
 _STAGES = (
@@ -242,7 +219,7 @@ _STAGES = (
 )
 
 
-def test_timings_report_every_stage(cache, capsys):
+def test_timings_report_every_stage(cache_dir, capsys):
     mod = _model(0, "pool")
     lib = relay_core.build(mod, timings=True)
     err = capsys.readouterr().err
@@ -257,7 +234,7 @@ def test_timings_report_every_stage(cache, capsys):
     _check(hit, mod)
 
 
-def test_cli_compile_timings(cache, tmp_path):
+def test_cli_compile_timings(cache_dir, tmp_path):
     onnx = require("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
@@ -275,24 +252,9 @@ def test_cli_compile_timings(cache, tmp_path):
     )
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "relay_import.cli",
-            "compile",
-            str(path),
-            "-o",
-            str(tmp_path / "art"),
-            "--timings",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    out_dir = str(tmp_path / "art")
+    (out,) = run_python(
+        [["-m", "relay_import.cli", "compile", str(path), "-o", out_dir, "--timings"]]
     )
-    assert r.returncode == 0, r.stderr[-3000:]
     for stage in ("convert", *_STAGES, "export"):
-        assert stage in r.stdout, stage
+        assert stage in out, stage

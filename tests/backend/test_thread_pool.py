@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import relay_core
+from tests.backend.support import run_in_threads
 
 TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -118,22 +119,12 @@ def test_region_inside_a_region_runs_inline(pool):
 
 
 def test_concurrent_regions_from_several_threads(pool):
-    errors = []
-
     def caller(k):
-        try:
-            for _ in range(30):
-                seen, _, given = _region(pool, 2 + k % 3, 5 + k)
-                assert seen == {s: 1 for s in range(given[0])}
-        except AssertionError as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(30):
+            seen, _, given = _region(pool, 2 + k % 3, 5 + k)
+            assert seen == {s: 1 for s in range(given[0])}
 
-    ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
+    run_in_threads(caller, 4)
 
 
 @pytest.mark.parametrize("nthreads", [1, 2, 3, 4])
@@ -154,22 +145,15 @@ def test_many_calls_and_several_python_threads(model):
     feeds = [_inputs(10 + k) for k in range(4)]
     wants = [_want(mod, f) for f in feeds]
     old, lib.num_threads = lib.num_threads, 2
-    errors = []
 
     def caller(k):
-        try:
-            for _ in range(25):
-                _check(lib(*feeds[k]), wants[k])
-        except AssertionError as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(25):
+            _check(lib(*feeds[k]), wants[k])
 
-    ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    lib.num_threads = old
-    assert not errors
+    try:
+        run_in_threads(caller, 4)
+    finally:
+        lib.num_threads = old
 
 
 def test_fork_child_gets_a_fresh_pool(model, pool):
