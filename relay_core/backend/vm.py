@@ -45,7 +45,7 @@ from ..ir.expr import (
 )
 from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import ExprFunctor, free_vars, method_table, post_order
+from ..ir.visitor import SCOPE_OPERANDS, ExprFunctor, free_vars, method_table, post_order
 from ..te.expr import PrimExpr
 from .codegen import (
     I8,
@@ -702,16 +702,11 @@ class _FunctionEmitter(ExprFunctor):
 
 
 _CALLEE = method_table(_FunctionEmitter, "callee_")
-# A node's operands in its own region, per node kind (branches and bodies are regions).
+# A node's operands in its own region, per node kind (branches and bodies are regions); a call's
+# callee only when it is computed.
 _OPERANDS = {
+    **SCOPE_OPERANDS,
     Call: lambda e: e.args if type(e.op) in _STATIC_CALLEES else (e.op, *e.args),
-    Tuple: lambda e: e.fields,
-    TupleGetItem: lambda e: (e.tuple_value,),
-    If: lambda e: (e.cond,),
-    Match: lambda e: (e.data,),
-    RefCreate: lambda e: (e.value,),
-    RefRead: lambda e: (e.ref,),
-    RefWrite: lambda e: (e.ref, e.value),
 }
 _STATIC_CALLEES = frozenset({Op, GlobalVar, Constructor, Function})
 

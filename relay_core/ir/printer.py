@@ -62,7 +62,7 @@ from .types import (
     TypeData,
     TypeVar,
 )
-from .visitor import ExprFunctor, free_vars, method_table, post_order
+from .visitor import SCOPE_OPERANDS, ExprFunctor, free_vars, method_table, post_order
 
 # -- types ----------------------------------------------------------------------------------------
 
@@ -143,16 +143,7 @@ def _is_atom(e: Expr) -> bool:
 
 
 # Children printed before a node in the same scope (sub-blocks open their own scopes).
-_HOISTED = {
-    Call: lambda e: (*e.args, e.op),
-    Tuple: lambda e: e.fields,
-    TupleGetItem: lambda e: (e.tuple_value,),
-    If: lambda e: (e.cond,),
-    Match: lambda e: (e.data,),
-    RefCreate: lambda e: (e.value,),
-    RefRead: lambda e: (e.ref,),
-    RefWrite: lambda e: (e.ref, e.value),
-}
+_HOISTED = {**SCOPE_OPERANDS, Call: lambda e: (*e.args, e.op)}
 
 
 # str(mod) leaves out the data of constants larger than this (mod.astext() keeps everything).

@@ -196,6 +196,20 @@ _KIND = {
 }
 KINDS: tuple[str, ...] = tuple(_KIND.values())
 
+# The operands a node evaluates in its own scope, before itself, per node kind: an If's
+# condition but not its branches, a Match's scrutinee but not its clauses; none for a Let or a
+# Function (their bodies are scopes of their own). A Call is left to each user (the printer
+# and the VM compiler order and filter its callee differently): `{**SCOPE_OPERANDS, Call: ...}`.
+SCOPE_OPERANDS: dict[type, Callable[[Expr], tuple]] = {
+    Tuple: lambda e: e.fields,
+    TupleGetItem: lambda e: (e.tuple_value,),
+    If: lambda e: (e.cond,),
+    Match: lambda e: (e.data,),
+    RefCreate: lambda e: (e.value,),
+    RefRead: lambda e: (e.ref,),
+    RefWrite: lambda e: (e.ref, e.value),
+}
+
 
 def kind(e: Expr) -> str:
     """The node kind of `e` (`"call"`, `"let"`, ...): the suffix of its `visit_` method."""
