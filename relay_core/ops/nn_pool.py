@@ -244,9 +244,26 @@ _POOL_DOC = {
     "with storage_order=1)",
 }
 
-# Each op with how it is computed (JAX lax style: a Rule / Kernel names a function of
-# relay_core/te or relay_core/backend, imported on first use); a kind's gradient rule is named
-# in the table (grads_nn.py).
+
+def _grads_nn(rule: str, *args) -> Rule:
+    return Rule(f"relay_core.ops.grads_nn:{rule}", *args)
+
+
+def _declare_pool(name: str, te: str, kernel: str, kind: str, nd: int, grad: Rule) -> None:
+    """How a pooling op of `kind` ("max", "avg", "lp") over `nd` spatial axes is computed (JAX
+    lax style: a Rule / Kernel names a function of relay_core/te/lower_nn_window.py or
+    relay_core/backend/kernels/pool.py, imported on first use), with a kernel per batch element
+    for a run-time batch, and its gradient."""
+    declare(
+        name,
+        lower=Rule(f"relay_core.te.lower_nn_window:{te}", nd, kind),
+        kernel=Kernel(f"relay_core.backend.kernels.pool:{kernel}", kind, nd),
+        batch_axis0=n_first("layout", "out_layout"),
+        grad=grad,
+    )
+
+
+# Each op with how it is computed; a kind's gradient rule is named in the table (grads_nn.py).
 for _nd in (1, 2, 3):
     for _kind, _fmt, _grad in (
         ("max", "nn.max_pool{}d", "max_pool_rule"),
@@ -274,16 +291,10 @@ for _nd in (1, 2, 3):
                 _name,
                 lower=Rule("relay_core.te.lower_nn_window:_argmax_pool", _nd),
                 kernel=Kernel("relay_core.backend.kernels.pool:emit_argmax_pool", _nd),
-                grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
+                grad=_grads_nn(_grad, _nd),
             )
         else:
-            declare(
-                _name,
-                lower=Rule("relay_core.te.lower_nn_window:_pool", _nd, _kind),
-                kernel=Kernel("relay_core.backend.kernels.pool:emit_pool", _kind, _nd),
-                batch_axis0=n_first("layout", "out_layout"),
-                grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
-            )
+            _declare_pool(_name, "_pool", "emit_pool", _kind, _nd, _grads_nn(_grad, _nd))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,13 +446,7 @@ for _nd in (1, 2, 3):
                 samples=_spatial_samples(_nd, False, _kind),
             )
         )
-        declare(
-            _name,
-            lower=Rule("relay_core.te.lower_nn_window:_global", _nd, _kind),
-            kernel=Kernel("relay_core.backend.kernels.pool:emit_global_pool", _kind, _nd),
-            batch_axis0=n_first("layout", "out_layout"),
-            grad=Rule(f"relay_core.ops.grads_nn:{_grad}", _nd),
-        )
+        _declare_pool(_name, "_global", "emit_global_pool", _kind, _nd, _grads_nn(_grad, _nd))
     for _kind in ("max", "avg"):
         _name = f"nn.adaptive_{_kind}_pool{_nd}d"
         register(
@@ -456,16 +461,15 @@ for _nd in (1, 2, 3):
                 samples=_spatial_samples(_nd, True, _kind),
             )
         )
-        declare(
+        _declare_pool(
             _name,
-            lower=Rule("relay_core.te.lower_nn_window:_adaptive", _nd, _kind),
-            kernel=Kernel("relay_core.backend.kernels.pool:emit_adaptive_pool", _kind, _nd),
-            batch_axis0=n_first("layout", "out_layout"),
-            grad=(
-                Rule("relay_core.ops.grads_nn:adaptive_max_rule", _nd)
-                if _kind == "max"
-                else Rule("relay_core.ops.grads_nn:separable_rule", _name, _nd, "layout")
-            ),
+            "_adaptive",
+            "emit_adaptive_pool",
+            _kind,
+            _nd,
+            _grads_nn("adaptive_max_rule", _nd)
+            if _kind == "max"
+            else _grads_nn("separable_rule", _name, _nd, "layout"),
         )
 
 
@@ -565,5 +569,5 @@ for _nd in (1, 2, 3):
     declare(
         _name,
         lower=Rule("relay_core.backend.lower_loops:_max_unpool", _nd),
-        grad=Rule("relay_core.ops.grads_nn:unpool_rule", _nd),
+        grad=_grads_nn("unpool_rule", _nd),
     )
