@@ -127,6 +127,8 @@ def unary(
     """
     run = compute(fn, out_dtype)
     if intrinsic:
+        if te is not None:
+            raise TypeError(f"unary {name}: give intrinsic=True or te=, not both")
         te = Rule("relay_core.te.lower_elemwise:_intrinsic", name)
     if grad is not None and not isinstance(grad, Rule):
         grad = unary_grad(name, grad)
