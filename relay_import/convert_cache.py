@@ -185,12 +185,13 @@ def _remove(p: str) -> None:
 @functools.cache
 def fingerprint() -> str:
     """Hash of the converter and IR sources and the framework versions (read from the
-    installed distributions: no framework is imported)."""
-    from importlib import metadata
+    installed distributions: no framework is imported). Remembered in the cache directory by
+    the identities of those sources and of the frameworks' package files (stamp.remembered)."""
+    from relay_core.backend import stamp
+    from relay_core.backend.compiler import cache_dir
 
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
-    h = hashlib.blake2b(digest_size=16)
     files = [os.path.join(here, f) for f in _FRONT]
     for pkg in _SOURCES:
         spec = importlib.util.find_spec(pkg)  # located, not imported
@@ -200,6 +201,16 @@ def fingerprint() -> str:
         for dirpath, dirs, names in sorted(os.walk(base)):
             dirs[:] = sorted(x for x in dirs if x != "__pycache__")
             files += [os.path.join(dirpath, n) for n in sorted(names) if n.endswith(".py")]
+    ident, newest = stamp.file_identity([*files, *stamp.package_files(_DISTS)])
+    return stamp.remembered(
+        cache_dir(), "converters", ident, newest, lambda: _fingerprint(root, files)
+    )
+
+
+def _fingerprint(root: str, files: list) -> str:
+    from importlib import metadata
+
+    h = hashlib.blake2b(digest_size=16)
     for p in files:
         h.update(os.path.relpath(p, root).encode())
         with open(p, "rb") as f:
