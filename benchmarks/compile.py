@@ -166,8 +166,12 @@ def main(argv=None) -> None:
     rows = []
     tvm_version = None
     with tempfile.TemporaryDirectory(prefix="relay-bench-compile-") as work:
+        # every file is written before the first run: the conversion cache remembers a file
+        # by its identity only once the file has been still for 2 s (convert_cache.RACY_NS),
+        # as a user's model file that is not being written has been
+        saved = {name: save_model(name, work) for name in names}
         for name in names:
-            paths = save_model(name, work)
+            paths = saved[name]
             cache = tempfile.mkdtemp(prefix=f"cache-{name}-", dir=work)
             cold = ours(paths[args.source], args.source, cache)
             warm = ours(paths[args.source], args.source, cache)
