@@ -470,7 +470,7 @@ def _compile_to(
             f.write(b"\0" * pad)
             off += pad
             data = _contig(arr)
-            f.write(data.tobytes())
+            f.write(memoryview(data.reshape(-1).view(np.uint8)))  # no copy
             consts.append(
                 {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
             )
