@@ -209,7 +209,10 @@ def _load_archive(z: zipfile.ZipFile, path: str, fast: bool = False):
         from .pt2_graph import read_program
 
         prog = read_program(
-            program, state_dict, constants, lambda: _deserialize(program, state_dict, constants, path)
+            program,
+            state_dict,
+            constants,
+            lambda: _deserialize(program, state_dict, constants, path),
         )
         if prog is not None:
             return prog

@@ -359,9 +359,7 @@ class _Reader:
                 )
             elif kind == "tensor_constant":
                 arg = TensorArgument(v["arg"]["name"])
-                inputs.append(
-                    InputSpec(InputKind.CONSTANT_TENSOR, arg, v["tensor_constant_name"])
-                )
+                inputs.append(InputSpec(InputKind.CONSTANT_TENSOR, arg, v["tensor_constant_name"]))
             else:
                 raise Unsupported(f"input spec {kind}")
         outputs = []
