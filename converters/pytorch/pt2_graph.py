@@ -289,7 +289,6 @@ class _Reader:
         node = self.graph.create_node("call_function", target, tuple(args), kwargs, sn["name"])
         outs = sn.get("outputs") or []
         if not outs:  # an op with no results (an assertion)
-            node.name = sn["name"]
             return
         if len(outs) == 1 and "as_tensor" in outs[0]:
             self._bind(outs[0]["as_tensor"]["name"], node)
@@ -314,9 +313,7 @@ class _Reader:
                 vals.append(None)
             else:
                 raise Unsupported("node output kind")
-        node.meta["val"] = tuple(vals)
-        node.name = sn["name"]
-        self.nodes[node.name] = node
+        node.meta["val"] = tuple(vals)  # the node keeps the name FX gave it, as in torch
 
     def _graph_output(self, out: dict):
         kind, v = _one(out, "graph output")
