@@ -110,6 +110,7 @@ def test_fast_path_matches_torch_deserializer(tmp_path, name):
     slow = loader.load_pt2(path)
     assert isinstance(slow, torch.export.ExportedProgram)
     fast_mod = _convert(fast)
+    assert fast._ep is None, "conversion should not have needed torch's deserializer"
     _assert_same(fast_mod, _convert(slow))
     # and the numbers are torch's
     from converters.pytorch.outputs import flatten_outputs
