@@ -226,3 +226,32 @@ def test_malformed_node_in_fast_path_is_a_clear_error(tmp_path):
     _edit_program(path, edit)
     with pytest.raises(ModelLoadError):
         from_pytorch(str(path))
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        y, _ = self.mha(x, x, x)
+        return self.norm(x + y).softmax(-1)
+
+
+def test_core_aten_program_matches_torch_deserializer(tmp_path):
+    """A program lowered to core ATen (run_decompositions): multi-output ops with getitems,
+    views with size lists, addmm, _softmax."""
+    torch.manual_seed(0)
+    module, x = Attention().eval(), torch.randn(2, 5, 16)
+    ep = torch.export.export(module, (x,)).run_decompositions()
+    path = tmp_path / "core.pt2"
+    torch.export.save(ep, str(path))
+    fast = loader.load_pt2(path, fast=True)
+    assert isinstance(fast, FastProgram)
+    fast_mod = _convert(fast)
+    assert fast._ep is None
+    _assert_same(fast_mod, _convert(loader.load_pt2(path)))
+    with torch.no_grad():
+        want = module(x)
+    assert_close(relay_core.evaluate(fast_mod, x.numpy()), want, 1e-4, 1e-4)
