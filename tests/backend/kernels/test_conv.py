@@ -283,3 +283,41 @@ def test_conv2d_winograd(nthreads, layout, klayout):
         for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in WINOGRAD_2D]
     ]
     _check(cases, "nn.conv2d")
+
+
+POINTWISE_2D = [  # 1x1 stride 1 on planes of >= 128 positions: conv_pointwise
+    # n, c, (h, w), o, k, s, p, d, g
+    (1, 24, (16, 16), 144, 1, 1, 0, 1, 1),
+    (2, 7, (13, 11), 13, 1, 1, 0, 1, 1),  # odd channels, plane not a multiple of 16
+    (8, 16, (12, 12), 23, 1, 1, 0, 1, 1),  # batch 8, O % 6 == 5
+    (1, 300, (14, 14), 64, 1, 1, 0, 1, 1),  # long reduction, O % 6 == 4
+    (1, 3, (40, 40), 2, 1, 1, 0, 1, 1),  # fewer output channels than one panel
+    (1, 33, (25, 30), 97, 1, 1, 0, 1, 1),  # many column blocks, O % 6 == 1
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
+def test_conv2d_pointwise(nthreads, layout, klayout):
+    from relay_core.backend.kernels import conv_pointwise
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    kw = dict(layout=layout, klayout=klayout, nthreads=nthreads)
+    cases = [conv_case(2, *g, **kw) for g in POINTWISE_2D]
+    for c, want in cases:  # each case is one the pointwise kernel serves
+        win, G, O, Cg, Og, _, cl = conv_window(
+            [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
+        )
+        assert conv_pointwise.usable(win, G, Cg, Og, True, cl)
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in POINTWISE_2D]
+    ]
+    for g in POINTWISE_2D[:3]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")
