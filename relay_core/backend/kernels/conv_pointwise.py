@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .gemm_core import MR, NR, pack_a_panels
+from .gemm_core import MR, NR, pack_a_panels, pack_b_panels
 from .llvm_util import (
     F32,
     F32P,
@@ -46,16 +46,18 @@ MIN_UNITS = 16  # units per call when the shape allows: several shards per threa
 
 
 def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
-    """A 1x1 stride-1 unpadded channel-first convolution with constant weights whose plane is
-    wide enough for 16-column panels (narrow planes keep the transposed path of conv.py)."""
+    """A 1x1 stride-1 unpadded channel-first convolution with constant weights."""
     if not (packed and G == 1 and not cl and win.KK == 1):
         return False
-    if win.s != (1, 1, 1) or win.pb != (0, 0, 0) or win.pe != (0, 0, 0) or win.sp != win.osp:
-        return False
-    P = win.P
+    return win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.pe == (0, 0, 0) and win.sp == win.osp
+
+
+def transposed(P: int, O: int) -> bool:
+    """Few positions: Y^T = X^T W^T wastes less of the 16-wide tiles (positions become 6-row
+    tiles read from X in place, output channels 16-column panels of the packed weights)."""
     col_waste = (-(-P // NR) * NR) / P
     row_waste = (-(-P // MR) * MR) / P
-    return P >= 128 or col_waste <= row_waste + 0.1 or Og < NR
+    return P < 128 and col_waste > row_waste + 0.1 and O >= NR
 
 
 def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
@@ -70,18 +72,19 @@ def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
     return cbp, rbp
 
 
-def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
-    """c[0:mr, 0:nv] (row stride ldc) = A panel (K x mr) @ B panel (K rows of 16);
-    nv == 16 stores with vectors, fewer through a tile on the stack."""
-    name = f"relay.pw.ukr{mr}"
+def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
+    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16); stored as
+    c[i * ldc + j] for j < nv (vectors when nv == 16), or transposed (tr) as c[j * ldc + i]."""
+    name = f"relay.pw.ukr{mr}{'t' if tr else ''}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(llmod, ir.FunctionType(VOID, [I64, F32P, F32P, F32P, I64, I64]), name=name)
+    args = [I64, F32P, I64, F32P, F32P, I64, I64]
+    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    K, ap, bp, cp, ldc, nv = fn.args
+    K, ap, lda, bp, cp, ldc, nv = fn.args
     sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)  # independent accumulators against the FMA latency
     zero = const(V8F, 0.0)
 
@@ -89,7 +92,7 @@ def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
         bk = b.mul(k, i64(NR))
         b0 = vload(b, bp, bk)
         b1 = vload(b, bp, b.add(bk, i64(8)))
-        ak = b.mul(k, i64(mr))
+        ak = b.mul(k, lda)
         out = []
         for i in range(mr):
             av = splat(b, load(b, ap, b.add(ak, i64(i))))
@@ -115,6 +118,15 @@ def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
             total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
         accs = total
     tile = entry_alloca(b, F32, MR * NR, name="tile")
+    if tr:
+        for j, v in enumerate(accs):
+            vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
+        with for_range(b, 0, nv, name="tj") as q:
+            row = gep(b, cp, b.mul(q, ldc))
+            for i in range(mr):
+                store(b, load(b, tile, b.add(i64(i * NR), q)), row, i64(i))
+        b.ret_void()
+        return fn
     with b.if_else(b.icmp_signed("==", nv, i64(NR))) as (full, part):
         with full:
             for j, v in enumerate(accs):
@@ -134,6 +146,8 @@ def emit(kf, win, O: int, K: int):
     from .conv import _epilogue_chunk
 
     N, P = win.N, win.P
+    if transposed(P, O):
+        return _emit_transposed(kf, win, O, K)
     cbp, rbp = blocking(N, O, K, P)
     CB, RB = cbp * NR, rbp * MR
     ncb, nrb = -(-P // CB), -(-O // RB)
@@ -183,11 +197,11 @@ def emit(kf, win, O: int, K: int):
                 nv = imin(b, i64(NR), b.sub(pc, col))
                 bpan = gep(b, buf, b.mul(j, i64(K * NR)))
                 with for_range(b, r0, r1f, MR, name="ip") as r:
-                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), bpan]
+                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(MR), bpan]
                     b.call(ukr, args + [gep(b, yn, b.add(b.mul(r, i64(P)), col)), i64(P), nv])
                 if ukr_tail is not None:
                     with b.if_then(b.icmp_signed(">", r1, i64(O6))):
-                        args = [i64(K), gep(b, wp, i64(O6 * K)), bpan]
+                        args = [i64(K), gep(b, wp, i64(O6 * K)), i64(O - O6), bpan]
                         cptr = gep(b, yn, b.add(i64(O6 * P), col))
                         b.call(ukr_tail, args + [cptr, i64(P), nv])
             if kf.ep:
@@ -199,5 +213,66 @@ def emit(kf, win, O: int, K: int):
 
     def prepack(wc):
         return pack_a_panels(wc.reshape(O, K))
+
+    return prepack
+
+
+def _emit_transposed(kf, win, O: int, K: int):
+    """Y^T[P, O] = X^T[P, K] @ W^T[K, O]: 6-position tiles read from X in place (X^T's rows are
+    X's columns), 16-channel panels of weights packed at compile time; units of (image, block
+    of channel panels, block of position tiles)."""
+    from .conv import _epilogue_chunk
+
+    N, P = win.N, win.P
+    npan, nrp = -(-O // NR), -(-P // MR)
+    ncb = max(1, min(npan, MIN_UNITS // N))
+    cbp = -(-npan // ncb)
+    ncb = -(-npan // cbp)
+    nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
+    rbp = -(-nrp // nrb)
+    nrb = -(-nrp // rbp)
+    CB, RB = cbp * NR, rbp * MR
+    units = N * ncb * nrb
+    P6 = P // MR * MR
+    ukr = _ukr_fn(kf.b.module, MR, tr=True)
+    ukr_tail = _ukr_fn(kf.b.module, P - P6, tr=True) if P6 < P else None
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
+    OW = win.osp[2]
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="unit") as u:
+            n = b.udiv(u, i64(ncb * nrb))
+            cb = b.urem(b.udiv(u, i64(nrb)), i64(ncb))
+            rb = b.urem(u, i64(nrb))
+            o0 = b.mul(cb, i64(CB))
+            o1 = imin(b, b.add(o0, i64(CB)), i64(O))
+            p0 = b.mul(rb, i64(RB))
+            p1 = imin(b, b.add(p0, i64(RB)), i64(P))
+            p1f = imin(b, p1, i64(P6))
+            xn = gep(b, x, b.mul(n, i64(K * P)))
+            yn = gep(b, y, b.mul(n, i64(O * P)))
+            with for_range(b, o0, o1, NR, name="jp") as o:
+                nv = imin(b, i64(NR), b.sub(i64(O), o))
+                bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / 16 starts at (o / 16) * K * 16
+                ybase = gep(b, yn, b.mul(o, i64(P)))
+                with for_range(b, p0, p1f, MR, name="ip") as p:
+                    args = [i64(K), gep(b, xn, p), i64(P), bpan, gep(b, ybase, p), i64(P), nv]
+                    b.call(ukr, args)
+                if ukr_tail is not None:
+                    with b.if_then(b.icmp_signed(">", p1, i64(P6))):
+                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan]
+                        b.call(ukr_tail, args + [gep(b, ybase, i64(P6)), i64(P), nv])
+            if kf.ep:
+                pc = b.sub(p1, p0)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+        sh.end(b)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        return pack_b_panels(wc.reshape(O, K).T).ravel()
 
     return prepack

@@ -285,8 +285,12 @@ def test_conv2d_winograd(nthreads, layout, klayout):
     _check(cases, "nn.conv2d")
 
 
-POINTWISE_2D = [  # 1x1 stride 1 on planes of >= 128 positions: conv_pointwise
+POINTWISE_2D = [  # 1x1 stride 1, channel first, constant weights: conv_pointwise
     # n, c, (h, w), o, k, s, p, d, g
+    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed, P % 6 == 1, O % 16 == 2
+    (8, 20, (7, 7), 37, 1, 1, 0, 1, 1),  # transposed, batch 8
+    (1, 300, (5, 7), 16, 1, 1, 0, 1, 1),  # transposed, long reduction
+    (2, 9, (2, 3), 5, 1, 1, 0, 1, 1),  # tiny: fewer channels than a panel
     (1, 24, (16, 16), 144, 1, 1, 0, 1, 1),
     (2, 7, (13, 11), 13, 1, 1, 0, 1, 1),  # odd channels, plane not a multiple of 16
     (8, 16, (12, 12), 23, 1, 1, 0, 1, 1),  # batch 8, O % 6 == 5
@@ -305,11 +309,14 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
 
     kw = dict(layout=layout, klayout=klayout, nthreads=nthreads)
     cases = [conv_case(2, *g, **kw) for g in POINTWISE_2D]
+    variants = set()
     for c, want in cases:  # each case is one the pointwise kernel serves
         win, G, O, Cg, Og, _, cl = conv_window(
             [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
         )
         assert conv_pointwise.usable(win, G, Cg, Og, True, cl)
+        variants.add(conv_pointwise.transposed(win.P, O))
+    assert variants == {True, False}
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
