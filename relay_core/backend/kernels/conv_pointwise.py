@@ -10,6 +10,11 @@ driver of gemm_core re-packed X for every shard and every KC block, which domina
 reduction is long and the plane small). The weights are packed at compile time into the 6-row
 panels of gemm_core.pack_a_panels. The epilogue runs over the unit's rows afterwards, while
 they are still in cache.
+
+Stem convolutions (few input channels, a short reduction: 3x3 or 7x7 over RGB) take the same
+path with the unit's im2col columns as B (rows of the unit's width, read in place), instead of
+the gemm driver's KC-blocked tiles and per-tile store callback, which cost more than the 27-long
+reduction itself.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from .gemm_core import MR, NR, pack_a_panels, pack_b_panels
+from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
     F32,
     F32P,
@@ -42,14 +48,28 @@ from .llvm_util import (
 from .parallel import clamp_threads, parallel
 
 PACK_BUDGET = 64 * 1024  # bytes of packed X per unit (stays in L2 while all rows use it)
+STEM_K = 160  # longest reduction of a stem convolution served here (3 x 7 x 7 = 147)
 MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
 
 
+def is_1x1(win) -> bool:
+    """1x1, stride 1, unpadded: X itself is the GEMM's B operand."""
+    return (
+        win.KK == 1
+        and win.s == (1, 1, 1)
+        and win.pb == (0, 0, 0)
+        and win.pe == (0, 0, 0)
+        and win.sp == win.osp
+    )
+
+
 def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
-    """A 1x1 stride-1 unpadded channel-first convolution with constant weights."""
-    if not (packed and G == 1 and not cl and win.KK == 1):
+    """A channel-first convolution with constant weights that is 1x1 (stride 1, unpadded), or
+    a stem: few input channels (<= 4) and a short reduction (Cg * window <= STEM_K), whose
+    columns an im2col chunk per unit provides."""
+    if not (packed and G == 1 and not cl):
         return False
-    return win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.pe == (0, 0, 0) and win.sp == win.osp
+    return is_1x1(win) or (Cg <= 4 and Cg * win.KK <= STEM_K)
 
 
 def transposed(P: int, O: int) -> bool:
@@ -73,23 +93,23 @@ def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
 
 
 def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
-    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16); stored as
+    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16, stride ldb); stored as
     c[i * ldc + j] for j < nv (vectors when nv == 16), or transposed (tr) as c[j * ldc + i]."""
     name = f"relay.pw.ukr{mr}{'t' if tr else ''}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
-    args = [I64, F32P, I64, F32P, F32P, I64, I64]
+    args = [I64, F32P, I64, F32P, I64, F32P, I64, I64]
     fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    K, ap, lda, bp, cp, ldc, nv = fn.args
+    K, ap, lda, bp, ldb, cp, ldc, nv = fn.args
     sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)  # independent accumulators against the FMA latency
     zero = const(V8F, 0.0)
 
     def one(k, accs):
-        bk = b.mul(k, i64(NR))
+        bk = b.mul(k, ldb)
         b0 = vload(b, bp, bk)
         b1 = vload(b, bp, b.add(bk, i64(8)))
         ak = b.mul(k, lda)
@@ -110,9 +130,7 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
     main = b.mul(b.udiv(K, i64(sets)), i64(sets)) if sets > 1 else K
     accs = for_carry(b, 0, main, [zero] * (2 * mr * sets), step, step=sets, name="kk")
     if sets > 1:
-        accs = list(for_carry(b, main, K, accs[: 2 * mr], one, name="kt")) + list(
-            accs[2 * mr :]
-        )
+        accs = list(for_carry(b, main, K, accs[: 2 * mr], one, name="kt")) + list(accs[2 * mr :])
         total = accs[: 2 * mr]
         for s_ in range(1, sets):
             total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
@@ -141,12 +159,37 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
     return fn
 
 
-def emit(kf, win, O: int, K: int):
-    """Emit the body of kf (x, packed w, y[, extras]); returns the weight prepack."""
+def _pack_x(b, x, buf, n, p0, pc, K, P):
+    """buf[j][k][0:16] = X[n, k, p0 + 16 j : p0 + 16 j + 16], zero padded past pc positions;
+    read row by row (contiguous)."""
+    nfull = b.udiv(pc, i64(NR))
+    tail = b.urem(pc, i64(NR))
+    xn = gep(b, x, b.add(b.mul(n, i64(K * P)), p0))
+    with for_range(b, 0, K, name="pk") as k:
+        src = gep(b, xn, b.mul(k, i64(P)))
+        with for_range(b, 0, nfull, name="pj") as j:
+            s = b.mul(j, i64(NR))
+            d = b.add(b.mul(j, i64(K * NR)), b.mul(k, i64(NR)))
+            vstore(b, vload(b, src, s), buf, d)
+            vstore(b, vload(b, src, b.add(s, i64(8))), buf, b.add(d, i64(8)))
+        with b.if_then(b.icmp_signed(">", tail, i64(0))):
+            s = b.mul(nfull, i64(NR))
+            d = b.add(b.mul(nfull, i64(K * NR)), b.mul(k, i64(NR)))
+            with for_range(b, 0, NR, name="pt") as q:
+                ok = b.icmp_signed("<", q, tail)
+                v = load(b, src, b.add(s, imin(b, q, b.sub(tail, i64(1)))))
+                store(b, b.select(ok, v, const(F32, 0.0)), buf, b.add(d, q))
+
+
+def emit(kf, win, O: int, Cg: int):
+    """Emit the body of kf (x, packed w, y[, extras]) for Cg input channels; returns the weight
+    prepack."""
     from .conv import _epilogue_chunk
 
     N, P = win.N, win.P
-    if transposed(P, O):
+    stem = not is_1x1(win)
+    K = Cg * win.KK
+    if not stem and transposed(P, O):
         return _emit_transposed(kf, win, O, K)
     cbp, rbp = blocking(N, O, K, P)
     CB, RB = cbp * NR, rbp * MR
@@ -157,6 +200,7 @@ def emit(kf, win, O: int, K: int):
     ukr_tail = _ukr_fn(kf.b.module, O - O6) if O6 < O else None
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
+    ldb = i64(CB if stem else NR)  # B panels: im2col rows of CB, or packed panels of 16
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -169,25 +213,13 @@ def emit(kf, win, O: int, K: int):
             rb = b.urem(u, i64(nrb))
             p0 = b.mul(cb, i64(CB))
             pc = imin(b, i64(CB), b.sub(i64(P), p0))
-            nfull = b.udiv(pc, i64(NR))
-            tail = b.urem(pc, i64(NR))
-            xn = gep(b, x, b.add(b.mul(n, i64(K * P)), p0))
             yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
-            # pack X[:, p0:p0+pc] into panels buf[j][k][16], row by row (contiguous reads)
-            with for_range(b, 0, K, name="pk") as k:
-                src = gep(b, xn, b.mul(k, i64(P)))
-                with for_range(b, 0, nfull, name="pj") as j:
-                    s = b.mul(j, i64(NR))
-                    d = b.add(b.mul(j, i64(K * NR)), b.mul(k, i64(NR)))
-                    vstore(b, vload(b, src, s), buf, d)
-                    vstore(b, vload(b, src, b.add(s, i64(8))), buf, b.add(d, i64(8)))
-                with b.if_then(b.icmp_signed(">", tail, i64(0))):
-                    s = b.mul(nfull, i64(NR))
-                    d = b.add(b.mul(nfull, i64(K * NR)), b.mul(k, i64(NR)))
-                    with for_range(b, 0, NR, name="pt") as q:
-                        ok = b.icmp_signed("<", q, tail)
-                        v = load(b, src, b.add(s, imin(b, q, b.sub(tail, i64(1)))))
-                        store(b, b.select(ok, v, const(F32, 0.0)), buf, b.add(d, q))
+            if stem:  # the unit's im2col columns, rows of CB floats (zero padded past pc)
+                xg = gep(b, x, b.mul(n, i64(win.C * win.IP)))
+                geo = geom_args(win, Cg)
+                b.call(im2col_cf_fn(b.module), [xg, buf, i64(CB), p0, pc, *geo])
+            else:
+                _pack_x(b, x, buf, n, p0, pc, K, P)
             r0 = b.mul(rb, i64(RB))
             r1 = imin(b, b.add(r0, i64(RB)), i64(O))
             r1f = imin(b, r1, i64(O6))
@@ -195,13 +227,13 @@ def emit(kf, win, O: int, K: int):
             with for_range(b, 0, npan, name="jp") as j:
                 col = b.mul(j, i64(NR))
                 nv = imin(b, i64(NR), b.sub(pc, col))
-                bpan = gep(b, buf, b.mul(j, i64(K * NR)))
+                bpan = gep(b, buf, b.mul(j, i64(NR if stem else K * NR)))
                 with for_range(b, r0, r1f, MR, name="ip") as r:
-                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(MR), bpan]
+                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(MR), bpan, ldb]
                     b.call(ukr, args + [gep(b, yn, b.add(b.mul(r, i64(P)), col)), i64(P), nv])
                 if ukr_tail is not None:
                     with b.if_then(b.icmp_signed(">", r1, i64(O6))):
-                        args = [i64(K), gep(b, wp, i64(O6 * K)), i64(O - O6), bpan]
+                        args = [i64(K), gep(b, wp, i64(O6 * K)), i64(O - O6), bpan, ldb]
                         cptr = gep(b, yn, b.add(i64(O6 * P), col))
                         b.call(ukr_tail, args + [cptr, i64(P), nv])
             if kf.ep:
@@ -259,11 +291,12 @@ def _emit_transposed(kf, win, O: int, K: int):
                 bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / 16 starts at (o / 16) * K * 16
                 ybase = gep(b, yn, b.mul(o, i64(P)))
                 with for_range(b, p0, p1f, MR, name="ip") as p:
-                    args = [i64(K), gep(b, xn, p), i64(P), bpan, gep(b, ybase, p), i64(P), nv]
+                    args = [i64(K), gep(b, xn, p), i64(P), bpan, i64(NR), gep(b, ybase, p)]
+                    args += [i64(P), nv]
                     b.call(ukr, args)
                 if ukr_tail is not None:
                     with b.if_then(b.icmp_signed(">", p1, i64(P6))):
-                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan]
+                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan, i64(NR)]
                         b.call(ukr_tail, args + [gep(b, ybase, i64(P6)), i64(P), nv])
             if kf.ep:
                 pc = b.sub(p1, p0)

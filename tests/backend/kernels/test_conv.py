@@ -285,12 +285,17 @@ def test_conv2d_winograd(nthreads, layout, klayout):
     _check(cases, "nn.conv2d")
 
 
-POINTWISE_2D = [  # 1x1 stride 1, channel first, constant weights: conv_pointwise
+POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv_pointwise
     # n, c, (h, w), o, k, s, p, d, g
     (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed, P % 6 == 1, O % 16 == 2
     (8, 20, (7, 7), 37, 1, 1, 0, 1, 1),  # transposed, batch 8
     (1, 300, (5, 7), 16, 1, 1, 0, 1, 1),  # transposed, long reduction
     (2, 9, (2, 3), 5, 1, 1, 0, 1, 1),  # tiny: fewer channels than a panel
+    (1, 3, (33, 31), 32, 3, 2, 1, 1, 1),  # stems: im2col per unit
+    (8, 3, (20, 20), 16, 3, 2, 1, 1, 1),
+    (1, 4, (17, 17), 13, 5, 1, 2, 1, 1),
+    (1, 1, (16, 16), 7, 3, 1, 2, 2, 1),
+    (2, 3, (30, 30), 8, 7, 2, 3, 1, 1),
     (1, 24, (16, 16), 144, 1, 1, 0, 1, 1),
     (2, 7, (13, 11), 13, 1, 1, 0, 1, 1),  # odd channels, plane not a multiple of 16
     (8, 16, (12, 12), 23, 1, 1, 0, 1, 1),  # batch 8, O % 6 == 5
@@ -315,8 +320,9 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
             [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
         )
         assert conv_pointwise.usable(win, G, Cg, Og, True, cl)
-        variants.add(conv_pointwise.transposed(win.P, O))
-    assert variants == {True, False}
+        stem = not conv_pointwise.is_1x1(win)
+        variants.add("stem" if stem else conv_pointwise.transposed(win.P, O))
+    assert variants == {True, False, "stem"}
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
