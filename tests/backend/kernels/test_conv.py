@@ -334,3 +334,35 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
         c["extras"] = [bias]
         cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
     _check(cases, "nn.conv2d")
+
+
+DEPTHWISE_NARROW_2D = [  # channel-first rows of < 16 outputs: 8 channels interleaved per block
+    # n, c, (h, w), o, k, s, p, d, g
+    (1, 19, (7, 7), 19, 3, 1, 1, 1, 19),  # a partial block of 3 channels
+    (8, 16, (14, 14), 16, 3, 2, 1, 1, 16),  # batch 8, stride 2
+    (2, 9, (9, 13), 9, 5, 1, 2, 1, 9),  # 5x5
+    (1, 12, (11, 10), 12, 3, 1, 2, 2, 12),  # dilation 2
+    (1, 8, (6, 9), 8, 3, 2, 0, 1, 8),  # no padding
+    (1, 6, (7, 7), 12, 3, 1, 1, 1, 6),  # multiplier 2: the per-plane path
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("packed", [True, False])
+def test_conv2d_depthwise_narrow(nthreads, packed):
+    kw = dict(nthreads=nthreads, packed=packed)
+    cases = [conv_case(2, *g, **kw) for g in DEPTHWISE_NARROW_2D]
+    cases += [conv_case(2, *g, **kw, pads=((0, 2), (1, 0))) for g in DEPTHWISE_NARROW_2D[:1]]
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in DEPTHWISE_NARROW_2D
+        ]
+    ]
+    for g in DEPTHWISE_NARROW_2D[:2]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")
