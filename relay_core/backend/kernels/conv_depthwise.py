@@ -1,10 +1,10 @@
 """Depthwise convolution (groups == input channels, one input channel per group), float32.
 
-Channel-first planes with rows of >= 16 outputs: per (image, channel) plane, the plane is copied
+Channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is copied
 into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input rows
 scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
-Narrower channel-first planes (14x14, 7x7: rows that would be mostly scalar tails) interleave 8
-channels into a local blocked scratch and vectorise over the channels (multiplier 1).
+Channel-first rows of < 8 outputs (7x7 planes: rows that would be all scalar tails) interleave
+8 channels into a local blocked scratch and vectorise over the channels (multiplier 1).
 Channel-last: per output position the taps accumulate whole channel vectors. Channel
 multipliers (Og > 1) are supported.
 """
@@ -74,11 +74,11 @@ def emit_depthwise(
     return KernelInfo(kf.fn, {1: pre})
 
 
-BLOCKED_OW = 16  # channel-first rows narrower than this take the channel-blocked path
+BLOCKED_OW = 8  # channel-first rows narrower than this (no full vector) take the blocked path
 
 
 def _cf_blocked(kf, w, win, G):
-    """Channel-first, multiplier 1, narrow planes (rows of < 16 outputs would be mostly scalar
+    """Channel-first, multiplier 1, narrow planes (rows of < 8 outputs would be all scalar
     tails): per (image, block of 8 channels), the 8 planes are interleaved into a zero-padded
     scratch [Dp][Hp][Wp][8] (a local NCHW8c block), every output position accumulates its taps
     as <8 x float> vectors over the 8 channels, and the block is written back plane by plane."""
