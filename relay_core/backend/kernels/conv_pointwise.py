@@ -84,7 +84,9 @@ def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
     """(16-column panels per unit, 6-row panels per unit)."""
     npan = -(-P // NR)
     nrp = -(-O // MR)
-    cbp = max(1, min(npan, PACK_BUDGET // (4 * NR * max(K, 1))))
+    # split the positions first (X is packed once per row block, so row blocks repeat packing)
+    want = -(-MIN_UNITS // N)
+    cbp = max(1, min(npan, PACK_BUDGET // (4 * NR * max(K, 1)), -(-npan // want)))
     ncb = -(-npan // cbp)
     cbp = -(-npan // ncb)
     nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
@@ -224,18 +226,22 @@ def emit(kf, win, O: int, Cg: int):
             r1 = imin(b, b.add(r0, i64(RB)), i64(O))
             r1f = imin(b, r1, i64(O6))
             npan = b.udiv(b.add(pc, i64(NR - 1)), i64(NR))
-            with for_range(b, 0, npan, name="jp") as j:
-                col = b.mul(j, i64(NR))
-                nv = imin(b, i64(NR), b.sub(pc, col))
-                bpan = gep(b, buf, b.mul(j, i64(NR if stem else K * NR)))
-                with for_range(b, r0, r1f, MR, name="ip") as r:
-                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(MR), bpan, ldb]
-                    b.call(ukr, args + [gep(b, yn, b.add(b.mul(r, i64(P)), col)), i64(P), nv])
-                if ukr_tail is not None:
-                    with b.if_then(b.icmp_signed(">", r1, i64(O6))):
-                        args = [i64(K), gep(b, wp, i64(O6 * K)), i64(O - O6), bpan, ldb]
-                        cptr = gep(b, yn, b.add(i64(O6 * P), col))
-                        b.call(ukr_tail, args + [cptr, i64(P), nv])
+
+            def row_panel(fn, r, mr):  # 6 (or mr) output channels x the unit's positions
+                with for_range(b, 0, npan, name="jp") as j:
+                    col = b.mul(j, i64(NR))
+                    nv = imin(b, i64(NR), b.sub(pc, col))
+                    bpan = gep(b, buf, b.mul(j, i64(NR if stem else K * NR)))
+                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(mr), bpan, ldb]
+                    b.call(fn, args + [gep(b, yn, b.add(b.mul(r, i64(P)), col)), i64(P), nv])
+
+            # rows outer: each row panel's stores stream along its rows (columns outer would
+            # touch every row of the block, a page each, per column panel: DTLB misses)
+            with for_range(b, r0, r1f, MR, name="ip") as r:
+                row_panel(ukr, r, MR)
+            if ukr_tail is not None:
+                with b.if_then(b.icmp_signed(">", r1, i64(O6))):
+                    row_panel(ukr_tail, i64(O6), O - O6)
             if kf.ep:
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW)
         sh.end(b)
