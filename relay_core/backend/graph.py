@@ -18,7 +18,6 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from llvmlite import ir
 
 from ..errors import RelayError

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import gemv
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     KC,
@@ -237,6 +238,11 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         return
     if K == 0:
         zero_fill(kf, plan.out_dims, "float32")
+        return
+    how = gemv.form(plan, packed)
+    if how is not None:  # a few rows: stream B once, no packing, no tiles
+        index_fn = lambda b, bidx, m, n: out_indices(b, plan, bidx, m, n)  # noqa: E731
+        gemv.emit_small_m(kf, plan, packed, how, batch_offset, index_fn)
         return
     nbatch = math.prod(plan.batch)
     npan = -(-N // NR)
