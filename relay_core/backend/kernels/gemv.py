@@ -240,9 +240,7 @@ def _dot_body(b, plan, a, b_mat, out, n0, n1):
 
             if kvec > kmain:
                 (acc,) = for_carry(b, kmain, kvec, [acc], vstep, step=W, name="dv")
-            s = b.extract_element(acc, i64(0))
-            for lane in range(1, W):
-                s = b.fadd(s, b.extract_element(acc, i64(lane)))
+            s = _hsum(b, acc)
 
             def sstep(k, accs, row=row, col=col):
                 return [fma(b, load(b, row, k), load(b, col, k), accs[0])]
@@ -250,6 +248,19 @@ def _dot_body(b, plan, a, b_mat, out, n0, n1):
             if K > kvec:
                 (s,) = for_carry(b, kvec, K, [s], sstep, name="ds")
             out.scalar(b, s, i64(m), n)
+
+
+def _hsum(b, v):
+    """The sum of v's lanes: halves added log2(width) times (not a chain of width adds)."""
+    n = v.type.count
+    while n > 1:
+        n //= 2
+        lo, hi = (
+            b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, n), list(range(s, s + n))))
+            for s in (0, n)
+        )
+        v = b.fadd(lo, hi)
+    return b.extract_element(v, i64(0))
 
 
 def emit_small_m(kf, plan, packed: bool, how: str, batch_offset, index_fn) -> None:
