@@ -38,7 +38,7 @@ def _gemm(m, n, k):
     wt = np.ascontiguousarray(w.T)
     return dict(
         name=f"dense {m}x{n}x{k}",
-        group="gemm",
+        group="gemv" if m <= 4 else "gemm",  # kernels/gemv.py below 5 rows
         op="nn.dense",
         inputs=[x, w],
         const=(1,),
@@ -58,7 +58,7 @@ def _bmm(b, m, n, k):
     ct = np.ascontiguousarray(np.swapaxes(c, 1, 2))
     return dict(
         name=f"batch_matmul {b}x{m}x{n}x{k}",
-        group="gemm",
+        group="gemv" if m <= 4 else "gemm",
         op="nn.batch_matmul",
         inputs=[a, c],
         const=(),
@@ -153,9 +153,12 @@ def cases():
         _gemm(1024, 1024, 1024),
         _gemm(256, 256, 256),
         _gemm(1, 4096, 1024),
+        _gemm(1, 1024, 256),  # an LSTM cell at batch 1 (hidden 256)
+        _gemm(4, 1024, 256),
         _gemm(128, 768, 768),
         _gemm(128, 3072, 768),
         _bmm(12, 128, 128, 64),
+        _bmm(12, 1, 128, 64),  # one query against 128 keys
         _conv(1, 64, 56, 64, 3, 1, 1),
         _conv(1, 128, 28, 128, 3, 1, 1),
         _conv(1, 256, 14, 256, 3, 1, 1),
