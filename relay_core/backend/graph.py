@@ -14,8 +14,10 @@ an output that is an input, a constant or a repeated value is copied.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
+import numpy as np
 from llvmlite import ir
 
 from ..errors import RelayError
@@ -183,6 +185,29 @@ def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
     return new, consts
 
 
+class ConstKeys:
+    """Constants by content: the passes may wrap one weight in many Constant nodes (a rewrite
+    per use) or copy it, and each copy would get a slot of its own -- and, for every kernel that
+    reads it prepacked, a packed copy of its own (an unrolled LSTM read 127 copies of one 1 MB
+    weight, one per time step, from memory instead of cache). Equal bytes, shape and dtype share
+    one slot."""
+
+    def __init__(self):
+        self._by_array: dict[int, tuple] = {}  # id(c.data) -> key (the arrays outlive the build)
+
+    def of(self, c: Constant) -> tuple:
+        key = self._by_array.get(id(c.data))
+        if key is None:
+            a = np.asarray(c.data)
+            if a.dtype.hasobject:  # strings: by identity
+                digest = id(c.data)
+            else:
+                flat = _contig(a).reshape(-1).view(np.uint8)
+                digest = hashlib.blake2b(flat.data, digest_size=16).digest()
+            key = self._by_array[id(c.data)] = (a.dtype.str, a.shape, digest)
+        return key
+
+
 class GraphCompiler(ExprFunctor):
     def __init__(self, func: Function, llctx: ModuleContext, nthreads: int = 2, name: str = "k"):
         self.func = func
@@ -193,6 +218,7 @@ class GraphCompiler(ExprFunctor):
         self.const_arrays: list = []
         self.const_slot: dict = {}
         self.const_nodes: dict = {}
+        self.const_keys = ConstKeys()
         self.step_ops: list = []
         self.step_flops: list = []
         self.steps: list[Step] = []
@@ -233,7 +259,7 @@ class GraphCompiler(ExprFunctor):
         raise NotStaticGraph(f"{type(node).__name__} in @main")
 
     def _const(self, c: Constant, prepack=None, tag=None) -> Storage:
-        key = (id(c), tag)
+        key = (self.const_keys.of(c), tag)
         s = self.const_slot.get(key)
         if s is None:
             arr = c.data if prepack is None else _contig(prepack(c.data))

@@ -56,7 +56,7 @@ from .codegen import (
     KernelCodegen,
     ModuleContext,
 )
-from .graph import _wrap_op, lift_constants
+from .graph import ConstKeys, _wrap_op, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
@@ -135,7 +135,8 @@ class VMCompiler:
         self.llmod = llctx.llmod
         self.nthreads = nthreads
         self.consts: list = []
-        self.const_slot: dict[int, int] = {}
+        self.const_slot: dict[tuple, int] = {}
+        self.const_keys = ConstKeys()
         self.const_nodes: list = []
         self.kernels: dict = {}
         self.globals: dict[str, _FnInfo] = {}
@@ -163,7 +164,7 @@ class VMCompiler:
     def const_index(self, c: Constant, prepack=None, tag=None) -> int:
         """The constant slot of `c`, or of its layout prepacked for a kernel (`tag` names
         the kernel input, so every kernel gets the layout it reads)."""
-        key = id(c) if prepack is None else (id(c), tag)
+        key = (self.const_keys.of(c), tag if prepack is not None else None)
         k = self.const_slot.get(key)
         if k is None:
             k = self.const_slot[key] = len(self.consts)

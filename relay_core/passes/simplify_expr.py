@@ -330,8 +330,8 @@ def _matmul_to_dense(root, x, w, **_):
     a = root.attrs
     if a.transpose_a or w.data.ndim != 2 or _ndim(x) is None or _ndim(x) < 1:
         return None
-    wt = w.data if a.transpose_b else np.ascontiguousarray(w.data.T)
-    return call("nn.dense", x, Constant(wt), out_dtype=a.out_dtype)
+    wt = w if a.transpose_b else Constant(np.ascontiguousarray(w.data.T))
+    return call("nn.dense", x, wt, out_dtype=a.out_dtype)
 
 
 def _attrs(c) -> dict:

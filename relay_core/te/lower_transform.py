@@ -177,18 +177,24 @@ def _concatenate(inputs, attrs, out_type):
     parts = [t for t in inputs]
 
     def body(*i):
-        offs = []
-        off = 0
+        # a balanced tree of selects on the concatenation index: log2(len(parts)) compares
+        # per element, not one per part (each select is a branch: an unrolled LSTM's output,
+        # 64 parts, spent 150 us in a chain of 64)
+        level, off = [], 0
         for t in parts:
-            offs.append(off)
-            off = off + t.shape[ax]
-        val = None
-        for t, o in reversed(list(zip(parts, offs))):
             idx = list(i)
-            idx[ax] = i[ax] - o
-            v = t[tuple(idx)]
-            val = v if val is None else select(i[ax] < o + t.shape[ax], v, val)
-        return val
+            idx[ax] = i[ax] - off
+            level.append((off, t[tuple(idx)]))
+            off = off + t.shape[ax]
+        while len(level) > 1:
+            nxt = [
+                (lo, select(i[ax] < hi_start, lv, hv))
+                for (lo, lv), (hi_start, hv) in zip(level[0::2], level[1::2])
+            ]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0][1]
 
     return compute(shape, body, "concatenate")
 

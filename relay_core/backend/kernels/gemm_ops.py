@@ -2,7 +2,8 @@
 
 All three are one matrix product with numpy matmul semantics (1-D promotion, batch
 broadcasting, optional transposes): dense is matmul(x, w, transpose_b=True), batch_matmul defaults
-to transpose_b=True as in TVM. float32 runs on the packed microkernel engine (gemm_core); other
+to transpose_b=True as in TVM. float32 runs on the packed microkernel engine (gemm_core), or,
+with at most gemv.SMALL_M rows, on the streaming kernels of gemv (batch-1 layers); other
 dtypes (float64, float16, integer -> int32 / int64) on the simple loops of gemm_generic.
 A constant right-hand side (`const_inputs` containing 1) is packed into panels at compile time.
 When B has no batch dims and A is not transposed, A's batch dims fold into M: one large GEMM.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import gemv
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     KC,
@@ -237,6 +239,11 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         return
     if K == 0:
         zero_fill(kf, plan.out_dims, "float32")
+        return
+    how = gemv.form(plan, packed)
+    if how is not None:  # a few rows: stream B once, no packing, no tiles
+        index_fn = lambda b, bidx, m, n: out_indices(b, plan, bidx, m, n)  # noqa: E731
+        gemv.emit_small_m(kf, plan, packed, how, batch_offset, index_fn)
         return
     nbatch = math.prod(plan.batch)
     npan = -(-N // NR)
