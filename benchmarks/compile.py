@@ -12,6 +12,7 @@ file. Every measurement runs in a fresh subprocess:
   conversion-cache key, reading the archive (weights included), converting, type inference and
   writing the conversion-cache entry; `import torch` / `import onnx`, `relay_import` and
   `relay_core` are imported before it;
+- our packages are byte-compiled first, as an install leaves them;
 - warm: the same again with the cache the cold run filled (load + compile together);
 - TVM: `tvm.relax.frontend.onnx.from_onnx` then `tvm.compile(mod, target="llvm")` (no tuning)
   in the interpreter named by --tvm-python / $RELAY_BENCH_TVM_PYTHON (a venv with apache-tvm
@@ -133,8 +134,20 @@ def _run(cmd: list[str], env: dict, timeout: float = 1800) -> dict:
     return json.loads(lines[-1])
 
 
+def _byte_compile() -> None:
+    """Our packages byte-compiled, as `pip install` leaves them (it writes every module's .pyc):
+    a first-time user does not compile our sources on import. An editable checkout run with
+    PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every imported module in every run."""
+    import compileall
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for pkg in ("relay_core", "converters", "relay_import"):
+        compileall.compile_dir(os.path.join(root, pkg), quiet=1)
+
+
 def ours(path: str, fw: str, cache: str) -> dict:
     env = dict(os.environ, RELAY_CACHE_DIR=cache)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return _run([sys.executable, "-c", _CHILD, path, fw], env)
 
 
@@ -169,6 +182,7 @@ def main(argv=None) -> None:
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     rows = []
     tvm_version = None
+    _byte_compile()
     with tempfile.TemporaryDirectory(prefix="relay-bench-compile-") as work:
         # every file is written before the first run: the conversion cache remembers a file
         # by its identity only once the file has been still for 2 s (convert_cache.RACY_NS),
@@ -216,8 +230,8 @@ def _table(rows, source, tvm_py, tvm_version, started, before, after) -> str:
         f"Ours: `relay_import.load` of the `.{source}` file (convert), then `relay_import.compile` "
         "(compile), each model in a fresh process with an empty `RELAY_CACHE_DIR` (frameworks "
         "imported before timing; convert covers the whole `load`: our converter's import, the "
-        "file's cache-key hash, reading weights, conversion, type inference, the cache write); "
-        "warm: a second fresh process with the cache the first filled "
+        "file's cache-key hash, reading weights, conversion, type inference, the cache write; "
+        "our packages byte-compiled first, as an install leaves them); warm: a second fresh process with the cache the first filled "
         f"(load + compile). {tvm_note}, from the `.onnx` export of the same model. Random "
         f"weights; batch 1; BERT: BertConfig() defaults, sequence {SEQ}.",
         "",
