@@ -18,12 +18,12 @@ import llvmlite.ir as ir
 import numpy as np
 
 from .gemm_core import (
-    MR,
-    NR,
     PackedA,
     StridedB,
+    Tile,
     free_buffers,
     gemm_call,
+    gemm_tile,
     pack_a_panels,
     plain_store_fn,
 )
@@ -78,12 +78,12 @@ def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
     return rows, -(-TH // rows)
 
 
-def prepack(wc: np.ndarray) -> np.ndarray:
-    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of 6-row A panels of U_xi (O x C)."""
+def prepack(wc: np.ndarray, t: Tile) -> np.ndarray:
+    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of MR-row A panels of U_xi (O x C)."""
     w = wc.reshape(wc.shape[0], wc.shape[1], 3, 3).astype(np.float64)
     u = np.einsum("ai,ocij,bj->aboc", G_MAT, w, G_MAT)  # (4, 4, O, C)
     return np.concatenate(
-        [pack_a_panels(u[a, b].astype(np.float32)) for a in range(4) for b in range(4)]
+        [pack_a_panels(u[a, b].astype(np.float32), t.mr) for a in range(4) for b in range(4)]
     )
 
 
@@ -97,8 +97,9 @@ def emit(kf, w, win, O, C):
     TH, TW = -(-OH // 2), -(-OW // 2)
     rows, nchunks = tile_rows(TH, TW, C, O)
     tc_max = rows * TW
+    MR, NR = gemm_tile().mr, gemm_tile().nr
     ld = -(-tc_max // NR) * NR
-    ld = ld if (ld // NR) % 2 else ld + NR  # an odd number of cache lines per row
+    ld = ld if (ld // 16) % 2 else ld + 16  # an odd number of cache lines per row
     slab_w = 2 * TW + 2 + 16
     slab_h = 2 * rows + 2
     units0 = win.N * nchunks
