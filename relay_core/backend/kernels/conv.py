@@ -15,8 +15,6 @@ layouts to conv_generic.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import conv_winograd as winograd
@@ -101,9 +99,8 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
     if winograd.usable(win, G, Cg, Og, packed):
         impl = winograd_cl if cl else winograd
-        impl.emit(kf, kf.ins[1], win, O, Cg)
+        pp = impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()
-        pp = functools.partial(impl.prepack, t=gemm_tile())
         return KernelInfo(kf.fn, {1: _with_axes(pp, kax)})
     w = kf.ins[1]
     wbuf = None

@@ -8,6 +8,8 @@ the output transform, 8 output channels at a time, with the epilogue applied in 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .conv_winograd import G_MAT, _at, _bt, tile_rows
@@ -55,6 +57,7 @@ def prepack(wc: np.ndarray, t: Tile) -> np.ndarray:
 
 
 def emit(kf, w, win, O, C):
+    """The kernel body; returns the weights' prepack."""
     H, W = win.sp[1], win.sp[2]
     OH, OW = win.osp[1], win.osp[2]
     pt, pl = win.pb[1], win.pb[2]
@@ -106,6 +109,7 @@ def emit(kf, w, win, O, C):
         free_buffers(b, vb, mb, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+    return functools.partial(prepack, t=gemm_tile())
 
 
 def _input_tile(b, xn, vb, t, ty, tx, H, W, C, pt, pl, tc_max):

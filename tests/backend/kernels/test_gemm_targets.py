@@ -114,6 +114,8 @@ CONV_2D = [
     (1, 32, (5, 5), 48, 3, 1, 1, 1, 1),  # few positions: the transposed product
     (1, 20, (13, 10), 18, 3, 1, 1, 1, 1),  # Winograd
     (1, 48, (15, 30), 64, 3, 1, 1, 1, 1),  # Winograd, several tile columns of 32
+    (1, 40, (7, 7), 64, 3, 1, 1, 1, 1),  # Winograd on few tiles (transposed with AVX-512)
+    (2, 16, (14, 13), 40, 3, 1, 1, 1, 1),  # Winograd, 49 tiles
     (1, 8, (11, 12), 12, 3, 1, 1, 1, 2),  # grouped
 ]
 
