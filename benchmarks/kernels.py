@@ -1,6 +1,8 @@
 """Micro-benchmarks of the LLVM kernels against numpy (OpenBLAS), torch and onnxruntime.
 
     python benchmarks/kernels.py [--threads 2] [--rounds 5] [--reps 10] [--only conv] [--md FILE]
+    python benchmarks/kernels.py --only mbv2        # MobileNetV2's convolutions, batch 1 and 8
+    python benchmarks/kernels.py --only "mbv2 1x"   # (a further substring selects within them)
 
 Each case runs every implementation in interleaved rounds (untimed calls for >= 50 ms first in
 each round, so that the previous runtime's spinning threads have gone to sleep); the figure is
@@ -69,7 +71,7 @@ def _bmm(b, m, n, k):
     )
 
 
-def _conv(n, c, h, o, k, s, p, g=1, w_=None):
+def _conv(n, c, h, o, k, s, p, g=1, w_=None, group="conv"):
     rng = np.random.default_rng(0)
     w_ = w_ or h
     x = rng.standard_normal((n, c, h, w_), np.float32)
@@ -78,7 +80,7 @@ def _conv(n, c, h, o, k, s, p, g=1, w_=None):
     kind = "depthwise" if g > 1 and g == c else "conv"
     return dict(
         name=f"{kind} {n}x{c}x{h}x{w_} -> {o} k{k} s{s}",
-        group="conv",
+        group=group,
         op="nn.conv2d",
         inputs=[x, w],
         const=(1,),
@@ -170,6 +172,47 @@ def cases():
     ]
 
 
+def mobilenet_v2_cases(n=1):
+    """MobileNetV2's distinct convolutions (group "mbv2"): stem, depthwise 3x3, pointwise 1x1."""
+    c = [_conv(n, 3, 224, 32, 3, 2, 1, group="mbv2")]
+    for ch, h, s in [
+        (32, 112, 1),
+        (96, 112, 2),
+        (144, 56, 1),
+        (144, 56, 2),
+        (192, 28, 1),
+        (192, 28, 2),
+        (384, 14, 1),
+        (576, 14, 1),
+        (576, 14, 2),
+        (960, 7, 1),
+    ]:
+        c.append(_conv(n, ch, h, ch, 3, s, 1, g=ch, group="mbv2"))
+    for ci, co, h in [
+        (32, 16, 112),
+        (16, 96, 112),
+        (96, 24, 56),
+        (24, 144, 56),
+        (144, 24, 56),
+        (144, 32, 28),
+        (32, 192, 28),
+        (192, 32, 28),
+        (192, 64, 14),
+        (64, 384, 14),
+        (384, 64, 14),
+        (384, 96, 14),
+        (96, 576, 14),
+        (576, 96, 14),
+        (576, 160, 7),
+        (160, 960, 7),
+        (960, 160, 7),
+        (960, 320, 7),
+        (320, 1280, 7),
+    ]:
+        c.append(_conv(n, ci, h, co, 1, 1, 0, group="mbv2"))
+    return c
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -238,7 +281,11 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
 
     torch.set_num_threads(threads)
     _openblas_threads(threads)
-    sel = [c for c in cases() if not only or only in c["group"] or only in c["name"]]
+    pool = cases()
+    if only and only.startswith("mbv2"):  # "mbv2" (batch 1 and 8), "mbv2 1x", "mbv2 8x"
+        pool = mobilenet_v2_cases(1) + mobilenet_v2_cases(8)
+        only = only[4:].strip()
+    sel = [c for c in pool if not only or only in c["group"] or only in c["name"]]
     km = KernelModule()
     built = []
     for c in sel:

@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import tempfile
+import time
 from typing import Any
 
 from relay_core import IRModule
@@ -63,12 +64,22 @@ def cache_path(source, fw: str, kw: dict) -> str | None:
     return os.path.join(cdir, "convert", h.hexdigest() + _SUFFIX)
 
 
+# A file changed less than this long before it was looked at may change again without its
+# modification or change time moving (timestamps are coarse: a clock tick, up to 2 s on FAT):
+# its identity is not remembered, and the next load hashes it again (git's "racy" entries).
+RACY_NS = 2_000_000_000
+
+
 def content_digest(path: str, index_dir: str) -> tuple[str, bool]:
     """(hash of the file's or directory's content, whether an ONNX external-data `location`
-    may be named in it). Remembered under `index_dir` by the file's identity (path, inode,
-    size, modification time in ns), as git's index does, so a warm load reads the file only
-    once more (to convert nothing); a rewritten file has a new identity and is hashed again."""
-    stat_key = hashlib.blake2b(_identity(path).encode(), digest_size=20).hexdigest()
+    may be named in it). Remembered under `index_dir` by the file's identity (path, device,
+    inode, size, modification and change times in ns), as git's index does, so a warm load
+    does not read the file: a rewritten file has a new identity and is hashed again. An
+    identity is only remembered once the file has been still for RACY_NS, so a rewrite within
+    the same timestamp tick cannot keep it."""
+    now = time.time_ns()
+    ident, newest = _identity(path)
+    stat_key = hashlib.blake2b(ident.encode(), digest_size=20).hexdigest()
     index = os.path.join(index_dir, "index", stat_key)
     try:
         with open(index, encoding="utf-8") as f:
@@ -79,11 +90,13 @@ def content_digest(path: str, index_dir: str) -> tuple[str, bool]:
     h = hashlib.blake2b(digest_size=20)
     external = _hash_source(h, path, b"location")
     digest = h.hexdigest()
-    _write_atomic(index, json.dumps({"digest": digest, "external": external}).encode())
+    if now - newest > RACY_NS:
+        _write_atomic(index, json.dumps({"digest": digest, "external": external}).encode())
     return digest, external
 
 
-def _identity(path: str) -> str:
+def _identity(path: str) -> tuple[str, int]:
+    """(the identity of a file or a directory tree, its newest modification or change time)."""
     path = os.path.abspath(path)
     parts = [path]
     paths = [path]
@@ -91,10 +104,12 @@ def _identity(path: str) -> str:
         for dirpath, dirs, names in sorted(os.walk(path)):
             dirs.sort()
             paths += [os.path.join(dirpath, n) for n in sorted(names)]
+    newest = 0
     for p in paths:
         st = os.stat(p)
         parts.append(f"{p}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}")
-    return "\n".join(parts)
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return "\n".join(parts), newest
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -170,12 +185,13 @@ def _remove(p: str) -> None:
 @functools.cache
 def fingerprint() -> str:
     """Hash of the converter and IR sources and the framework versions (read from the
-    installed distributions: no framework is imported)."""
-    from importlib import metadata
+    installed distributions: no framework is imported). Remembered in the cache directory by
+    the identities of those sources and of the frameworks' package files (stamp.remembered)."""
+    from relay_core.backend import stamp
+    from relay_core.backend.compiler import cache_dir
 
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
-    h = hashlib.blake2b(digest_size=16)
     files = [os.path.join(here, f) for f in _FRONT]
     for pkg in _SOURCES:
         spec = importlib.util.find_spec(pkg)  # located, not imported
@@ -185,6 +201,16 @@ def fingerprint() -> str:
         for dirpath, dirs, names in sorted(os.walk(base)):
             dirs[:] = sorted(x for x in dirs if x != "__pycache__")
             files += [os.path.join(dirpath, n) for n in sorted(names) if n.endswith(".py")]
+    ident, newest = stamp.file_identity([*files, *stamp.package_files(_DISTS)])
+    return stamp.remembered(
+        cache_dir(), "converters", ident, newest, lambda: _fingerprint(root, files)
+    )
+
+
+def _fingerprint(root: str, files: list) -> str:
+    from importlib import metadata
+
+    h = hashlib.blake2b(digest_size=16)
     for p in files:
         h.update(os.path.relpath(p, root).encode())
         with open(p, "rb") as f:

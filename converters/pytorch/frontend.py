@@ -42,7 +42,7 @@ def from_pytorch(
         obj, example_inputs, dynamic_shapes = _apply_shapes(
             obj, example_inputs, dynamic_shapes, shapes
         )
-    ep, dim_names = _exported_program(obj, example_inputs, dynamic_shapes)
+    ep, dim_names = _exported_program(obj, example_inputs, dynamic_shapes, fast=True)
     custom = {target_name(k): v for k, v in (custom_convert_map or {}).items()}
     ep = functionalize(ep, custom)
     ep = decompose_unsupported(ep, custom)
@@ -119,7 +119,9 @@ def _apply_shapes(obj, example_inputs, dynamic_shapes, shapes: dict):
     return module, tuple(args), dyn
 
 
-def _exported_program(obj, example_inputs, dynamic_shapes):
+def _exported_program(obj, example_inputs, dynamic_shapes, fast: bool = False):
+    """(program, dim names). `fast`: a `.pt2` may come back as a pt2_graph.FastProgram (what
+    conversion reads; torch's ExportedProgram is built from it on demand)."""
     import torch
 
     if isinstance(obj, torch.export.ExportedProgram):
@@ -133,7 +135,7 @@ def _exported_program(obj, example_inputs, dynamic_shapes):
                 f"{os.fspath(obj)} is not a torch.export .pt2 archive; save one with "
                 "torch.export.save(torch.export.export(model, example_inputs), 'model.pt2')"
             )
-        return loader.load_pt2(obj), {}
+        return loader.load_pt2(obj, fast=fast), {}
     if isinstance(obj, torch.jit.ScriptModule):
         raise ModelLoadError(
             "TorchScript modules are not supported (TorchScript is deprecated); pass the "

@@ -167,6 +167,7 @@ class TorchImporter:
                     bound[name] = v
                 else:
                     self.ctx.at(name, kind.lower())
+                    arr.setflags(write=False)  # our private copy: Constant need not copy it
                     bound[name] = self.ctx.const(arr)
             elif kind == "TOKEN":
                 bound[name] = ()

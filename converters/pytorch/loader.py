@@ -134,9 +134,13 @@ def is_pickle_bytes(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def load_pt2(path) -> object:
+def load_pt2(path, fast: bool = False) -> object:
     """A `torch.export.ExportedProgram` from a `.pt2` archive, refusing anything that could run
-    code. Raises ModelLoadError with the reason."""
+    code. Raises ModelLoadError with the reason.
+
+    `fast=True`: where the program is within what `pt2_graph` reads (static shapes, ATen ops,
+    a known schema version), a `pt2_graph.FastProgram` built without torch's deserializer: what
+    conversion needs, seconds sooner on a large model; torch's ExportedProgram otherwise."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -154,12 +158,12 @@ def load_pt2(path) -> object:
     check_zip(path, f".pt2 archive {path}")
     try:
         with zipfile.ZipFile(path) as z:
-            return _load_archive(z, path)
+            return _load_archive(z, path, fast)
     except (zipfile.BadZipFile, OSError, EOFError) as e:
         raise ModelLoadError(f"{path} is not a valid .pt2 archive: {e}") from None
 
 
-def _load_archive(z: zipfile.ZipFile, path: str):
+def _load_archive(z: zipfile.ZipFile, path: str, fast: bool = False):
     names = z.namelist()
     roots = {n.split("/", 1)[0] for n in names if "/" in n}
     if len(roots) != 1:
@@ -201,6 +205,17 @@ def _load_archive(z: zipfile.ZipFile, path: str):
     constants = _read_payloads(
         z, rel, f"data/constants/{name}_constants_config.json", "data/constants/", path
     )
+    if fast:
+        from .pt2_graph import read_program
+
+        prog = read_program(
+            program,
+            state_dict,
+            constants,
+            lambda: _deserialize(program, state_dict, constants, path),
+        )
+        if prog is not None:
+            return prog
     return _deserialize(program, state_dict, constants, path)
 
 
@@ -319,7 +334,8 @@ def _check_treespec(s: str, path: str) -> None:
 
 def _read_payloads(z, rel: dict, config_name: str, folder: str, path: str) -> dict:
     import torch
-    from torch._export.serde.serialize import _SERIALIZE_TO_TORCH_DTYPE
+
+    from .pt2_graph import dtype_of
 
     if config_name not in rel:
         return {}
@@ -342,7 +358,9 @@ def _read_payloads(z, rel: dict, config_name: str, folder: str, path: str) -> di
             raise ModelLoadError(f"{path}: {fqn!r} refers to a missing file {folder + file}")
         tm = meta.get("tensor_meta") or {}
         try:
-            dtype = _SERIALIZE_TO_TORCH_DTYPE[_scalar_type(tm["dtype"])]
+            dtype = dtype_of(tm["dtype"])
+            if dtype is None:
+                raise ValueError(f"unknown dtype code {tm['dtype']!r}")
             sizes = [_as_int(s) for s in tm["sizes"]]
             strides = [_as_int(s) for s in tm["strides"]]
             offset = _as_int(tm.get("storage_offset", {"as_int": 0}))
@@ -352,12 +370,6 @@ def _read_payloads(z, rel: dict, config_name: str, folder: str, path: str) -> di
         if meta.get("is_param"):
             out[fqn] = torch.nn.Parameter(out[fqn], requires_grad=False)
     return out
-
-
-def _scalar_type(v):
-    from torch._export.serde.schema import ScalarType
-
-    return ScalarType(v)
 
 
 def _as_int(s) -> int:

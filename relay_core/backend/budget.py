@@ -11,7 +11,7 @@ from ..ir.expr import Call
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import post_order
-from ..passes._util import type_bytes
+from ..typing.infer import type_bytes
 
 DEFAULT_MAX_TENSOR_BYTES = 4 << 30  # 4 GiB
 ENV = "RELAY_MAX_TENSOR_BYTES"

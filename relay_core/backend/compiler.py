@@ -34,6 +34,8 @@ from .runtime import FORMAT_VERSION, CompiledModule, _contig
 BUILD_OPTIONS = ("opt_level",)
 DEFAULT_MODEL_CACHE_MB = 4096
 _KEY_CHARS = frozenset("0123456789abcdef")
+# what llvmlite's version and its LLVM come from
+_LLVMLITE_FILES = ("llvmlite/_version.py", "llvmlite/binding/libllvmlite.so")
 
 
 def cache_dir() -> str | None:
@@ -71,19 +73,34 @@ def evict_models(cdir: str, spare: tuple[str, ...] = (), limit: int | None = Non
 def compiler_fingerprint() -> str:
     """Hash of every relay_core source (the interpreter folds constants, the IR prints and
     hashes, ...) and of the versions of the libraries that shape the code or the constants
-    (llvmlite, numpy, ml_dtypes): a changed compiler never reuses stale cached code."""
-    import llvmlite
+    (llvmlite, numpy, ml_dtypes): a changed compiler never reuses stale cached code.
+    Remembered in the cache directory by the files' identities (stamp.remembered)."""
+    from . import stamp
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.blake2b(digest_size=8)
-    for dirpath, dirs, files in sorted(os.walk(root)):
+    files = []
+    for dirpath, dirs, names in sorted(os.walk(root)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for f in sorted(files):
-            if f.endswith((".py", ".c", ".h")):
-                p = os.path.join(dirpath, f)
-                h.update(p[len(root) :].encode())
-                with open(p, "rb") as fh:
-                    h.update(fh.read())
+        files += [
+            os.path.join(dirpath, f) for f in sorted(names) if f.endswith((".py", ".c", ".h"))
+        ]
+    ident, newest = stamp.file_identity(
+        [*files, *stamp.package_files(("llvmlite", "numpy", "ml_dtypes"), _LLVMLITE_FILES)]
+    )
+    ident += f"\nnumpy {np.__version__}"
+    return stamp.remembered(
+        cache_dir(), "compiler", ident, newest, lambda: _compiler_fingerprint(root, files)
+    )
+
+
+def _compiler_fingerprint(root: str, files: list) -> str:
+    import llvmlite
+
+    h = hashlib.blake2b(digest_size=8)
+    for p in files:
+        h.update(p[len(root) :].encode())
+        with open(p, "rb") as fh:
+            h.update(fh.read())
     try:
         import ml_dtypes
 
@@ -128,13 +145,11 @@ def cache_key(mod: IRModule, opt_level: int, pass_context=None) -> str:
     program (structure, types, attributes, constants), its interface (input / output names and
     order), the target (CPU and features, after RELAY_CPU_FEATURES), the options and the
     compiler's version."""
-    from .llvm_target import target_key
-
     key_src = json.dumps(
         [
             structural_hash(mod),
             interface_key(mod),
-            target_key(),
+            host_target_key(),
             opt_level,
             compiler_fingerprint(),
             FORMAT_VERSION,
@@ -144,6 +159,24 @@ def cache_key(mod: IRModule, opt_level: int, pass_context=None) -> str:
         ]
     )
     return hashlib.blake2b(key_src.encode(), digest_size=16).hexdigest()
+
+
+def host_target_key() -> str:
+    """llvm_target.target_key(), remembered in the cache directory for this host (its name and
+    CPU description) and RELAY_CPU_FEATURES, so that a cache hit does not load LLVM."""
+    from . import stamp
+
+    def compute() -> str:
+        from .llvm_target import target_key
+
+        return target_key()
+
+    host = stamp.host_identity()
+    if host is None:
+        return compute()
+    ident, newest = stamp.file_identity(stamp.package_files(("llvmlite",), _LLVMLITE_FILES))
+    ident = f"{host[0]}\n{ident}\nRELAY_CPU_FEATURES={os.environ.get('RELAY_CPU_FEATURES', '')}"
+    return stamp.remembered(cache_dir(), "target", ident, newest, compute)
 
 
 def prepare(mod: IRModule, opt_level: int = 3, ctx=None) -> IRModule:
@@ -202,7 +235,7 @@ def build(
             mod = IRModule.from_expr(mod)
         else:
             raise TypeError(f"build takes an IRModule, not {type(mod).__name__}")
-    from ..passes._util import ensure_typed
+    from ..typing.infer import ensure_typed
     from .budget import check_tensor_budget
     from .budget import max_tensor_bytes as _budget
 
@@ -437,7 +470,7 @@ def _compile_to(
             f.write(b"\0" * pad)
             off += pad
             data = _contig(arr)
-            f.write(data.tobytes())
+            f.write(memoryview(data.reshape(-1).view(np.uint8)))  # no copy
             consts.append(
                 {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
             )

@@ -4,8 +4,12 @@ ResNet-50 writes and reads back in well under a second; the conversion cache
 (relay_import.convert_cache) stores converted models this way.
 
 Layout: the magic `RELAYMOD`, a little-endian uint64 header length, the header (JSON: format
-version, text length, each constant's dtype / shape / offset, the attributes), the text
-(UTF-8), then the constants' bytes, each at a 64-byte aligned offset of the data block.
+version, text length, each constant's dtype / shape / offset / digest, the attributes), the
+text (UTF-8), then the constants' bytes, each at a 64-byte aligned offset of the data block.
+
+`load` maps the file read-only instead of reading it: the constants are views of the mapping
+(read from disk only when used), and their digests (structural.constant_digest, stored beside
+the bytes) are remembered, so hashing the loaded module for the compile cache reads no weights.
 
 Module attributes survive when they are JSON values (tuples stay tuples), arrays (`params`), or
 a dict of names to expressions of `@main` (`source_outputs`): those print as a second field of
@@ -26,7 +30,7 @@ from .module import IRModule
 from .types import FuncType
 
 MAGIC = b"RELAYMOD"
-FORMAT = 1
+FORMAT = 2
 _ALIGN = 64
 
 
@@ -50,14 +54,17 @@ def save(mod: IRModule, path: str) -> None:
 
 
 def load(path: str) -> IRModule:
-    """Read a module `save` wrote; the constants share one buffer read from the file."""
-    import os
+    """Read a module `save` wrote. The file is mapped read-only (the constants are views of
+    the mapping, which outlives the file's removal); it must not be rewritten in place
+    (replace it by renaming a new file over it, as the conversion cache does)."""
+    import mmap
 
     with open(path, "rb") as f:
-        buf = np.empty(os.fstat(f.fileno()).st_size, np.uint8)  # not zero-filled first
-        if f.readinto(buf) != len(buf):
-            raise ValueError(f"{path}: truncated serialized module")
-    return loads(buf.data, path)
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            raise ValueError(f"{path}: not a serialized Relay module") from None
+    return loads(memoryview(mm), path, trusted_digests=True)
 
 
 def write(mod: IRModule, f) -> None:
@@ -83,16 +90,21 @@ def write(mod: IRModule, f) -> None:
         if main.ret_type is not None:
             attrs["__exprs__"]["ret_text"] = _ret_text(main)
     text, constants = module_to_text_and_constants(work)
+    from .structural import constant_digest
+
     table, blobs, offset = [], [], 0
     for data in [*constants, *arrays.values()]:
-        a = np.ascontiguousarray(data)
+        data = np.asarray(data)
+        a = np.ascontiguousarray(data).reshape(data.shape)  # a 0-d array stays 0-d
         try:
             name = dt.from_numpy(a.dtype)
         except Exception:  # strings, objects: no Relay dtype
             raise NotSerializable(f"a constant of numpy dtype {a.dtype}") from None
         if a.dtype.hasobject:
             raise NotSerializable(f"a constant of numpy dtype {a.dtype}")
-        table.append({"dtype": name, "shape": list(a.shape), "offset": offset})
+        entry = {"dtype": name, "shape": list(a.shape), "offset": offset}
+        entry["digest"] = constant_digest(data).hex()
+        table.append(entry)
         blobs.append((offset, a))
         offset += -(-a.nbytes // _ALIGN) * _ALIGN
     text_b = text.encode("utf-8")
@@ -114,9 +126,12 @@ def write(mod: IRModule, f) -> None:
     f.write(b"\0" * (offset - pos))
 
 
-def loads(data: bytes, source_name: str = "<bytes>") -> IRModule:
-    """The module `dumps` wrote. Raises ValueError for anything else."""
+def loads(data: bytes, source_name: str = "<bytes>", trusted_digests: bool = False) -> IRModule:
+    """The module `dumps` wrote. Raises ValueError for anything else. `trusted_digests`: the
+    buffer is read-only memory that nothing rewrites (`load`'s mapping), so the digests stored
+    beside the constants are remembered for them (structural.remember_digest)."""
     from .parser import parse
+    from .structural import remember_digest
 
     if data[: len(MAGIC)] != MAGIC:
         raise ValueError(f"{source_name}: not a serialized Relay module")
@@ -131,13 +146,17 @@ def loads(data: bytes, source_name: str = "<bytes>") -> IRModule:
     buf = memoryview(data)
 
     def array(e):
-        dtype = dt.to_numpy(e["dtype"])
+        dtype = np.dtype(dt.to_numpy(e["dtype"]))
         count = int(np.prod(e["shape"], dtype=np.int64))
         off = base + e["offset"]
         if count == 0:
             return np.zeros(e["shape"], dtype)
+        if off + count * dtype.itemsize > len(buf):
+            raise ValueError(f"{source_name}: truncated serialized module")
         a = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(e["shape"])
         a.setflags(write=False)  # read-only: Constant keeps it without a copy
+        if trusted_digests and buf.readonly and e.get("digest"):
+            remember_digest(a, bytes.fromhex(e["digest"]))
         return a
 
     constants = [array(e) for e in header["constants"]]

@@ -407,9 +407,8 @@ class _Hasher(ExprVisitor):
         return self.var_h(e)
 
     def visit_constant(self, e: Constant) -> bytes:
-        d = np.ascontiguousarray(e.data)
-        body = d.tobytes() if d.dtype != object else repr(d.tolist()).encode()
-        return self.h("const", str(d.dtype), d.shape, hashlib.blake2b(body).digest())
+        d = e.data
+        return self.h("const", str(d.dtype), d.shape, constant_digest(d))
 
     def visit_op(self, e: Op) -> bytes:
         return self.h("op", e.name)
@@ -459,6 +458,47 @@ class _Hasher(ExprVisitor):
     visit_ref_read = _plain("rr")
     visit_ref_write = _plain("rw")
     del _plain
+
+
+# The digests of arrays that cannot change, by id (the weak reference tells a live array from
+# a later one at the same address): a model's weights are hashed once per process, and not at
+# all when they come from the conversion cache, which stores each digest beside the bytes.
+_DIGESTS: dict[int, tuple] = {}
+
+
+def constant_digest(data: np.ndarray) -> bytes:
+    """The blake2b digest of an array's bytes (C order; an object array: its values' repr),
+    remembered for arrays that cannot change: read-only ones that own their memory (a
+    Constant's own copy) and those registered with `remember_digest`."""
+    known = _DIGESTS.get(id(data))
+    if known is not None and known[0]() is data:
+        return known[1]
+    if data.dtype == object:
+        return hashlib.blake2b(repr(data.tolist()).encode()).digest()
+    d = np.ascontiguousarray(data)
+    digest = hashlib.blake2b(d.reshape(-1).view(np.uint8) if d.size else b"").digest()
+    if not data.flags.writeable and data.base is None:
+        remember_digest(data, digest)
+    return digest
+
+
+def remember_digest(data: np.ndarray, digest: bytes) -> None:
+    """Record `digest` as `constant_digest(data)` without reading the bytes. The caller vouches
+    that the digest is right and that the memory cannot change (a read-only file mapping)."""
+    import weakref
+
+    key = id(data)
+    try:
+        ref = weakref.ref(data, lambda _r, k=key: _forget(k, _r))
+    except TypeError:
+        return
+    _DIGESTS[key] = (ref, digest)
+
+
+def _forget(key: int, ref) -> None:
+    known = _DIGESTS.get(key)
+    if known is not None and known[0] is ref:
+        del _DIGESTS[key]
 
 
 def _attrs_repr(a) -> str:

@@ -23,8 +23,9 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.module import IRModule
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.types import TensorType, Type
 from ..ir.visitor import binders, children, post_order
+from ..typing.infer import ensure_typed, type_bytes  # noqa: F401  (they live with the types)
 
 # ---------------------------------------------------------------------------------------------
 # Small predicates.
@@ -49,26 +50,6 @@ def type_of(e: Expr) -> Type | None:
     if t is None and type(e) is Constant:
         return e.type
     return t
-
-
-def type_bytes(t: Type | None) -> int | None:
-    """Bytes a value of type `t` occupies, or None if a dimension is unknown."""
-    if isinstance(t, TensorType):
-        n = 1
-        for d in t.shape:
-            if not isinstance(d, int):
-                return None
-            n *= d
-        return n * (8 if t.dtype == "string" else dt.itemsize(t.dtype))
-    if isinstance(t, TupleType):
-        total = 0
-        for f in t.fields:
-            b = type_bytes(f)
-            if b is None:
-                return None
-            total += b
-        return total
-    return None
 
 
 def is_float_tensor(t: Type | None) -> bool:
@@ -189,15 +170,6 @@ def is_pure(e: Expr, calls_pure: bool) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Typing.
-
-
-def ensure_typed(mod: IRModule) -> IRModule:
-    """Run type inference unless every function already carries its type."""
-    from ..typing import infer_type
-
-    if all(f.has_type and f.body.has_type for f in mod.functions.values()):
-        return mod
-    return infer_type(mod)
 
 
 def map_functions(mod: IRModule, fn) -> IRModule:

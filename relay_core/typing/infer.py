@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import OpTypeError, RelayTypeError
+from ..ir import dtype as _dt
 from ..ir.expr import (
     Call,
     Constant,
@@ -477,4 +478,39 @@ def infer_expr(expr: Expr, mod: IRModule | None = None) -> Type:
     return inf.u.resolve(t) if not expr.has_type else expr.checked_type
 
 
-__all__ = ["infer_type", "infer_expr", "TypeInferencer", "constructor_type", "TypeVar"]
+def ensure_typed(mod: IRModule) -> IRModule:
+    """Run type inference unless every function already carries its type."""
+    if all(f.has_type and f.body.has_type for f in mod.functions.values()):
+        return mod
+    return infer_type(mod)
+
+
+def type_bytes(t: Type | None) -> int | None:
+    """Bytes a value of type `t` occupies, or None if a dimension is unknown."""
+    if isinstance(t, TensorType):
+        n = 1
+        for d in t.shape:
+            if not isinstance(d, int):
+                return None
+            n *= d
+        return n * (8 if t.dtype == "string" else _dt.itemsize(t.dtype))
+    if isinstance(t, TupleType):
+        total = 0
+        for f in t.fields:
+            b = type_bytes(f)
+            if b is None:
+                return None
+            total += b
+        return total
+    return None
+
+
+__all__ = [
+    "infer_type",
+    "infer_expr",
+    "TypeInferencer",
+    "constructor_type",
+    "TypeVar",
+    "ensure_typed",
+    "type_bytes",
+]

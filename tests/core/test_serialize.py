@@ -97,3 +97,62 @@ def test_unsupported_attribute_is_refused():
 def test_foreign_bytes_are_refused():
     with pytest.raises(ValueError, match="not a serialized Relay module"):
         serialize.loads(b"PK\x03\x04 something else")
+
+
+def test_scalar_constants_stay_scalars(tmp_path):
+    from relay_core.ir.expr import Constant
+    from relay_core.ir.structural import structural_hash
+
+    text = """
+def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
+  multiply(%x, meta[Constant][0])
+}
+"""
+    scalar = parse(text, constants=[np.array(2.5, "float32")])
+    vector = parse(text, constants=[np.array([2.5], "float32")])
+    assert structural_hash(scalar) != structural_hash(vector)
+    path = tmp_path / "s.relaymod"
+    serialize.save(scalar, str(path))
+    back = serialize.load(str(path))
+    (c,) = [e for e in _post(back) if isinstance(e, Constant)]
+    assert c.data.shape == ()
+    assert structural_hash(back) == structural_hash(scalar)
+
+
+def test_loaded_constants_hash_without_reading(tmp_path):
+    """load() maps the file and remembers the stored digests: hashing the loaded module gives
+    the original's hash, and the digests are the bytes' own."""
+    import hashlib
+
+    from relay_core.ir import structural
+    from relay_core.ir.expr import Constant
+    from relay_core.ir.structural import structural_hash
+
+    mod = _module()
+    path = tmp_path / "m.relaymod"
+    serialize.save(mod, str(path))
+    back = serialize.load(str(path))
+    for e in _post(back):
+        if isinstance(e, Constant):
+            assert id(e.data) in structural._DIGESTS
+            want = hashlib.blake2b(np.ascontiguousarray(e.data).tobytes()).digest()
+            assert structural.constant_digest(e.data) == want
+    assert structural_hash(back) == structural_hash(mod)
+
+
+def test_truncated_file_is_refused(tmp_path):
+    mod = _module()
+    data = serialize.dumps(mod)
+    path = tmp_path / "t.relaymod"
+    path.write_bytes(data[: len(data) - 64])
+    with pytest.raises(ValueError):
+        serialize.load(str(path))
+    (tmp_path / "empty.relaymod").write_bytes(b"")
+    with pytest.raises(ValueError):
+        serialize.load(str(tmp_path / "empty.relaymod"))
+
+
+def _post(mod):
+    from relay_core.ir.visitor import post_order
+
+    return post_order(mod["main"].body)

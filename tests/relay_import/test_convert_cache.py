@@ -90,6 +90,42 @@ def test_changed_file_and_options_make_new_entries(tmp_path, cache, conversions)
     assert len(list((cache / "convert").glob("*.relaymod"))) == 3
 
 
+def test_a_same_size_rewrite_in_the_same_tick_is_not_served_stale(tmp_path, cache, conversions):
+    """A file rewritten in place with the same size and the same modification time (as a
+    rewrite within one timestamp tick leaves it) is hashed again: a fresh file's identity is
+    never remembered."""
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(2.0), str(path))
+    before = os.stat(path)
+    ri.load(str(path))
+    assert not list((cache / "convert" / "index").glob("*"))
+    onnx.save(_model(-3.0), str(path))
+    assert os.stat(path).st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    mod = ri.load(str(path))
+    _check(mod, path)
+    assert conversions == ["onnx", "onnx"]
+
+
+def test_a_still_file_is_not_read_again(tmp_path, cache, conversions, monkeypatch):
+    """Once a file has been still for a while its identity (path, inode, size, times) stands
+    for its content: a warm load does not hash it; a rewrite gives a new identity."""
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(2.0), str(path))
+    monkeypatch.setattr(convert_cache, "RACY_NS", -(10**12))  # as if written long ago
+    hashed = []
+    real = convert_cache._hash_source
+    monkeypatch.setattr(
+        convert_cache, "_hash_source", lambda h, p, *a: hashed.append(p) or real(h, p, *a)
+    )
+    ri.load(str(path))
+    ri.load(str(path))
+    assert len(hashed) == 1 and conversions == ["onnx"]
+    onnx.save(_model(-3.0), str(path))
+    _check(ri.load(str(path)), path)
+    assert len(hashed) == 2 and conversions == ["onnx", "onnx"]
+
+
 def test_no_cache_dir_or_cache_false_always_converts(tmp_path, monkeypatch, conversions):
     path = tmp_path / "m.onnx"
     onnx.save(_model(2.0), str(path))

@@ -8,6 +8,8 @@ The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
 weights packed into NR-column panels; the epilogue runs on tiles in registers. MR x NR is the
 GEMM tile of the target being built (gemm_core.gemm_tile).
+1x1 stride-1 channel-first convolutions with constant weights on planes of >= 128 positions
+use conv_pointwise (X packed once per unit, tiles accumulated over the whole reduction).
 3x3 stride-1 convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3)
 (conv_winograd, conv_winograd_cl). Depthwise convolutions go to conv_depthwise; other dtypes and
 layouts to conv_generic.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import conv_pointwise as pointwise
 from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
@@ -97,6 +100,10 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    if pointwise.usable(win, G, Cg, Og, packed, cl):
+        prepack = pointwise.emit(kf, win, O, Cg)
+        kf.b.ret_void()
+        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
     if winograd.usable(win, G, Cg, Og, packed):
         impl = winograd_cl if cl else winograd
         pp = impl.emit(kf, kf.ins[1], win, O, Cg)

@@ -1,9 +1,12 @@
 """Depthwise convolution (groups == input channels, one input channel per group), float32.
 
-Channel-first: per (image, channel) plane, the plane is copied into a zero-padded scratch plane,
-then each output row accumulates KD*KH*KW shifted input rows scaled by one weight each (LLVM
-vectorises the row loops; stride-1 rows are contiguous). Channel-last: per output position the
-taps accumulate whole channel vectors. Channel multipliers (Og > 1) are supported.
+Channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is copied
+into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input rows
+scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
+Channel-first rows of < 8 outputs (7x7 planes: rows that would be all scalar tails) interleave
+8 channels into a local blocked scratch and vectorise over the channels (multiplier 1).
+Channel-last: per output position the taps accumulate whole channel vectors. Channel
+multipliers (Og > 1) are supported.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from .llvm_util import (
     for_range,
     free,
     gep,
+    i32,
     i64,
+    imin,
     load,
     malloc,
     memset0,
@@ -51,7 +56,12 @@ def emit_depthwise(
     if not packed and tuple(kax) != natural:
         wbuf = _runtime_permute(kf, w, shape_of(in_types[1]), kax, nd, cl)
         w = wbuf
-    (_cl if cl else _cf)(kf, w, win, G, Og, O)
+    if cl:
+        _cl(kf, w, win, G, Og, O)
+    elif Og == 1 and win.osp[2] < BLOCKED_OW and win.KK <= 49:
+        _cf_blocked(kf, w, win, G)
+    else:
+        _cf(kf, w, win, G, Og, O)
     if wbuf is not None:
         free(kf.b, wbuf)
     kf.b.ret_void()
@@ -62,6 +72,93 @@ def emit_depthwise(
     else:  # [O][tap]
         pre = lambda wv: canonical_weight(wv, kax).reshape(O, -1).copy()  # noqa: E731
     return KernelInfo(kf.fn, {1: pre})
+
+
+BLOCKED_OW = 8  # channel-first rows narrower than this (no full vector) take the blocked path
+
+
+def _cf_blocked(kf, w, win, G):
+    """Channel-first, multiplier 1, narrow planes (rows of < 8 outputs would be all scalar
+    tails): per (image, block of 8 channels), the 8 planes are interleaved into a zero-padded
+    scratch [Dp][Hp][Wp][8] (a local NCHW8c block), every output position accumulates its taps
+    as <8 x float> vectors over the 8 channels, and the block is written back plane by plane."""
+    D, H, W = win.sp
+    OD, OH, OW = win.osp
+    KD, KH, KW = win.k
+    Dp, Hp, Wp = (n + b_ + e for n, b_, e in zip(win.sp, win.pb, win.pe))
+    KK = KD * KH * KW
+    P = win.P
+    nblk = -(-G // 8)
+    units = win.N * nblk
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * G * P * KK, units)
+    taps = [(kd, kh, kw) for kd in range(KD) for kh in range(KH) for kw in range(KW)]
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        pad = b.bitcast(malloc(b, i64(4 * 8 * Dp * Hp * Wp)), F32P)
+        memset0(b, pad, i64(4 * 8 * Dp * Hp * Wp))
+        obuf = b.bitcast(malloc(b, i64(4 * 8 * P)), F32P)
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(nblk))
+            c0 = b.mul(b.urem(u, i64(nblk)), i64(8))
+            nc = imin(b, i64(8), b.sub(i64(G), c0))
+            # interleave the block's planes (the border stays zero)
+            with for_range(b, 0, nc, name="ci") as c:
+                src = gep(b, x, b.mul(b.add(b.mul(n, i64(G)), b.add(c0, c)), i64(win.IP)))
+                with for_range(b, 0, D * H, name="cr") as r:
+                    dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
+                    prow = b.add(
+                        b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)), b.add(hh, i64(win.pb[1]))
+                    )
+                    prow = b.add(b.mul(prow, i64(Wp)), i64(win.pb[2]))
+                    with for_range(b, 0, W, name="cw") as j:
+                        v = load(b, src, b.add(b.mul(r, i64(W)), j))
+                        store(b, v, pad, b.add(b.mul(b.add(prow, j), i64(8)), c))
+            # the weights of each tap for the 8 channels (lanes past G repeat the last channel)
+            wvs = []
+            for t in range(KK):
+                vec = const(V8F, 0.0)
+                for lane in range(8):
+                    ch = imin(b, b.add(c0, i64(lane)), i64(G - 1))
+                    vec = b.insert_element(
+                        vec, load(b, wp, b.add(b.mul(ch, i64(KK)), i64(t))), i32(lane)
+                    )
+                wvs.append(vec)
+            with for_range(b, 0, OD * OH, name="orow") as r:
+                od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
+                rows = []
+                for kd, kh, _ in taps[::KW]:
+                    pd_ = b.add(b.mul(od, i64(win.s[0])), i64(kd * win.d[0]))
+                    ph_ = b.add(b.mul(oh, i64(win.s[1])), i64(kh * win.d[1]))
+                    rows.append(b.mul(b.add(b.mul(pd_, i64(Hp)), ph_), i64(Wp)))
+                with for_range(b, 0, OW, name="ow") as q:
+                    acc = const(V8F, 0.0)
+                    t = 0
+                    for prow in rows:
+                        for kw in range(KW):
+                            col = b.add(b.mul(q, i64(win.s[2])), i64(kw * win.d[2]))
+                            xv = vload(b, pad, b.mul(b.add(prow, col), i64(8)))
+                            acc = fma(b, wvs[t], xv, acc)
+                            t += 1
+                    vstore(b, acc, obuf, b.mul(b.add(b.mul(r, i64(OW)), q), i64(8)))
+            # write back plane by plane, then the epilogue on each output row
+            with for_range(b, 0, nc, name="co") as c:
+                o = b.add(c0, c)
+                plane = gep(b, y, b.mul(b.add(b.mul(n, i64(G)), o), i64(P)))
+                with for_range(b, 0, P, name="cp") as p_:
+                    store(b, load(b, obuf, b.add(b.mul(p_, i64(8)), c)), plane, p_)
+                if kf.ep:
+                    with for_range(b, 0, OD * OH, name="er") as r:
+                        yrow = gep(b, plane, b.mul(r, i64(OW)))
+                        sp = {1: [], 2: [r], 3: [b.udiv(r, i64(OH)), b.urem(r, i64(OH))]}[win.nd]
+                        epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
+        sh.end(b)
+        free(b, pad)
+        free(b, obuf)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
 
 def _cf(kf, w, win, G, Og, O):

@@ -114,8 +114,8 @@ def im2col_cf_fn(llmod: ir.Module, win=None, Cg: int = 0) -> ir.Function:
     p1 = b.add(p0, pc)
     r0 = b.sdiv(p0, OW)
     nrows = b.sub(b.add(b.sdiv(b.add(p1, i64(-1)), OW), i64(1)), r0)
-    nr = gemm_tile().nr
-    tail_end = b.mul(b.udiv(b.add(pc, i64(nr - 1)), i64(nr)), i64(nr))
+    nr = gemm_tile().nr  # zero padding up to whole panels, within the row (ld >= pc)
+    tail_end = imin(b, b.mul(b.udiv(b.add(pc, i64(nr - 1)), i64(nr)), i64(nr)), ld)
     unit = b.icmp_signed("==", G["sw"], i64(1))
     plane = b.mul(D, b.mul(H, W))
     # per window column kw: the output columns [lo, hi) whose input column is inside [0, W)

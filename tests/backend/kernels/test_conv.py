@@ -283,3 +283,86 @@ def test_conv2d_winograd(nthreads, layout, klayout):
         for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in WINOGRAD_2D]
     ]
     _check(cases, "nn.conv2d")
+
+
+POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv_pointwise
+    # n, c, (h, w), o, k, s, p, d, g
+    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed, P % 6 == 1, O % 16 == 2
+    (8, 20, (7, 7), 37, 1, 1, 0, 1, 1),  # transposed, batch 8
+    (1, 300, (5, 7), 16, 1, 1, 0, 1, 1),  # transposed, long reduction
+    (2, 9, (2, 3), 5, 1, 1, 0, 1, 1),  # tiny: fewer channels than a panel
+    (1, 3, (33, 31), 32, 3, 2, 1, 1, 1),  # stems: im2col per unit
+    (8, 3, (20, 20), 16, 3, 2, 1, 1, 1),
+    (1, 4, (17, 17), 13, 5, 1, 2, 1, 1),
+    (1, 1, (16, 16), 7, 3, 1, 2, 2, 1),
+    (2, 3, (30, 30), 8, 7, 2, 3, 1, 1),
+    (1, 24, (16, 16), 144, 1, 1, 0, 1, 1),
+    (2, 7, (13, 11), 13, 1, 1, 0, 1, 1),  # odd channels, plane not a multiple of 16
+    (8, 16, (12, 12), 23, 1, 1, 0, 1, 1),  # batch 8, O % 6 == 5
+    (1, 300, (14, 14), 64, 1, 1, 0, 1, 1),  # long reduction, O % 6 == 4
+    (1, 3, (40, 40), 2, 1, 1, 0, 1, 1),  # fewer output channels than one panel
+    (1, 33, (25, 30), 97, 1, 1, 0, 1, 1),  # many column blocks, O % 6 == 1
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
+def test_conv2d_pointwise(nthreads, layout, klayout):
+    from relay_core.backend.kernels import conv_pointwise
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    kw = dict(layout=layout, klayout=klayout, nthreads=nthreads)
+    cases = [conv_case(2, *g, **kw) for g in POINTWISE_2D]
+    variants = set()
+    for c, want in cases:  # each case is one the pointwise kernel serves
+        win, G, O, Cg, Og, _, cl = conv_window(
+            [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
+        )
+        assert conv_pointwise.usable(win, G, Cg, Og, True, cl)
+        stem = not conv_pointwise.is_1x1(win)
+        variants.add("stem" if stem else conv_pointwise.transposed(win.P, O))
+    assert variants == {True, False, "stem"}
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in POINTWISE_2D]
+    ]
+    for g in POINTWISE_2D[:3]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")
+
+
+DEPTHWISE_NARROW_2D = [  # channel-first rows of < 8 outputs: 8 channels interleaved per block
+    # n, c, (h, w), o, k, s, p, d, g
+    (1, 19, (7, 7), 19, 3, 1, 1, 1, 19),  # a partial block of 3 channels
+    (8, 16, (14, 14), 16, 3, 2, 1, 1, 16),  # batch 8, stride 2
+    (2, 9, (9, 7), 9, 5, 1, 2, 1, 9),  # 5x5
+    (1, 12, (11, 6), 12, 3, 1, 2, 2, 12),  # dilation 2
+    (1, 8, (6, 9), 8, 3, 2, 0, 1, 8),  # no padding
+    (1, 6, (7, 7), 12, 3, 1, 1, 1, 6),  # multiplier 2: the per-plane path
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("packed", [True, False])
+def test_conv2d_depthwise_narrow(nthreads, packed):
+    kw = dict(nthreads=nthreads, packed=packed)
+    cases = [conv_case(2, *g, **kw) for g in DEPTHWISE_NARROW_2D]
+    cases += [conv_case(2, *g, **kw, pads=((0, 2), (1, 0))) for g in DEPTHWISE_NARROW_2D[:1]]
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in DEPTHWISE_NARROW_2D
+        ]
+    ]
+    for g in DEPTHWISE_NARROW_2D[:2]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")

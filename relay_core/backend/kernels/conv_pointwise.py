@@ -1,0 +1,320 @@
+"""1x1 stride-1 unpadded channel-first convolution (pointwise, as in MobileNet / ResNet
+bottlenecks) with constant weights, float32: per image Y[O, P] = W[O, C] @ X[C, P].
+
+The work is cut into units of (image, block of output positions, block of output channels),
+taken dynamically by the pool's threads. A unit packs its positions of X (every input channel)
+into 16-column panels in a per-thread buffer, once, and reuses them for all its output
+channels: each 6 x 16 tile of Y is accumulated over the whole reduction in 12 <8 x float>
+registers and stored straight into Y (no KC blocking, no tile buffer, no store callback; the
+driver of gemm_core re-packed X for every shard and every KC block, which dominated when the
+reduction is long and the plane small). The weights are packed at compile time into the 6-row
+panels of gemm_core.pack_a_panels. The epilogue runs over the unit's rows afterwards, while
+they are still in cache.
+
+Stem convolutions (few input channels, a short reduction: 3x3 or 7x7 over RGB) take the same
+path with the unit's im2col columns as B (rows of the unit's width, read in place), instead of
+the gemm driver's KC-blocked tiles and per-tile store callback, which cost more than the 27-long
+reduction itself.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from .gemm_core import pack_a_panels, pack_b_panels
+from .im2col import geom_args, im2col_cf_fn
+from .llvm_util import (
+    F32,
+    F32P,
+    I64,
+    V8F,
+    VOID,
+    const,
+    entry_alloca,
+    fma,
+    for_carry,
+    for_range,
+    free,
+    gep,
+    i64,
+    imin,
+    load,
+    malloc,
+    splat,
+    store,
+    vload,
+    vstore,
+)
+from .parallel import clamp_threads, parallel
+
+# This kernel's own tile (12 <8 x float> accumulators, AVX2 code on every target), whatever
+# tile gemm_core uses for the target: its weights are packed for it here.
+MR, NR = 6, 16
+PACK_BUDGET = 64 * 1024  # bytes of packed X per unit (stays in L2 while all rows use it)
+STEM_K = 160  # longest reduction of a stem convolution served here (3 x 7 x 7 = 147)
+MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
+
+
+def is_1x1(win) -> bool:
+    """1x1, stride 1, unpadded: X itself is the GEMM's B operand."""
+    return (
+        win.KK == 1
+        and win.s == (1, 1, 1)
+        and win.pb == (0, 0, 0)
+        and win.pe == (0, 0, 0)
+        and win.sp == win.osp
+    )
+
+
+def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
+    """A channel-first convolution with constant weights that is 1x1 (stride 1, unpadded), or
+    a stem: few input channels (<= 4) and a short reduction (Cg * window <= STEM_K), whose
+    columns an im2col chunk per unit provides."""
+    if not (packed and G == 1 and not cl):
+        return False
+    return is_1x1(win) or (Cg <= 4 and Cg * win.KK <= STEM_K)
+
+
+def transposed(P: int, O: int) -> bool:
+    """Few positions: Y^T = X^T W^T wastes less of the 16-wide tiles (positions become 6-row
+    tiles read from X in place, output channels 16-column panels of the packed weights)."""
+    col_waste = (-(-P // NR) * NR) / P
+    row_waste = (-(-P // MR) * MR) / P
+    return P < 128 and col_waste > row_waste + 0.1 and O >= NR
+
+
+def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
+    """(16-column panels per unit, 6-row panels per unit)."""
+    npan = -(-P // NR)
+    nrp = -(-O // MR)
+    # split the positions first (X is packed once per row block, so row blocks repeat packing)
+    want = -(-MIN_UNITS // N)
+    cbp = max(1, min(npan, PACK_BUDGET // (4 * NR * max(K, 1)), -(-npan // want)))
+    ncb = -(-npan // cbp)
+    cbp = -(-npan // ncb)
+    nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
+    rbp = -(-nrp // nrb)
+    return cbp, rbp
+
+
+def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
+    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16, stride ldb); stored as
+    c[i * ldc + j] for j < nv (vectors when nv == 16), or transposed (tr) as c[j * ldc + i]."""
+    name = f"relay.pw.ukr{mr}{'t' if tr else ''}"
+    fn = llmod.globals.get(name)
+    if fn is not None:
+        return fn
+    args = [I64, F32P, I64, F32P, I64, F32P, I64, I64]
+    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    K, ap, lda, bp, ldb, cp, ldc, nv = fn.args
+    sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)  # independent accumulators against the FMA latency
+    zero = const(V8F, 0.0)
+
+    def one(k, accs):
+        bk = b.mul(k, ldb)
+        b0 = vload(b, bp, bk)
+        b1 = vload(b, bp, b.add(bk, i64(8)))
+        ak = b.mul(k, lda)
+        out = []
+        for i in range(mr):
+            av = splat(b, load(b, ap, b.add(ak, i64(i))))
+            out.append(fma(b, av, b0, accs[2 * i]))
+            out.append(fma(b, av, b1, accs[2 * i + 1]))
+        return out
+
+    def step(k, accs):
+        n = 2 * mr
+        out = []
+        for s_ in range(sets):
+            out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
+        return out
+
+    main = b.mul(b.udiv(K, i64(sets)), i64(sets)) if sets > 1 else K
+    accs = for_carry(b, 0, main, [zero] * (2 * mr * sets), step, step=sets, name="kk")
+    if sets > 1:
+        accs = list(for_carry(b, main, K, accs[: 2 * mr], one, name="kt")) + list(accs[2 * mr :])
+        total = accs[: 2 * mr]
+        for s_ in range(1, sets):
+            total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
+        accs = total
+    tile = entry_alloca(b, F32, MR * NR, name="tile")
+    if tr:
+        for j, v in enumerate(accs):
+            vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
+        with for_range(b, 0, nv, name="tj") as q:
+            row = gep(b, cp, b.mul(q, ldc))
+            for i in range(mr):
+                store(b, load(b, tile, b.add(i64(i * NR), q)), row, i64(i))
+        b.ret_void()
+        return fn
+    with b.if_else(b.icmp_signed("==", nv, i64(NR))) as (full, part):
+        with full:
+            for j, v in enumerate(accs):
+                vstore(b, v, cp, b.add(b.mul(i64(j // 2), ldc), i64(8 * (j % 2))))
+        with part:
+            for j, v in enumerate(accs):
+                vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
+            for i in range(mr):
+                with for_range(b, 0, nv, name=f"t{i}") as q:
+                    store(b, load(b, tile, b.add(i64(i * NR), q)), cp, b.add(b.mul(i64(i), ldc), q))
+    b.ret_void()
+    return fn
+
+
+def _pack_x(b, x, buf, n, p0, pc, K, P):
+    """buf[j][k][0:16] = X[n, k, p0 + 16 j : p0 + 16 j + 16], zero padded past pc positions;
+    read row by row (contiguous)."""
+    nfull = b.udiv(pc, i64(NR))
+    tail = b.urem(pc, i64(NR))
+    xn = gep(b, x, b.add(b.mul(n, i64(K * P)), p0))
+    with for_range(b, 0, K, name="pk") as k:
+        src = gep(b, xn, b.mul(k, i64(P)))
+        with for_range(b, 0, nfull, name="pj") as j:
+            s = b.mul(j, i64(NR))
+            d = b.add(b.mul(j, i64(K * NR)), b.mul(k, i64(NR)))
+            vstore(b, vload(b, src, s), buf, d)
+            vstore(b, vload(b, src, b.add(s, i64(8))), buf, b.add(d, i64(8)))
+        with b.if_then(b.icmp_signed(">", tail, i64(0))):
+            s = b.mul(nfull, i64(NR))
+            d = b.add(b.mul(nfull, i64(K * NR)), b.mul(k, i64(NR)))
+            with for_range(b, 0, NR, name="pt") as q:
+                ok = b.icmp_signed("<", q, tail)
+                v = load(b, src, b.add(s, imin(b, q, b.sub(tail, i64(1)))))
+                store(b, b.select(ok, v, const(F32, 0.0)), buf, b.add(d, q))
+
+
+def emit(kf, win, O: int, Cg: int):
+    """Emit the body of kf (x, packed w, y[, extras]) for Cg input channels; returns the weight
+    prepack."""
+    from .conv import _epilogue_chunk
+
+    N, P = win.N, win.P
+    stem = not is_1x1(win)
+    K = Cg * win.KK
+    if not stem and transposed(P, O):
+        return _emit_transposed(kf, win, O, K)
+    cbp, rbp = blocking(N, O, K, P)
+    CB, RB = cbp * NR, rbp * MR
+    ncb, nrb = -(-P // CB), -(-O // RB)
+    units = N * ncb * nrb
+    O6 = O // MR * MR
+    ukr = _ukr_fn(kf.b.module, MR)
+    ukr_tail = _ukr_fn(kf.b.module, O - O6) if O6 < O else None
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
+    OW = win.osp[2]
+    ldb = i64(CB if stem else NR)  # B panels: im2col rows of CB, or packed panels of 16
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        buf = b.bitcast(malloc(b, i64(4 * K * CB)), F32P)
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="unit") as u:
+            n = b.udiv(u, i64(ncb * nrb))
+            cb = b.urem(b.udiv(u, i64(nrb)), i64(ncb))
+            rb = b.urem(u, i64(nrb))
+            p0 = b.mul(cb, i64(CB))
+            pc = imin(b, i64(CB), b.sub(i64(P), p0))
+            yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
+            if stem:  # the unit's im2col columns, rows of CB floats (zero padded past pc)
+                xg = gep(b, x, b.mul(n, i64(win.C * win.IP)))
+                geo = geom_args(win, Cg)
+                b.call(im2col_cf_fn(b.module), [xg, buf, i64(CB), p0, pc, *geo])
+            else:
+                _pack_x(b, x, buf, n, p0, pc, K, P)
+            r0 = b.mul(rb, i64(RB))
+            r1 = imin(b, b.add(r0, i64(RB)), i64(O))
+            r1f = imin(b, r1, i64(O6))
+            npan = b.udiv(b.add(pc, i64(NR - 1)), i64(NR))
+
+            def row_panel(fn, r, mr):  # 6 (or mr) output channels x the unit's positions
+                with for_range(b, 0, npan, name="jp") as j:
+                    col = b.mul(j, i64(NR))
+                    nv = imin(b, i64(NR), b.sub(pc, col))
+                    bpan = gep(b, buf, b.mul(j, i64(NR if stem else K * NR)))
+                    args = [i64(K), gep(b, wp, b.mul(r, i64(K))), i64(mr), bpan, ldb]
+                    b.call(fn, args + [gep(b, yn, b.add(b.mul(r, i64(P)), col)), i64(P), nv])
+
+            # rows outer: each row panel's stores stream along its rows (columns outer would
+            # touch every row of the block, a page each, per column panel: DTLB misses)
+            with for_range(b, r0, r1f, MR, name="ip") as r:
+                row_panel(ukr, r, MR)
+            if ukr_tail is not None:
+                with b.if_then(b.icmp_signed(">", r1, i64(O6))):
+                    row_panel(ukr_tail, i64(O6), O - O6)
+            if kf.ep:
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW)
+        sh.end(b)
+        free(b, buf)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        return pack_a_panels(wc.reshape(O, K), MR)
+
+    return prepack
+
+
+def _emit_transposed(kf, win, O: int, K: int):
+    """Y^T[P, O] = X^T[P, K] @ W^T[K, O]: 6-position tiles read from X in place (X^T's rows are
+    X's columns), 16-channel panels of weights packed at compile time; units of (image, block
+    of channel panels, block of position tiles)."""
+    from .conv import _epilogue_chunk
+
+    N, P = win.N, win.P
+    npan, nrp = -(-O // NR), -(-P // MR)
+    ncb = max(1, min(npan, MIN_UNITS // N))
+    cbp = -(-npan // ncb)
+    ncb = -(-npan // cbp)
+    nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
+    rbp = -(-nrp // nrb)
+    nrb = -(-nrp // rbp)
+    CB, RB = cbp * NR, rbp * MR
+    units = N * ncb * nrb
+    P6 = P // MR * MR
+    ukr = _ukr_fn(kf.b.module, MR, tr=True)
+    ukr_tail = _ukr_fn(kf.b.module, P - P6, tr=True) if P6 < P else None
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
+    OW = win.osp[2]
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="unit") as u:
+            n = b.udiv(u, i64(ncb * nrb))
+            cb = b.urem(b.udiv(u, i64(nrb)), i64(ncb))
+            rb = b.urem(u, i64(nrb))
+            o0 = b.mul(cb, i64(CB))
+            o1 = imin(b, b.add(o0, i64(CB)), i64(O))
+            p0 = b.mul(rb, i64(RB))
+            p1 = imin(b, b.add(p0, i64(RB)), i64(P))
+            p1f = imin(b, p1, i64(P6))
+            xn = gep(b, x, b.mul(n, i64(K * P)))
+            yn = gep(b, y, b.mul(n, i64(O * P)))
+            with for_range(b, o0, o1, NR, name="jp") as o:
+                nv = imin(b, i64(NR), b.sub(i64(O), o))
+                bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / 16 starts at (o / 16) * K * 16
+                ybase = gep(b, yn, b.mul(o, i64(P)))
+                with for_range(b, p0, p1f, MR, name="ip") as p:
+                    args = [i64(K), gep(b, xn, p), i64(P), bpan, i64(NR), gep(b, ybase, p)]
+                    args += [i64(P), nv]
+                    b.call(ukr, args)
+                if ukr_tail is not None:
+                    with b.if_then(b.icmp_signed(">", p1, i64(P6))):
+                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan, i64(NR)]
+                        b.call(ukr_tail, args + [gep(b, ybase, i64(P6)), i64(P), nv])
+            if kf.ep:
+                pc = b.sub(p1, p0)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+        sh.end(b)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        return pack_b_panels(wc.reshape(O, K).T, NR).ravel()
+
+    return prepack
