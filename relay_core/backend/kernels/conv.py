@@ -2,11 +2,12 @@
 
 Channel-first data (NCW, NCHW, NCDHW): per image, group and chunk of output positions, an
 im2col chunk col[Cg*KK, Pc] (kept in L2) is the GEMM's B operand, the weights (packed into
-6-row panels at compile time when constant) are A, and C rows are output channels: each tile
+MR-row panels at compile time when constant) are A, and C rows are output channels: each tile
 lands directly in the NCHW output. 1x1 stride-1 convolutions skip im2col (B is the input).
 The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
-weights packed into 16-column panels; the epilogue runs on tiles in registers.
+weights packed into NR-column panels; the epilogue runs on tiles in registers. MR x NR is the
+GEMM tile of the target being built (gemm_core.gemm_tile).
 1x1 stride-1 channel-first convolutions with constant weights on planes of >= 128 positions
 use conv_pointwise (X packed once per unit, tiles accumulated over the whole reduction).
 3x3 stride-1 convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3)
@@ -23,8 +24,6 @@ from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
-    MR,
-    NR,
     PackedA,
     PackedB,
     RawA,
@@ -32,6 +31,7 @@ from .gemm_core import (
     StridedB,
     free_buffers,
     gemm_call,
+    gemm_tile,
     pack_a_panels,
     pack_b_panels,
     plain_store_fn,
@@ -106,9 +106,9 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
     if winograd.usable(win, G, Cg, Og, packed):
         impl = winograd_cl if cl else winograd
-        impl.emit(kf, kf.ins[1], win, O, Cg)
+        pp = impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(impl.prepack, kax)})
+        return KernelInfo(kf.fn, {1: _with_axes(pp, kax)})
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))
@@ -147,8 +147,8 @@ def _runtime_permute(kf, w, wshape, kax, nd, cl):
     return buf
 
 
-def _chunk(P: int, K: int) -> int:
-    """Output positions per im2col chunk: a multiple of 16 near K x chunk floats = the L2 budget,
+def _chunk(P: int, K: int, NR: int) -> int:
+    """Output positions per im2col chunk: a multiple of NR near K x chunk floats = the L2 budget,
     chosen so that two threads get equal shares of the chunks."""
     c0 = max(4 * NR, (L2_BUDGET // (4 * max(K, 1))) // NR * NR)
     if c0 >= P:
@@ -175,20 +175,21 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     """Channel-first convolution; returns the weight prepack (canonical -> A panels)."""
     Kg = Cg * win.KK
     P, IP = win.P, win.IP
+    MR, NR = gemm_tile().mr, gemm_tile().nr
     # 1x1 stride-1 unpadded: B is the input itself, packed by the driver (reading it strided
     # in place would alias L1 sets whenever the plane is an even number of cache lines)
     direct = win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
     # few input channels: B read in place (its Kg rows fit L1 whatever their alignment; rows
     # are read in whole 16-float panels, so the plane must be a multiple of 16)
     inplace = direct and Kg <= 64 and P % NR == 0
-    pc_max = _chunk(P, Kg)
+    pc_max = _chunk(P, Kg, NR)
     nchunks = -(-P // pc_max)
-    ld = pc_max if (pc_max // NR) % 2 else pc_max + NR  # odd number of cache lines per row
+    ld = pc_max if (pc_max // 16) % 2 else pc_max + 16  # odd number of cache lines per row
     base_units = win.N * G * nchunks
     flops = 2.0 * win.N * O * P * Kg
     nt = clamp_threads(kf.b, kf.nthreads, flops, base_units * max(1, -(-Og // MR)))
-    # few output positions: C^T = col^T @ W^T wastes less of the 16-wide tiles (positions become
-    # 6-row tiles, output channels 16-column ones); the tiles are stored transposed
+    # few output positions: C^T = col^T @ W^T wastes less of the NR-wide tiles (positions become
+    # MR-row tiles, output channels NR-column ones); the tiles are stored transposed
     tr = P < 128 and (-(-P // NR) * NR) / P > (-(-P // MR) * MR) / P + 0.1 and Og >= NR
     store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
     npan = -(-Og // NR)
@@ -255,8 +256,8 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     def prepack(wc):
         wc = wc.reshape(G, Og, Kg)
         if tr:
-            return np.concatenate([pack_b_panels(wc[g].T).ravel() for g in range(G)])
-        return np.concatenate([pack_a_panels(wc[g]) for g in range(G)])
+            return np.concatenate([pack_b_panels(wc[g].T, NR).ravel() for g in range(G)])
+        return np.concatenate([pack_a_panels(wc[g], MR) for g in range(G)])
 
     return prepack
 
@@ -281,6 +282,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
     """Channel-last convolution; returns the weight prepack (canonical -> B panels)."""
     Kg = Cg * win.KK
     P, IP, C = win.P, win.IP, win.C
+    MR, NR = gemm_tile().mr, gemm_tile().nr
     npan = -(-Og // NR)
     direct = win.KK == 1 and win.s == (1, 1, 1) and win.pb == (0, 0, 0) and win.sp == win.osp
     pc_max = P if direct else max(MR, min(P, L2_BUDGET // (4 * max(Kg, 1)) // MR * MR))
@@ -309,7 +311,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
             ep=kf.ep,
             index_fn=index_fn,
             extras_of=lambda b, f: f[4:],
-            vector_ok=Og >= NR,
+            vector_ok=Og >= 8,
         )
         if kf.ep
         else plain_store_fn(kf.b.module)
@@ -360,7 +362,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
     def prepack(wc):
         kd, kh, kw = wc.shape[2:]
         wg = wc.reshape(G, Og, Cg, kd, kh, kw).transpose(0, 3, 4, 5, 2, 1).reshape(G, Kg, Og)
-        return np.concatenate([pack_b_panels(wg[g]).ravel() for g in range(G)])
+        return np.concatenate([pack_b_panels(wg[g], NR).ravel() for g in range(G)])
 
     return prepack
 

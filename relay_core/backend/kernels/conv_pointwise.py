@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .gemm_core import MR, NR, pack_a_panels, pack_b_panels
+from .gemm_core import pack_a_panels, pack_b_panels
 from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
     F32,
@@ -47,6 +47,9 @@ from .llvm_util import (
 )
 from .parallel import clamp_threads, parallel
 
+# This kernel's own tile (12 <8 x float> accumulators, AVX2 code on every target), whatever
+# tile gemm_core uses for the target: its weights are packed for it here.
+MR, NR = 6, 16
 PACK_BUDGET = 64 * 1024  # bytes of packed X per unit (stays in L2 while all rows use it)
 STEM_K = 160  # longest reduction of a stem convolution served here (3 x 7 x 7 = 147)
 MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
@@ -250,7 +253,7 @@ def emit(kf, win, O: int, Cg: int):
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
 
     def prepack(wc):
-        return pack_a_panels(wc.reshape(O, K))
+        return pack_a_panels(wc.reshape(O, K), MR)
 
     return prepack
 
@@ -312,6 +315,6 @@ def _emit_transposed(kf, win, O: int, K: int):
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
 
     def prepack(wc):
-        return pack_b_panels(wc.reshape(O, K).T).ravel()
+        return pack_b_panels(wc.reshape(O, K).T, NR).ravel()
 
     return prepack

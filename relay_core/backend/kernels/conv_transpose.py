@@ -13,12 +13,12 @@ from __future__ import annotations
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .conv_generic import canonical_strides
 from .gemm_core import (
-    NR,
     RawA,
     RawB,
     StridedB,
     free_buffers,
     gemm_call,
+    gemm_tile,
     plain_store_fn,
     thread_buffers,
 )
@@ -93,6 +93,7 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
     M = Og * KK
     units0 = win.N * G
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * KK * Cg * IP, units0 * Og)
+    NR = gemm_tile().nr
     lc_max = max(NR, min(-(-IP // NR) * NR, COLS_BUDGET // (4 * M) // NR * NR))
     direct_b = IP % NR == 0
 

@@ -14,18 +14,24 @@ few ulp of the direct convolution.
 
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 import numpy as np
 
 from .gemm_core import (
-    MR,
-    NR,
     PackedA,
+    PackedB,
+    RawA,
     StridedB,
+    Tile,
     free_buffers,
     gemm_call,
+    gemm_tile,
     pack_a_panels,
     plain_store_fn,
+    thread_buffers,
+    transposed_store_fn,
 )
 from .llvm_util import (
     F32,
@@ -78,17 +84,23 @@ def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
     return rows, -(-TH // rows)
 
 
-def prepack(wc: np.ndarray) -> np.ndarray:
-    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of 6-row A panels of U_xi (O x C)."""
+def prepack(wc: np.ndarray, t: Tile) -> np.ndarray:
+    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of MR-row A panels of U_xi (O x C)."""
     w = wc.reshape(wc.shape[0], wc.shape[1], 3, 3).astype(np.float64)
     u = np.einsum("ai,ocij,bj->aboc", G_MAT, w, G_MAT)  # (4, 4, O, C)
     return np.concatenate(
-        [pack_a_panels(u[a, b].astype(np.float32)) for a in range(4) for b in range(4)]
+        [pack_a_panels(u[a, b].astype(np.float32), t.mr) for a in range(4) for b in range(4)]
     )
 
 
 def emit(kf, w, win, O, C):
-    """The kernel body (the caller made `kf` and handles the epilogue through `epilogue_rows`)."""
+    """The kernel body (the caller made `kf` and handles the epilogue through `epilogue_rows`);
+    returns the weights' prepack.
+
+    Few tiles per chunk (small images): M_xi^T = V_xi^T @ U_xi^T instead, tiles as MR-row and
+    output channels as NR-column tiles of the product (less of the NR-wide tiles is wasted),
+    with U_xi^T in NR-column panels (conv_winograd_cl's layout) and tiles stored transposed."""
+    from . import conv_winograd_cl
     from .conv import _epilogue_chunk
 
     H, W = win.sp[1], win.sp[2]
@@ -97,18 +109,22 @@ def emit(kf, w, win, O, C):
     TH, TW = -(-OH // 2), -(-OW // 2)
     rows, nchunks = tile_rows(TH, TW, C, O)
     tc_max = rows * TW
+    MR, NR = gemm_tile().mr, gemm_tile().nr
     ld = -(-tc_max // NR) * NR
-    ld = ld if (ld // NR) % 2 else ld + NR  # an odd number of cache lines per row
+    ld = ld if (ld // 16) % 2 else ld + 16  # an odd number of cache lines per row
+    tr = (-(-tc_max // NR) * NR) / tc_max > (-(-tc_max // MR) * MR) / tc_max + 0.1 and O >= NR
+    npan = -(-O // NR)
     slab_w = 2 * TW + 2 + 16
     slab_h = 2 * rows + 2
     units0 = win.N * nchunks
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
-    store_fn = plain_store_fn(kf.b.module)
+    store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
 
     def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         vb = b.bitcast(malloc(b, i64(4 * 16 * C * ld)), F32P)
+        abuf = thread_buffers(b, RawA(vb, 1, ld), PackedB(up), tc_max, O, C)[0] if tr else None
         mb = b.bitcast(malloc(b, i64(4 * 16 * O * ld)), F32P)
         slab = b.bitcast(malloc(b, i64(4 * slab_h * slab_w)), F32P)
         memset0(b, vb, i64(4 * 16 * C * ld))  # tile columns beyond a chunk stay zero
@@ -125,7 +141,7 @@ def emit(kf, w, win, O, C):
             ty0 = b.mul(ch, i64(rows))
             nty = imin(b, i64(rows), b.sub(i64(TH), ty0))
             tc = b.mul(nty, i64(TW))
-            o0, o1 = split_range(b, O, part, parts, MR)
+            o0, o1 = split_range(b, O, part, parts, NR if tr else MR)
             xn = gep(b, x, b.mul(n, i64(C * H * W)))
             fill = _shared(b.module, "relay.wino.fill", _fill_slab)
             geo = [i64(v) for v in (H, W, pt, pl, slab_w)]
@@ -135,10 +151,16 @@ def emit(kf, w, win, O, C):
                 # the transforms are emitted inline: constant strides make much better code
                 _input_transform(b, slab, vc, nty, i64(TW), i64(slab_w), i64(C * ld))
             with for_range(b, 0, 16, name="xi") as xi:
-                a = PackedA(gep(b, up, b.mul(xi, i64(O * C))))
-                bsrc = StridedB(gep(b, vb, b.mul(xi, i64(C * ld))), ld)
+                vx = gep(b, vb, b.mul(xi, i64(C * ld)))
                 cp = gep(b, mb, b.mul(xi, i64(O * ld)))
-                gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)])
+                if tr:  # A[t, c] = V_xi[c, t], B = U_xi^T panels, C[t, o] stored at o * ld + t
+                    bsrc = PackedB(gep(b, up, b.mul(xi, i64(npan * C * NR))))
+                    a = RawA(vx, 1, ld)
+                    gemm_call(b, a, bsrc, C, 0, tc, o0, o1, store_fn, [cp, i64(ld)], abuf)
+                else:
+                    a = PackedA(gep(b, up, b.mul(xi, i64(O * C))))
+                    bsrc = StridedB(vx, ld)
+                    gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)])
             yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
             with for_range(b, o0, o1, name="o") as o:
                 mo, yo = gep(b, mb, b.mul(o, i64(ld))), gep(b, yn, b.mul(o, i64(OH * OW)))
@@ -148,9 +170,11 @@ def emit(kf, w, win, O, C):
                 pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
         sh.end(b)
-        free_buffers(b, vb, mb, slab)
+        free_buffers(b, vb, mb, slab, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+    t = gemm_tile()
+    return functools.partial(conv_winograd_cl.prepack if tr else prepack, t=t)
 
 
 _SIGS = {"relay.wino.fill": [F32P, F32P] + [I64] * 7}  # shared helpers' argument types

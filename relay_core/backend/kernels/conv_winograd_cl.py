@@ -2,21 +2,24 @@
 constant weights); the channel-first kernel's math (conv_winograd) with channels innermost.
 
 Per chunk of tile rows: V_xi[t, c] (the input transform, 8 channels at a time), 16 GEMMs
-M_xi[t, o] = V_xi[t, c] @ U_xi[c, o] (U_xi packed into 16-column panels at compile time), then
+M_xi[t, o] = V_xi[t, c] @ U_xi[c, o] (U_xi packed into NR-column panels at compile time), then
 the output transform, 8 output channels at a time, with the epilogue applied in registers.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .conv_winograd import G_MAT, _at, _bt, tile_rows
 from .gemm_core import (
-    NR,
     PackedB,
     RawA,
+    Tile,
     free_buffers,
     gemm_call,
+    gemm_tile,
     pack_b_panels,
     plain_store_fn,
     thread_buffers,
@@ -40,22 +43,28 @@ from .llvm_util import (
 from .parallel import clamp_threads, parallel, split_range
 
 
-def prepack(wc: np.ndarray) -> np.ndarray:
-    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of 16-column panels of U_xi^T (C x O)."""
+def prepack(wc: np.ndarray, t: Tile) -> np.ndarray:
+    """(O, C, 1, 3, 3) canonical weights -> 16 blocks of NR-column panels of U_xi^T (C x O)."""
     w = wc.reshape(wc.shape[0], wc.shape[1], 3, 3).astype(np.float64)
     u = np.einsum("ai,ocij,bj->abco", G_MAT, w, G_MAT)  # (4, 4, C, O)
     return np.concatenate(
-        [pack_b_panels(u[a, b].astype(np.float32)).ravel() for a in range(4) for b in range(4)]
+        [
+            pack_b_panels(u[a, b].astype(np.float32), t.nr).ravel()
+            for a in range(4)
+            for b in range(4)
+        ]
     )
 
 
 def emit(kf, w, win, O, C):
+    """The kernel body; returns the weights' prepack."""
     H, W = win.sp[1], win.sp[2]
     OH, OW = win.osp[1], win.osp[2]
     pt, pl = win.pb[1], win.pb[2]
     TH, TW = -(-OH // 2), -(-OW // 2)
     rows, nchunks = tile_rows(TH, TW, C, O)
     tc_max = rows * TW
+    NR = gemm_tile().nr
     npan = -(-O // NR)
     units0 = win.N * nchunks
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * npan)
@@ -100,6 +109,7 @@ def emit(kf, w, win, O, C):
         free_buffers(b, vb, mb, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+    return functools.partial(prepack, t=gemm_tile())
 
 
 def _input_tile(b, xn, vb, t, ty, tx, H, W, C, pt, pl, tc_max):

@@ -1,11 +1,16 @@
-"""The float32 GEMM engine: a 6x16 register-blocked AVX2/FMA microkernel and its blocked driver.
+"""The float32 GEMM engine: a register-blocked FMA microkernel and its blocked driver.
+
+The tile follows the target's features (`gemm_tile()`): with AVX2 an MR x NR = 6x16 tile of C
+in 12 <8 x float> accumulators; with AVX-512 (avx512f) a wider one in <16 x float> accumulators.
+Every kernel that packs operands or pads buffers for the engine asks `gemm_tile()` when it is
+emitted, so packed weights, buffers and microkernels agree for the target being built.
 
 C[m, n] (+)= sum_k A[m, k] * B[k, n], BLIS-style: for each NC block of columns and KC block of
-the reduction, B is packed into 16-wide panels (or read from panels packed at compile time, or
+the reduction, B is packed into NR-wide panels (or read from panels packed at compile time, or
 from a zero-padded strided buffer such as an im2col chunk); for each MC block of rows, A is
-packed into 6-row panels (or read prepacked); the microkernel keeps a 6x16 tile of C in 12
-<8 x float> registers over KC steps of one broadcast of A and two loads of B per row.
-Rows left over (M % 6) use microkernels for 1..5 rows; columns left over (N % 16) read
+packed into MR-row panels (or read prepacked); the microkernel keeps an MR x NR tile of C in
+registers over KC steps of one broadcast of A and NR / width loads of B per row.
+Rows left over (M % MR) use microkernels for fewer rows; columns left over (N % NR) read
 zero-padded panels and store only the valid columns.
 
 Compile time matters (a model has dozens of GEMMs and convolutions): the driver, packers and
@@ -30,7 +35,6 @@ from .llvm_util import (
     I8P,
     I32,
     I64,
-    V8F,
     VOID,
     as_i64,
     const,
@@ -51,8 +55,47 @@ from .llvm_util import (
     vstore,
 )
 
-MR, NR = 6, 16
-KC, MC, NC = 256, 72, 2048
+KC, NC = 256, 2048
+MC_TARGET = 72  # rows of A per packed block: MC is the multiple of MR nearest below or at it
+
+
+@dataclass(frozen=True)
+class Tile:
+    """The microkernel's shape: mr rows x nr = nv * width columns of C, in mr * nv vectors of
+    `width` floats."""
+
+    mr: int
+    nv: int
+    width: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.width
+
+    @property
+    def mc(self) -> int:
+        return max(self.mr, MC_TARGET // self.mr * self.mr)
+
+    @property
+    def vec(self) -> ir.VectorType:
+        return ir.VectorType(F32, self.width)
+
+
+AVX2_TILE = Tile(6, 2, 8)
+AVX512_TILE = Tile(12, 2, 16)
+
+
+def gemm_tile() -> Tile:
+    """The tile for the target being built (llvm_target.host(), after RELAY_CPU_FEATURES)."""
+    from ..llvm_target import host
+
+    return _tile_for(host()[2])
+
+
+def _tile_for(features: str) -> Tile:
+    on = set(f[1:] for f in features.split(",") if f.startswith("+"))
+    return AVX512_TILE if "avx512f" in on else AVX2_TILE
+
 
 A_RAW, A_PACKED = 0, 1
 B_RAW, B_PACKED, B_STRIDED = 0, 1, 2
@@ -105,8 +148,8 @@ class StridedB:
 # Compile-time packing (numpy).
 
 
-def pack_b_panels(bmat: np.ndarray) -> np.ndarray:
-    """(K, N) -> (ceil(N/16), K, 16) float32, zero padded: the layout PackedB reads."""
+def pack_b_panels(bmat: np.ndarray, NR: int) -> np.ndarray:
+    """(K, N) -> (ceil(N/NR), K, NR) float32, zero padded: the layout PackedB reads."""
     k, n = bmat.shape
     npan = -(-n // NR)
     padded = np.zeros((k, npan * NR), np.float32)
@@ -114,8 +157,8 @@ def pack_b_panels(bmat: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(k, npan, NR).transpose(1, 0, 2))
 
 
-def pack_a_panels(amat: np.ndarray) -> np.ndarray:
-    """(M, K) -> flat float32: for each 6-row panel (the last one may be shorter, mr rows),
+def pack_a_panels(amat: np.ndarray, MR: int) -> np.ndarray:
+    """(M, K) -> flat float32: for each MR-row panel (the last one may be shorter, mr rows),
     its K x mr transpose. The layout PackedA reads."""
     m, k = amat.shape
     out = np.empty(m * k, np.float32)
@@ -142,54 +185,54 @@ def _shared(llmod: ir.Module, name: str, args: list, build: Callable) -> ir.Func
     return fn
 
 
-def _ukr_fn(llmod, mr: int) -> ir.Function:
-    """tile[0:mr, 0:16] = A-panel (kc x mr) @ B-panel (kc rows of 16, row stride ldb).
+def _ukr_fn(llmod, t: Tile, mr: int) -> ir.Function:
+    """tile[0:mr, 0:NR] = A-panel (kc x mr) @ B-panel (kc rows of NR, row stride ldb).
 
-    Fewer than 4 rows give fewer than 8 independent accumulators, and the FMA latency (4
-    cycles) would bound the loop: those keep `sets` copies of the accumulators, one per k
-    modulo `sets`, added up at the end."""
-    sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)
+    Fewer than 8 independent accumulators and the FMA latency (4 cycles, 2 ports) would bound
+    the loop: those keep `sets` copies of the accumulators, one per k modulo `sets`, added up
+    at the end."""
+    nv, w, NR = t.nv, t.width, t.nr
+    n = nv * mr
+    sets = 1 if n >= 8 else -(-8 // n)
 
     def build(b, kc, a_ptr, b_ptr, ldb, tile):
-        zero = const(V8F, 0.0)
+        zero = const(t.vec, 0.0)
 
         def one(k, accs):
             bk = b.mul(k, ldb)
-            b0 = vload(b, b_ptr, bk)
-            b1 = vload(b, b_ptr, b.add(bk, i64(8)))
+            bv = [vload(b, b_ptr, b.add(bk, i64(w * v)), w) for v in range(nv)]
             ak = b.mul(k, i64(mr))
             out = []
             for i in range(mr):
-                av = splat(b, load(b, a_ptr, b.add(ak, i64(i))))
-                out.append(fma(b, av, b0, accs[2 * i]))
-                out.append(fma(b, av, b1, accs[2 * i + 1]))
+                av = splat(b, load(b, a_ptr, b.add(ak, i64(i))), w)
+                out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
             return out
 
         def step(k, accs):  # `sets` consecutive k, each into its own accumulators
-            n = 2 * mr
             out = []
             for s_ in range(sets):
                 out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
             return out
 
         main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
-        accs = for_carry(b, 0, main, [zero] * (2 * mr * sets), step, step=sets, name="kk")
+        accs = for_carry(b, 0, main, [zero] * (n * sets), step, step=sets, name="kk")
         if sets > 1:
-            first = for_carry(b, main, kc, accs[: 2 * mr], one, name="kt")
-            accs = list(first) + list(accs[2 * mr :])
-            total = accs[: 2 * mr]
+            first = for_carry(b, main, kc, accs[:n], one, name="kt")
+            accs = list(first) + list(accs[n:])
+            total = accs[:n]
             for s_ in range(1, sets):
-                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
+                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * n : (s_ + 1) * n])]
             accs = total
         for j, v in enumerate(accs):
-            vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
+            vstore(b, v, tile, (j // nv) * NR + w * (j % nv))
 
     return _shared(llmod, f"relay.sgemm.ukr{mr}", [I64, F32P, F32P, I64, F32P], build)
 
 
-def _pack_a_fn(llmod) -> ir.Function:
-    """abuf <- A[i0:i0+mc, p0:p0+kc] (A[m,k] = a[m*rs + k*cs]) as 6-row panels, the last one
-    mc % 6 rows; panel r starts at r * kc."""
+def _pack_a_fn(llmod, t: Tile) -> ir.Function:
+    """abuf <- A[i0:i0+mc, p0:p0+kc] (A[m,k] = a[m*rs + k*cs]) as MR-row panels, the last one
+    mc % MR rows; panel r starts at r * kc."""
+    MR = t.mr
 
     def build(b, a, rs, cs, abuf, i0, mc, p0, kc):
         nfull = b.mul(b.udiv(mc, i64(MR)), i64(MR))
@@ -213,9 +256,10 @@ def _pack_a_fn(llmod) -> ir.Function:
     return _shared(llmod, "relay.sgemm.pack_a", [F32P, I64, I64, F32P, I64, I64, I64, I64], build)
 
 
-def _pack_b_fn(llmod) -> ir.Function:
-    """bbuf <- B[p0:p0+kc, j0:j0+nc] (B[k,n] = b[k*rs + n*cs]) as 16-column panels, zero
+def _pack_b_fn(llmod, t: Tile) -> ir.Function:
+    """bbuf <- B[p0:p0+kc, j0:j0+nc] (B[k,n] = b[k*rs + n*cs]) as NR-column panels, zero
     padded; panel j starts at j * kc."""
+    NR, w = t.nr, t.width
 
     def build(b, src, rs, cs, bbuf, p0, kc, j0, nc):
         nfull = b.mul(b.udiv(nc, i64(NR)), i64(NR))
@@ -227,8 +271,9 @@ def _pack_b_fn(llmod) -> ir.Function:
                     with for_range(b, 0, kc, name="pbk") as k:
                         s = b.add(b.mul(b.add(p0, k), rs), b.add(j0, j))
                         d = b.mul(k, i64(NR))
-                        vstore(b, vload(b, src, s), dst, d)
-                        vstore(b, vload(b, src, b.add(s, i64(8))), dst, b.add(d, i64(8)))
+                        for v in range(t.nv):
+                            o = i64(w * v)
+                            vstore(b, vload(b, src, b.add(s, o), w), dst, b.add(d, o))
                 with other:
                     with for_range(b, 0, NR, name="pbj") as jj:
                         colo = b.mul(b.add(j0, b.add(j, jj)), cs)
@@ -275,7 +320,7 @@ _DRIVER_ARGS = [
 ]
 
 
-def _driver_fn(llmod) -> ir.Function:
+def _driver_fn(llmod, t: Tile) -> ir.Function:
     """The blocked loops (jc, pc, ic, jr, ir) calling packers, microkernels and `store`.
 
     a_kind: A_RAW (a_rs, a_cs strides) or A_PACKED (pack_a_panels over K).
@@ -303,8 +348,9 @@ def _driver_fn(llmod) -> ir.Function:
         store_fn,
         ctx,
     ):
-        pack_a, pack_b = _pack_a_fn(llmod), _pack_b_fn(llmod)
-        ukrs = [_ukr_fn(llmod, r) for r in range(1, MR + 1)]
+        MR, NR, MC = t.mr, t.nr, t.mc
+        pack_a, pack_b = _pack_a_fn(llmod, t), _pack_b_fn(llmod, t)
+        ukrs = [_ukr_fn(llmod, t, r) for r in range(1, MR + 1)]
         tile = entry_alloca(b, F32, MR * NR, name="tile")
         a_raw = b.icmp_signed("==", a_kind, i32(A_RAW))
         b_raw = b.icmp_signed("==", b_kind, i32(B_RAW))
@@ -346,6 +392,7 @@ def _driver_fn(llmod) -> ir.Function:
 
 
 def _call_ukr(b, ukrs, mr, args):
+    MR = len(ukrs)
     end = b.append_basic_block("mr.end")
     blocks = [b.append_basic_block(f"mr{r}") for r in range(1, MR + 1)]
     sw = b.switch(mr, blocks[-1])
@@ -378,9 +425,11 @@ def store_function(
 
     ctx_types: the fields of the context struct gemm_call passes; c_of(b, fields) -> (C, ldc);
     index_fn(b, fields, m, n) -> the output's indices of C[m, n]; extras_of(b, fields) -> the
-    epilogue's extra pointers. vector_ok=False when no row of C holds 16 consecutive elements
-    of the output's last axis (then everything is stored with scalars).
+    epilogue's extra pointers. vector_ok=False when no row of C holds NR consecutive elements
+    of the output's last axis (then everything is stored with scalars). Vectors given to the
+    epilogue are <8 x float> whatever the tile's width.
     """
+    NR = gemm_tile().nr
     st = ir.LiteralStructType(ctx_types)
     fn = ir.Function(llmod, STORE_FN_T, name=name)
     fn.linkage = "internal"
@@ -414,16 +463,24 @@ def store_function(
                 with for_range(b, 0, mr, name="si") as i:
                     mi = b.add(m, i)
                     row = b.mul(mi, ldc)
-                    for v in range(2):
+                    for v in range(NR // 8):
                         off = b.add(row, b.add(n, i64(8 * v)))
                         val = vload(b, tile, b.add(b.mul(i, i64(NR)), i64(8 * v)))
                         val = b.select(first, val, b.fadd(val, vload(b, cptr, off)))
                         put(val, off, mi, b.add(n, i64(8 * v)))
         with other:
+            # a partial tile: whole 8-column vectors, then scalars
+            n8 = b.and_(nv, i64(~7)) if vector_ok else i64(0)
             with for_range(b, 0, mr, name="ti") as i:
                 mi = b.add(m, i)
                 row = b.mul(mi, ldc)
-                with for_range(b, 0, nv, name="tj") as j:
+                if vector_ok:
+                    with for_range(b, 0, n8, 8, name="tv") as j:
+                        off = b.add(row, b.add(n, j))
+                        val = vload(b, tile, b.add(b.mul(i, i64(NR)), j))
+                        val = b.select(first, val, b.fadd(val, vload(b, cptr, off)))
+                        put(val, off, mi, b.add(n, j))
+                with for_range(b, n8, nv, name="tj") as j:
                     if col_major:
                         off = b.add(b.mul(b.add(n, j), ldc), mi)
                     else:
@@ -469,10 +526,10 @@ def gemm_call(
     kc_block: int = KC,
 ) -> None:
     """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose
-    context struct holds `ctx_values`. m0 must be a multiple of 6 for PackedA, n0 a multiple
-    of 16 for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB."""
+    context struct holds `ctx_values`. m0 must be a multiple of MR for PackedA, n0 a multiple
+    of NR for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB."""
     llmod = b.module
-    driver = _driver_fn(llmod)
+    driver = _driver_fn(llmod, gemm_tile())
     st = ir.LiteralStructType([v.type for v in ctx_values])
     slot = entry_alloca(b, st)
     for k, v in enumerate(ctx_values):
@@ -497,9 +554,10 @@ def gemm_call(
 def buffer_sizes(a, bsrc, M: int, N: int, K: int, kc_block: int = KC) -> tuple[int, int]:
     """Floats needed per thread for packing A and B at run time, for a product of at most
     M x N x K (small products get small buffers)."""
-    mc = min(MC, -(-M // MR) * MR)
+    t = gemm_tile()
+    mc = min(t.mc, -(-M // t.mr) * t.mr)
     kc = min(kc_block, K)
-    nc = min(NC, -(-N // NR) * NR)
+    nc = min(NC, -(-N // t.nr) * t.nr)
     return (mc * kc if isinstance(a, RawA) else 0), (kc * nc if isinstance(bsrc, RawB) else 0)
 
 

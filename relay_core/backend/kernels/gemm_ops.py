@@ -20,14 +20,13 @@ from . import gemv
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     KC,
-    MR,
-    NR,
     PackedB,
     RawA,
     RawB,
     choose_split,
     free_buffers,
     gemm_call,
+    gemm_tile,
     pack_b_panels,
     store_function,
     thread_buffers,
@@ -111,6 +110,8 @@ def plan_matmul(sa, sb, ta: bool, tb: bool) -> MatmulPlan:
 
 
 def _prepack_b(sb, tb: bool, plan: MatmulPlan):
+    NR = gemm_tile().nr
+
     def pack(w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, np.float32)
         if w.ndim == 1:
@@ -119,7 +120,7 @@ def _prepack_b(sb, tb: bool, plan: MatmulPlan):
             mats = w.reshape(-1, *w.shape[-2:])
             if tb:
                 mats = mats.transpose(0, 2, 1)
-        return np.stack([pack_b_panels(m) for m in mats])
+        return np.stack([pack_b_panels(m, NR) for m in mats])
 
     return pack
 
@@ -246,6 +247,8 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         gemv.emit_small_m(kf, plan, packed, how, batch_offset, index_fn)
         return
     nbatch = math.prod(plan.batch)
+    t = gemm_tile()
+    MR, NR = t.mr, t.nr
     npan = -(-N // NR)
     split = choose_split(M, N)
     tiles = nbatch * (-(-N // NR) if split == "n" else -(-M // MR))
@@ -259,7 +262,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         ep=kf.ep,
         index_fn=lambda b, f, m, n: out_indices(b, plan, f[1], m, n),
         extras_of=lambda b, f: f[2:],
-        vector_ok=plan.has_n and N >= NR,
+        vector_ok=plan.has_n and N >= 8,
     )
     bmat = npan * K * NR if packed else K * N
     # one row block against packed panels: stream each panel over the whole K (no K blocking)

@@ -1,7 +1,8 @@
 """im2col for the GEMM-based convolutions, as shared (once per module) LLVM functions.
 
 Channel-first: col[k, p - p0] for k = (ci, kd, kh, kw) and output positions p in [p0, p0 + pc),
-rows of stride `ld`, each row zero padded up to a multiple of 16 (the GEMM reads whole panels).
+rows of stride `ld`, each row zero padded up to a multiple of the GEMM tile's NR (the GEMM reads
+whole panels).
 Channel-last: col[p - p0, k] for k = (kd, kh, kw, ci), rows of Kg = KD*KH*KW*Cg floats.
 Geometry is passed at run time so that every convolution in a module shares one copy.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from .gemm_core import gemm_tile
 from .llvm_util import (
     F32,
     F32P,
@@ -112,7 +114,8 @@ def im2col_cf_fn(llmod: ir.Module, win=None, Cg: int = 0) -> ir.Function:
     p1 = b.add(p0, pc)
     r0 = b.sdiv(p0, OW)
     nrows = b.sub(b.add(b.sdiv(b.add(p1, i64(-1)), OW), i64(1)), r0)
-    tail_end = b.and_(b.add(pc, i64(15)), i64(~15))
+    nr = gemm_tile().nr  # zero padding up to whole panels, within the row (ld >= pc)
+    tail_end = imin(b, b.mul(b.udiv(b.add(pc, i64(nr - 1)), i64(nr)), i64(nr)), ld)
     unit = b.icmp_signed("==", G["sw"], i64(1))
     plane = b.mul(D, b.mul(H, W))
     # per window column kw: the output columns [lo, hi) whose input column is inside [0, W)

@@ -7,6 +7,7 @@ import numpy as np
 
 from relay_core.backend.kernels import Epilogue
 from relay_core.backend.kernels.llvm_util import F32, as_i64, const, load, splat, vload
+from relay_core.backend.llvm_target import target_key
 from relay_core.ops import lookup
 from tools.kernel_jit import Compiled, KernelModule, tt
 
@@ -14,11 +15,11 @@ _CACHE: dict = {}
 
 
 def compile_kernel(op, in_types, out_types, attrs=None, epilogue=None, const_inputs=()):
-    """Compile the kernel that op `op` declares for the given types (cached per signature when
-    no epilogue)."""
+    """Compile the kernel that op `op` declares for the given types (cached per signature and
+    target when no epilogue)."""
 
     key = (
-        (op, tuple(in_types), tuple(out_types), repr(attrs), const_inputs)
+        (op, tuple(in_types), tuple(out_types), repr(attrs), const_inputs, target_key())
         if epilogue is None
         else None
     )
