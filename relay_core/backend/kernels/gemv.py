@@ -24,7 +24,7 @@ import math
 
 import llvmlite.ir as ir
 
-from .gemm_core import NR
+from .gemm_core import gemm_tile
 from .llvm_util import (
     F32,
     I32,
@@ -60,7 +60,7 @@ def form(plan, packed: bool) -> str | None:
     """'panel', 'dot' or None (the blocked engine) for a planned product."""
     if plan.M > SMALL_M or plan.M * plan.N * plan.K == 0:
         return None
-    if packed or plan.b_cs == 1 and plan.N >= NR:
+    if packed or plan.b_cs == 1 and plan.N >= gemm_tile().nr:
         return "panel"
     if plan.b_rs == 1 and plan.a_cs == 1:
         return "dot"
@@ -111,7 +111,7 @@ def _panels(b, plan, a, a_rs, a_cs, panel_ptr, ldb, out, n_of, p0, p1, P, W, tai
     panel_ptr(p)[k * ldb + j]. `tail`: the number of valid columns of the panels (all 16
     when None)."""
     M, K = plan.M, plan.K
-    nv = NR // W
+    nv = gemm_tile().nr // W
     vt = ir.VectorType(F32, W)
     zero = const(vt, 0.0)
     with for_range(b, p0, p1, P, name="pg") as p:
@@ -145,7 +145,7 @@ def _panels(b, plan, a, a_rs, a_cs, panel_ptr, ldb, out, n_of, p0, p1, P, W, tai
 
 def _group_size(M: int, W: int) -> int:
     """Panels per group: >= 8 accumulators where possible, within the register file."""
-    nv = NR // W
+    nv = gemm_tile().nr // W
     regs = 24 if W == 16 else 12
     p = max(1, 8 // (M * nv))
     while p > 1 and M * p * nv > regs:
@@ -157,6 +157,7 @@ def _panel_body(b, plan, packed, a, b_mat, out, p0, p1):
     """Columns of panels [p0, p1) of one batch element."""
     M, N, K = plan.M, plan.N, plan.K
     W = vector_width()
+    NR = gemm_tile().nr  # the width of the panels gemm_ops packs constant B in
     a_rs, a_cs = i64(plan.a_rs), i64(plan.a_cs)
     nfull = N // NR
     if packed:
@@ -270,6 +271,7 @@ def emit_small_m(kf, plan, packed: bool, how: str, batch_offset, index_fn) -> No
     output's indices of C[bidx][m, n]."""
     M, N, K = plan.M, plan.N, plan.K
     nbatch = math.prod(plan.batch)
+    NR = gemm_tile().nr
     npan = -(-N // NR)
     cols = npan if how == "panel" else N
     work = 2.0 * nbatch * M * N * K
