@@ -209,11 +209,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                 b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind, Og, pc_max, Kg
             )
         bu_n = i64(base_units)
-        few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu_n, sh.n), i64(0)),
-            b.icmp_unsigned("<", bu_n, b.mul(sh.n, i64(4))),
-        )
-        parts = b.select(few, sh.n, i64(1))
+        parts = sh.parts(b, base_units)
         u0, u1 = sh.range(b, b.mul(bu_n, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bu = b.udiv(u, parts)
@@ -322,11 +318,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * pc_max)), F32P)
         bu_n = i64(base_units)
-        few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu_n, sh.n), i64(0)),
-            b.icmp_unsigned("<", bu_n, b.mul(sh.n, i64(4))),
-        )
-        parts = b.select(few, sh.n, i64(1))
+        parts = sh.parts(b, base_units)
         bw = gep(b, wp, i64(0))
         b0 = PackedB(bw) if packed else RawB(bw, O, 1)
         a0 = RawA(x, 0, 1)

@@ -105,11 +105,7 @@ def _gemm_col2im(kf, w, win, G, O, Cg, Og):
         b0 = StridedB(x, IP) if direct_b else RawB(x, IP, 1)
         abuf, bbuf = thread_buffers(b, a0, b0, M, lc_max, Cg)
         bu = i64(units0)
-        few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
-        )
-        parts = b.select(few, sh.n, i64(1))
+        parts = sh.parts(b, units0)
         u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             ng = b.udiv(u, parts)

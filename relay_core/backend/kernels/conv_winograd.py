@@ -129,11 +129,7 @@ def emit(kf, w, win, O, C):
         slab = b.bitcast(malloc(b, i64(4 * slab_h * slab_w)), F32P)
         memset0(b, vb, i64(4 * 16 * C * ld))  # tile columns beyond a chunk stay zero
         bu = i64(units0)
-        few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
-        )
-        parts = b.select(few, sh.n, i64(1))
+        parts = sh.parts(b, units0)
         u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             un, part = b.udiv(u, parts), b.urem(u, parts)

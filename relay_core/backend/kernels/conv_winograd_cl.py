@@ -77,11 +77,7 @@ def emit(kf, w, win, O, C):
         mb = b.bitcast(malloc(b, i64(4 * 16 * tc_max * O)), F32P)
         abuf, _ = thread_buffers(b, RawA(vb, C, 1), PackedB(up), tc_max, O, C)
         bu = i64(units0)
-        few = b.and_(
-            b.icmp_unsigned("!=", b.urem(bu, sh.n), i64(0)),
-            b.icmp_unsigned("<", bu, b.mul(sh.n, i64(4))),
-        )
-        parts = b.select(few, sh.n, i64(1))
+        parts = sh.parts(b, units0)
         u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             un, part = b.udiv(u, parts), b.urem(u, parts)
