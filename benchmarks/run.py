@@ -41,8 +41,9 @@ import traceback
 import numpy as np
 
 THREADS = 2
-# Worker threads of every runtime wait passively (no spinning) unless --spin: in an interleaved
-# benchmark a spinning pool of one runtime steals the cores the next runtime's workers need.
+# Worker threads do not keep spinning after a call unless --spin: in an interleaved benchmark a
+# spinning pool of one runtime steals the cores the next runtime's workers need (onnxruntime and
+# libgomp wait passively; our pool stops spinning 20 us after a region, its default).
 SPIN = False
 TOL = 1e-3  # max |got - want| / max |want|
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
@@ -450,7 +451,15 @@ def report(rows: list, meta: dict) -> str:
         "",
         "Models (benchmarks/architectures.py): real architectures with random weights. Every "
         f"runtime uses {THREADS} threads, worker threads "
-        f"{'spin' if SPIN else 'wait passively'} between parallel regions. In one process, per "
+        + (
+            "spin between parallel regions. "
+            if SPIN
+            else "wait passively between parallel regions (onnxruntime without spinning, "
+            "OMP_WAIT_POLICY=PASSIVE for torch), ours with its default policy (a worker spins "
+            f"20 µs after a region, then sleeps; RELAY_WAIT_POLICY="
+            f"{os.environ.get('RELAY_WAIT_POLICY', 'unset')} in this run). "
+        )
+        + "In one process, per "
         "model and batch size, the runtimes run in interleaved rounds (each once per round, "
         "rotating order); times are median (p10–p90) over rounds; a ratio is the median "
         "[p10, p90] over rounds of the per-round ratio (below 1: we are faster). `ours ONNX` "
@@ -594,8 +603,12 @@ def main(argv=None) -> int:
     SPIN = args.spin
     # libgomp reads this once, when it loads (before torch or a compiled module loads it)
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE" if SPIN else "PASSIVE")
-    # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob
-    os.environ.setdefault("RELAY_WAIT_POLICY", "spin" if SPIN else "passive")
+    # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob. Without --spin it
+    # keeps its default: workers spin 20 us after a region, then sleep. That cannot steal a core
+    # from the runtime that runs next (what the others' passive waiting is for), and it is what
+    # a user gets; RELAY_WAIT_POLICY=passive in the environment forces no spinning at all.
+    if SPIN:
+        os.environ.setdefault("RELAY_WAIT_POLICY", "spin")
     signal.signal(signal.SIGTERM, _sigterm)
     import torch
 
