@@ -8,11 +8,13 @@ median of per-pair ratios with its p10-p90 spread (robust to drift). A busy mach
 average above what the cores can absorb) is named in a warning: latencies are then noisy,
 ours more than onnxruntime's (see benchmarks/RESULTS.md on contention).
 
-Worker threads of both sides wait passively between parallel regions unless `spin=True`: in an
-interleaved benchmark a spinning pool of one runtime steals the cores the other one's workers
-need. Ours is the runtime's thread pool (RELAY_WAIT_POLICY=passive / spin, read when a module's
-pool starts); OMP_WAIT_POLICY is set too for libraries on libgomp (torch), which reads it once,
-when it loads (a note says when it could not be).
+Worker threads do not keep spinning after a call unless `spin=True`: in an interleaved
+benchmark a spinning pool of one runtime steals the cores the other one's workers need. The
+source runtime's workers wait passively (onnxruntime without spinning; OMP_WAIT_POLICY=PASSIVE
+for libraries on libgomp such as torch, which reads it once, when it loads: a note says when it
+could not be); ours keep the runtime pool's default, a 20 us spin after a region and then sleep
+(RELAY_WAIT_POLICY=passive in the environment sleeps at once), which a user gets and which
+cannot hold a core into the other side's turn.
 
     >>> from relay_import.bench import bench
     >>> print(bench("model.onnx", runs=100).summary())
@@ -90,7 +92,7 @@ class BenchReport:
         else:
             verdict = f"relay {r:.2f}x slower"
         w = max(len(self.framework), 5)
-        waiting = "spinning" if self.spin else "waiting passively"
+        waiting = "spinning" if self.spin else "not spinning between calls"
         lines = [
             f"bench {self.source}: {self.runs} interleaved pairs after {self.warmup} warm-up "
             f"pairs, {self.threads} threads each, workers {waiting}",
@@ -238,7 +240,10 @@ def bench(
     if runs < 1:
         raise ValueError("runs must be at least 1")
     policy = "ACTIVE" if spin else "PASSIVE"
-    os.environ["RELAY_WAIT_POLICY"] = "spin" if spin else "passive"
+    if spin:
+        os.environ["RELAY_WAIT_POLICY"] = "spin"
+    elif os.environ.get("RELAY_WAIT_POLICY", "").lower() in ("spin", "active"):
+        del os.environ["RELAY_WAIT_POLICY"]  # a leftover from spin=True: back to the default
     notes = []
     if _libgomp_loaded():
         if os.environ.get("OMP_WAIT_POLICY", "").upper() != policy:
