@@ -83,11 +83,15 @@ class BuildTimings:
         return "\n".join(out)
 
     def kernel_table(self, top: int = 8) -> str:
-        us = sorted(self.units, key=lambda u: -u["bytes"])
+        # the model's kernels (units with ops); the shared helpers (GEMM microkernels, packers:
+        # no ops of their own) are summed in the header, else they crowd the kernels out
+        us = sorted((u for u in self.units if u.get("ops")), key=lambda u: -u["bytes"])
+        helpers = [u for u in self.units if not u.get("ops")]
         n_cached = sum(u["where"] == "cache" for u in self.units)
         head = (
-            f"{len(self.units)} units ({n_cached} from the kernel cache); "
-            f"the {min(top, len(us))} largest by IR size:"
+            f"{len(self.units)} units ({n_cached} from the kernel cache; {len(helpers)} shared "
+            f"helpers, {sum(u['bytes'] for u in helpers) / 1024:.0f} KB of IR); "
+            f"the {min(top, len(us))} largest kernels by IR size:"
         )
         rows = [("unit", "IR KB", "level", "opt s", "emit s", "from", "ops")]
         for u in us[:top]:

@@ -225,7 +225,7 @@ def test_timings_report_every_stage(cache_dir, capsys):
     err = capsys.readouterr().err
     for stage in _STAGES:
         assert stage in err, stage
-    assert "FuseOps" in err and "largest by IR size" in err and "nn.conv2d" in err
+    assert "FuseOps" in err and "largest kernels by IR size" in err and "nn.conv2d" in err
     names = [s[0] for s in lib.timings.stages]
     assert names.index("passes") < names.index("llvm") < names.index("link")
     assert lib.timings.total >= sum(s for _, s, _ in lib.timings.stages) * 0.5

@@ -20,7 +20,6 @@ from converters.pytorch.frontend import decompose_unsupported, functionalize  # 
 from converters.pytorch.importer import TorchImporter  # noqa: E402
 from converters.pytorch.pt2_graph import SCHEMA_MAJOR, SCHEMA_MAX_MINOR, FastProgram  # noqa: E402
 from relay_core.errors import ModelLoadError  # noqa: E402
-from tests.zoo.catalog import import_torchvision  # noqa: E402
 
 from .harness import assert_close  # noqa: E402
 
@@ -61,15 +60,57 @@ class Block(torch.nn.Module):
         return self.layer(x)
 
 
-def _resnet18():
-    tv = import_torchvision()
-    assert tv is not None, "torchvision is needed by this test: pip install -e '.[zoo]'"
+class _Basic(torch.nn.Module):
+    """A ResNet basic block (torchvision's shape), with a strided 1x1 downsample when asked."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(cout)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = torch.nn.Sequential(
+                torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetStyle(torch.nn.Module):
+    """torchvision's ResNet layout in small: 7x7 stem, max pool, basic blocks, pooled head
+    (batch-norm buffers incl. num_batches_tracked, in-place relu as torchvision writes it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 7, 2, 3, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1)
+        self.blocks = torch.nn.Sequential(_Basic(8, 8, 1), _Basic(8, 16, 2))
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.nn.functional.relu(self.bn(self.stem(x)), inplace=True))
+        x = torch.nn.functional.adaptive_avg_pool2d(self.blocks(x), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
+def _resnet_style():
     torch.manual_seed(0)
-    return tv.models.resnet18(weights=None).eval(), (torch.randn(1, 3, 64, 64),)
+    m = ResNetStyle().eval()
+    for mod in m.modules():  # non-trivial batch-norm statistics
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.5, 0.5)
+            mod.running_var.uniform_(0.5, 1.5)
+    return m, (torch.randn(1, 3, 64, 64),)
 
 
 MODELS = {
-    "resnet18": _resnet18,
+    "resnet_style": _resnet_style,
     "transformer_block": lambda: (Block().eval(), (torch.randn(2, 5, 16),)),
     "inplace": lambda: (InPlace(), (torch.randn(3, 4),)),
     "buffers_constants": lambda: (BuffersAndConstants(), (torch.randn(3, 4),)),
