@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from relay_core import IRModule
-from relay_core.backend import lru
+from relay_core.backend import lru, stamp
 
 # what a converted module depends on besides the model and the options
 _SOURCES = ("relay_core", "converters")
@@ -67,7 +67,7 @@ def cache_path(source, fw: str, kw: dict) -> str | None:
 # A file changed less than this long before it was looked at may change again without its
 # modification or change time moving (timestamps are coarse: a clock tick, up to 2 s on FAT):
 # its identity is not remembered, and the next load hashes it again (git's "racy" entries).
-RACY_NS = 2_000_000_000
+RACY_NS = stamp.RACY_NS
 
 
 def content_digest(path: str, index_dir: str) -> tuple[str, bool]:
@@ -91,39 +91,19 @@ def content_digest(path: str, index_dir: str) -> tuple[str, bool]:
     external = _hash_source(h, path, b"location")
     digest = h.hexdigest()
     if now - newest > RACY_NS:
-        _write_atomic(index, json.dumps({"digest": digest, "external": external}).encode())
+        stamp.write_atomic(index, json.dumps({"digest": digest, "external": external}).encode())
     return digest, external
 
 
 def _identity(path: str) -> tuple[str, int]:
     """(the identity of a file or a directory tree, its newest modification or change time)."""
     path = os.path.abspath(path)
-    parts = [path]
     paths = [path]
     if os.path.isdir(path):
         for dirpath, dirs, names in sorted(os.walk(path)):
             dirs.sort()
             paths += [os.path.join(dirpath, n) for n in sorted(names)]
-    newest = 0
-    for p in paths:
-        st = os.stat(p)
-        parts.append(f"{p}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}")
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    return "\n".join(parts), newest
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", dir=os.path.dirname(path))
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        _remove(tmp)
+    return stamp.file_identity(paths)
 
 
 def get(entry: str) -> IRModule | None:
@@ -187,7 +167,6 @@ def fingerprint() -> str:
     """Hash of the converter and IR sources and the framework versions (read from the
     installed distributions: no framework is imported). Remembered in the cache directory by
     the identities of those sources and of the frameworks' package files (stamp.remembered)."""
-    from relay_core.backend import stamp
     from relay_core.backend.compiler import cache_dir
 
     here = os.path.dirname(os.path.abspath(__file__))

@@ -80,11 +80,14 @@ def remembered(
         pass
     value = compute()
     if now - newest_ns > RACY_NS:
-        _write_atomic(path, json.dumps({"identity": key, "value": value}).encode())
+        write_atomic(path, json.dumps({"identity": key, "value": value}).encode())
     return value
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
+    """`data` to `path` through a temporary file and a rename (readers see the old or the new
+    file, never a part); a failure leaves nothing behind and is not raised: a record that
+    could not be written is computed again next time."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", dir=os.path.dirname(path))
