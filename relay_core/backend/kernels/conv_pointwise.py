@@ -164,6 +164,16 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
     return fn
 
 
+def _unit(b, u, ncb: int, nrb: int):
+    """(image, column block, row block) of work unit u: units run image-major, then column
+    blocks, then row blocks."""
+    return (
+        b.udiv(u, i64(ncb * nrb)),
+        b.urem(b.udiv(u, i64(nrb)), i64(ncb)),
+        b.urem(u, i64(nrb)),
+    )
+
+
 def _pack_x(b, x, buf, n, p0, pc, K, P):
     """buf[j][k][0:16] = X[n, k, p0 + 16 j : p0 + 16 j + 16], zero padded past pc positions;
     read row by row (contiguous)."""
@@ -213,9 +223,7 @@ def emit(kf, win, O: int, Cg: int):
         buf = b.bitcast(malloc(b, i64(4 * K * CB)), F32P)
         u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="unit") as u:
-            n = b.udiv(u, i64(ncb * nrb))
-            cb = b.urem(b.udiv(u, i64(nrb)), i64(ncb))
-            rb = b.urem(u, i64(nrb))
+            n, cb, rb = _unit(b, u, ncb, nrb)
             p0 = b.mul(cb, i64(CB))
             pc = imin(b, i64(CB), b.sub(i64(P), p0))
             yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
@@ -285,9 +293,7 @@ def _emit_transposed(kf, win, O: int, K: int):
         extras = vals[3:]
         u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="unit") as u:
-            n = b.udiv(u, i64(ncb * nrb))
-            cb = b.urem(b.udiv(u, i64(nrb)), i64(ncb))
-            rb = b.urem(u, i64(nrb))
+            n, cb, rb = _unit(b, u, ncb, nrb)
             o0 = b.mul(cb, i64(CB))
             o1 = imin(b, b.add(o0, i64(CB)), i64(O))
             p0 = b.mul(rb, i64(RB))
