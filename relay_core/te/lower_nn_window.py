@@ -45,6 +45,20 @@ def _out_compute(oshape_real, oax, body, name, batch=None):
     return compute(oshape_real, real_body, name)
 
 
+def _pads(attrs, in_dims, kernel, strides, dilation, op: str) -> list:
+    """Per-axis (begin, end) pads; SAME padding over an unknown spatial extent is an
+    UnknownExtentError, so that `build` compiles per input shape (as for any unknown extent a
+    rule needs) instead of a rule computing with a missing pad."""
+    pads = U.resolve_pads(attrs.auto_pad, attrs.padding, in_dims, kernel, strides, dilation, op)
+    if any(p is None for p in pads):
+        from ..errors import UnknownExtentError
+
+        raise UnknownExtentError(
+            f"{op}: {attrs.auto_pad} padding needs the spatial extents, unknown here ({in_dims})"
+        )
+    return pads
+
+
 def _in_range(pos, n):
     return E.logical_and(pos >= 0, pos < n)
 
@@ -62,7 +76,7 @@ def _conv(nd: int):
         o, cg, *ks = w.shape
         strides = U.ntuple(attrs.strides, nd, "strides", op)
         dil = U.ntuple(attrs.dilation, nd, "dilation", op)
-        pads = U.resolve_pads(attrs.auto_pad, attrs.padding, sp, ks, strides, dil, op)
+        pads = _pads(attrs, sp, ks, strides, dil, op)
         og = o // attrs.groups
         acc = _acc_dtype(data.dtype, weight.dtype)
 
@@ -132,7 +146,7 @@ def _pool_geometry(x, attrs, nd, op):
     k = U.ntuple(attrs.pool_size, nd, "pool_size", op)
     s = U.ntuple(attrs.strides, nd, "strides", op)
     d = U.ntuple(attrs.dilation, nd, "dilation", op)
-    pads = U.resolve_pads(attrs.auto_pad, attrs.padding, x.shape[2:], k, s, d, op)
+    pads = _pads(attrs, x.shape[2:], k, s, d, op)
     return k, s, d, pads
 
 

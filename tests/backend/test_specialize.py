@@ -63,3 +63,26 @@ def test_budget_reaches_every_version(tmp_path, monkeypatch):
     lib(np.ones((2, 5), "float32"))
     (version,) = lib._versions.values()
     assert (version.max_iterations, version.timeout) == (10, 2.5)
+
+
+@pytest.mark.parametrize("op", ["conv", "pool"])
+def test_same_padding_over_unknown_spatial_dims_specialises(tmp_path, monkeypatch, op):
+    """A Keras application saved with input_shape (None, None, 3): SAME padding over unknown
+    spatial extents cannot be resolved at compile time; the build specialises per input shape
+    (it failed with a TypeError inside the convolution's rule)."""
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    x = Var("x", TensorType((Any, 3, Any, Any), "float32"))
+    if op == "conv":
+        w = relay_core.ir.const(np.random.default_rng(1).normal(size=(4, 3, 3, 3)).astype("f4"))
+        y = call("nn.conv2d", x, w, strides=(2, 2), auto_pad="SAME_UPPER")
+    else:
+        y = call("nn.max_pool2d", x, pool_size=(3, 3), strides=(2, 2), auto_pad="SAME_UPPER")
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
+    lib = relay_core.build(mod)
+    assert isinstance(lib, SpecializingModule)
+    for shape in ((1, 3, 9, 7), (2, 3, 8, 8)):
+        xv = np.random.default_rng(0).normal(size=shape).astype("float32")
+        got = lib(xv)
+        got = got[0] if isinstance(got, (list, tuple)) else got
+        want = np.asarray(relay_core.evaluate(mod, xv))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
