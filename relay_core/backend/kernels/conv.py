@@ -45,6 +45,9 @@ from .llvm_util import F32P, I64, for_range, free, gep, i64, imax, imin, malloc
 from .parallel import clamp_threads, parallel, split_range
 
 L2_BUDGET = 256 * 1024  # bytes of im2col chunk per thread
+# Benchmarks and tests only: "im2col" skips the specialised paths (pointwise, Winograd),
+# "winograd" takes Winograd whenever its shape constraints hold. None: the usable() rules.
+FORCE: str | None = None
 DATA_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 KERNEL_LAYOUTS = {1: "OIW", 2: "OIHW", 3: "OIDHW"}
 
@@ -100,11 +103,11 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    if pointwise.usable(win, G, Cg, Og, packed, cl):
+    if FORCE != "im2col" and pointwise.usable(win, G, Cg, Og, packed, cl):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
-    if winograd.usable(win, G, Cg, Og, packed):
+    if FORCE != "im2col" and winograd.usable(win, G, Cg, Og, packed, FORCE == "winograd"):
         impl = winograd_cl if cl else winograd
         pp = impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()

@@ -54,10 +54,15 @@ from .parallel import clamp_threads, parallel, split_range
 
 G_MAT = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
 BUDGET = 1 << 20  # bytes of V + M per thread
+XI_SKEW = 16
+PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (plan)
 
 
-def usable(win, G: int, Cg: int, Og: int, packed: bool) -> bool:
-    """Whether a convolution is one Winograd F(2x2, 3x3) serves well."""
+def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> bool:
+    """Whether a convolution is one Winograd F(2x2, 3x3) serves well (force: whether it can
+    serve it at all)."""
+    if force:
+        return packed and G == 1 and win.nd == 2 and win.k == (1, 3, 3) and win.s == (1, 1, 1) and win.d == (1, 1, 1)
     return (
         packed
         and G == 1
@@ -93,6 +98,37 @@ def prepack(wc: np.ndarray, t: Tile) -> np.ndarray:
     )
 
 
+def plan(N: int, TH: int, TW: int, C: int, O: int, NR: int) -> tuple[int, int, int]:
+    """(tile rows per chunk, chunks per image, images per unit) for the channel-first kernel.
+
+    The 16 GEMMs of a chunk have as many columns as the chunk has tiles, computed in NR-wide
+    tiles: the plan minimises the columns computed in all (chunk widths rounded up to NR),
+    counting whole rounds of units for two threads, within PLAN_BUDGET bytes of V + M per chunk.
+    Small images (one chunk each) are grouped into units of several images (a 7x7 output has
+    16 tiles: half of a 32-wide tile; two images fill it)."""
+
+    def rup(t):
+        return -(-t // NR) * NR
+
+    per_col = 16 * 4 * (C + O)
+    best = None
+    for ipu in range(1, N + 1):
+        for r in range(1, TH + 1) if ipu == 1 else (TH,):
+            n = -(-TH // r)
+            tc = ipu * r * TW
+            if per_col * rup(tc) > PLAN_BUDGET and (r > 1 or ipu > 1):
+                continue
+            units = -(-N // ipu) * n
+            cols_unit = ((n - 1) * rup(r * TW) + rup((TH - (n - 1) * r) * TW)) / n
+            if ipu > 1:
+                cols_unit = rup(tc)
+            cost = -(-units // 2) * 2 * cols_unit  # two threads take whole units
+            key = (cost, ipu, -r)
+            if best is None or key < best[0]:
+                best = (key, (r, n, ipu))
+    return best[1]
+
+
 def emit(kf, w, win, O, C):
     """The kernel body (the caller made `kf` and handles the epilogue through `epilogue_rows`);
     returns the weights' prepack.
@@ -107,48 +143,57 @@ def emit(kf, w, win, O, C):
     OH, OW = win.osp[1], win.osp[2]
     pt, pl = win.pb[1], win.pb[2]
     TH, TW = -(-OH // 2), -(-OW // 2)
-    rows, nchunks = tile_rows(TH, TW, C, O)
-    tc_max = rows * TW
     MR, NR = gemm_tile().mr, gemm_tile().nr
+    rows, nchunks, ipu = plan(win.N, TH, TW, C, O, NR)
+    tpi = TH * TW  # tiles per image
+    tc_max = ipu * rows * TW
     ld = -(-tc_max // NR) * NR
     ld = ld if (ld // 16) % 2 else ld + 16  # an odd number of cache lines per row
     tr = (-(-tc_max // NR) * NR) / tc_max > (-(-tc_max // MR) * MR) / tc_max + 0.1 and O >= NR
     npan = -(-O // NR)
     slab_w = 2 * TW + 2 + 16
     slab_h = 2 * rows + 2
-    units0 = win.N * nchunks
+    # V_xi / M_xi blocks apart by a whole number of pages plus XI_SKEW floats: the transforms
+    # touch all 16 at once, which would otherwise map them to one L1 set
+    vs, ms = C * ld + XI_SKEW, O * ld + XI_SKEW
+    ngroups = -(-win.N // ipu)
+    units0 = ngroups * nchunks
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
     store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
 
     def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        vb = b.bitcast(malloc(b, i64(4 * 16 * C * ld)), F32P)
+        vb = b.bitcast(malloc(b, i64(4 * 16 * vs)), F32P)
         abuf = thread_buffers(b, RawA(vb, 1, ld), PackedB(up), tc_max, O, C)[0] if tr else None
-        mb = b.bitcast(malloc(b, i64(4 * 16 * O * ld)), F32P)
+        mb = b.bitcast(malloc(b, i64(4 * 16 * ms)), F32P)
         slab = b.bitcast(malloc(b, i64(4 * slab_h * slab_w)), F32P)
-        memset0(b, vb, i64(4 * 16 * C * ld))  # tile columns beyond a chunk stay zero
+        memset0(b, vb, i64(4 * 16 * vs))  # tile columns beyond a chunk stay zero
         bu = i64(units0)
         parts = sh.parts(b, units0)
         u0, u1 = sh.range(b, b.mul(bu, parts))
         with for_range(b, u0, u1, name="unit") as u:
             un, part = b.udiv(u, parts), b.urem(u, parts)
-            n, ch = b.udiv(un, i64(nchunks)), b.urem(un, i64(nchunks))
+            ng, ch = b.udiv(un, i64(nchunks)), b.urem(un, i64(nchunks))
+            n0 = b.mul(ng, i64(ipu))
+            nimg = imin(b, i64(ipu), b.sub(i64(win.N), n0))
             ty0 = b.mul(ch, i64(rows))
             nty = imin(b, i64(rows), b.sub(i64(TH), ty0))
-            tc = b.mul(nty, i64(TW))
+            tc = b.mul(nimg, b.mul(nty, i64(TW)))
             o0, o1 = split_range(b, O, part, parts, NR if tr else MR)
-            xn = gep(b, x, b.mul(n, i64(C * H * W)))
             fill = _shared(b.module, "relay.wino.fill", _fill_slab)
             geo = [i64(v) for v in (H, W, pt, pl, slab_w)]
-            with for_range(b, 0, C, name="c") as c:
-                b.call(fill, [gep(b, xn, b.mul(c, i64(H * W))), slab, ty0, nty, *geo])
-                vc = gep(b, vb, b.mul(c, i64(ld)))
-                # the transforms are emitted inline: constant strides make much better code
-                _input_transform(b, slab, vc, nty, i64(TW), i64(slab_w), i64(C * ld))
+            with for_range(b, 0, nimg, name="img") as im:
+                xn = gep(b, x, b.mul(b.add(n0, im), i64(C * H * W)))
+                vi = gep(b, vb, b.mul(im, i64(tpi)))
+                with for_range(b, 0, C, name="c") as c:
+                    b.call(fill, [gep(b, xn, b.mul(c, i64(H * W))), slab, ty0, nty, *geo])
+                    vc = gep(b, vi, b.mul(c, i64(ld)))
+                    # the transforms are emitted inline: constant strides make much better code
+                    _input_transform(b, slab, vc, nty, i64(TW), i64(slab_w), i64(vs))
             with for_range(b, 0, 16, name="xi") as xi:
-                vx = gep(b, vb, b.mul(xi, i64(C * ld)))
-                cp = gep(b, mb, b.mul(xi, i64(O * ld)))
+                vx = gep(b, vb, b.mul(xi, i64(vs)))
+                cp = gep(b, mb, b.mul(xi, i64(ms)))
                 if tr:  # A[t, c] = V_xi[c, t], B = U_xi^T panels, C[t, o] stored at o * ld + t
                     bsrc = PackedB(gep(b, up, b.mul(xi, i64(npan * C * NR))))
                     a = RawA(vx, 1, ld)
@@ -157,14 +202,17 @@ def emit(kf, w, win, O, C):
                     a = PackedA(gep(b, up, b.mul(xi, i64(O * C))))
                     bsrc = StridedB(vx, ld)
                     gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)])
-            yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
-            with for_range(b, o0, o1, name="o") as o:
-                mo, yo = gep(b, mb, b.mul(o, i64(ld))), gep(b, yn, b.mul(o, i64(OH * OW)))
-                _output_transform(b, mo, i64(O * ld), yo, ty0, nty, i64(TW), i64(OH), i64(OW))
-            if kf.ep:
-                p0 = b.mul(ty0, i64(2 * OW))
-                pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+            with for_range(b, 0, nimg, name="oimg") as im:
+                n = b.add(n0, im)
+                yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
+                mi = gep(b, mb, b.mul(im, i64(tpi)))
+                with for_range(b, o0, o1, name="o") as o:
+                    mo, yo = gep(b, mi, b.mul(o, i64(ld))), gep(b, yn, b.mul(o, i64(OH * OW)))
+                    _output_transform(b, mo, i64(ms), yo, ty0, nty, i64(TW), i64(OH), i64(OW))
+                if kf.ep:
+                    p0 = b.mul(ty0, i64(2 * OW))
+                    pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
+                    _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
         sh.end(b)
         free_buffers(b, vb, mb, slab, abuf)
 
