@@ -1,7 +1,7 @@
 """ResNet convolution shapes: our kernel choices (auto / im2col / Winograd, ...) against each
 other and onnxruntime's Conv on the same shape (a one-node model), at 1 and 2 threads.
 
-    python -m benchmarks.resnet_convs [--batch 1 8] [--threads 1 2] [--only 3x3] [--rounds 5]
+    python -m benchmarks.resnet_convs [--batch 1 8] [--threads 1 2] [--only k3s1] [--cold]
 
 Every implementation of a case runs in interleaved rounds in one process; figures are medians
 of all timed calls (ms) and effective GFLOP/s (direct-convolution FLOPs). Single-threaded calls
@@ -54,13 +54,28 @@ SHAPES = [
 ]
 
 
-def _time(fn, reps, cpu):
+_FLUSH = None
+
+
+def flush_caches() -> None:
+    """Overwrite 64 MB (twice the L3): the next call finds its weights in memory, as a layer
+    of a model does (the rest of the model has run since)."""
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = np.zeros(16 << 20, np.float32)
+    _FLUSH += 1.0
+
+
+def _time(fn, reps, cpu, cold=False):
     """Per-call times after one warm-up call: thread CPU time when `cpu` (single-threaded
-    calls: robust against other processes taking the core), else wall time."""
+    calls: robust against other processes taking the core), else wall time. cold: caches
+    flushed before every call."""
     clock = time.thread_time if cpu else time.perf_counter
     fn()
     out = []
     for _ in range(reps):
+        if cold:
+            flush_caches()
         t = clock()
         fn()
         out.append(clock() - t)
@@ -99,7 +114,7 @@ def build(cases, names):
     return out
 
 
-def run(batches, threads, rounds, reps, only):
+def run(batches, threads, rounds, reps, only, cold=False):
     cases = [
         (n, *sh)
         for n in batches
@@ -136,7 +151,7 @@ def run(batches, threads, rounds, reps, only):
         times = {name: [] for name in impls}
         for _ in range(rounds):
             for name, f in impls.items():
-                times[name] += _time(f, reps, name.endswith("/1"))
+                times[name] += _time(f, reps, name.endswith("/1"), cold)
         med = {name: statistics.median(v) * 1e3 for name, v in times.items()}
         print(f"{case_name(n, c, h, o, k, s):<32} {flops / 1e9:6.3f} GF", flush=True)
         for t in threads:
@@ -156,8 +171,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--cold", action="store_true", help="flush the caches before every call")
     a = ap.parse_args(argv)
-    run(a.batch, a.threads, a.rounds, a.reps, a.only)
+    run(a.batch, a.threads, a.rounds, a.reps, a.only, a.cold)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,19 @@ from .gemm_core import (
 )
 from .geometry import SPATIAL, Window, data_view, layout_axes, ntuple, pad3, resolve_pads
 from .im2col import geom_args, im2col_cf_fn, im2col_cl_fn
-from .llvm_util import F32P, I64, for_range, free, gep, i64, imax, imin, malloc
+from .llvm_util import (
+    F32P,
+    I64,
+    for_range,
+    free,
+    gep,
+    i64,
+    imax,
+    imin,
+    malloc,
+    memcpy,
+    memset0,
+)
 from .parallel import clamp_threads, parallel, split_range
 
 L2_BUDGET = 256 * 1024  # bytes of im2col chunk per thread
@@ -103,7 +115,11 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    if FORCE != "im2col" and pointwise.usable(win, G, Cg, Og, packed, cl):
+    if (
+        FORCE != "im2col"
+        and pointwise.usable(win, G, Cg, Og, packed, cl)
+        and images_per_unit(win, G, Cg, packed, cl) == 1
+    ):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
@@ -118,7 +134,10 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
     if not packed and tuple(kax) != natural:
         wbuf = _runtime_permute(kf, w, shape_of(in_types[1]), kax, nd, cl)
         w = wbuf
-    if cl:
+    ipu = images_per_unit(win, G, Cg, packed, cl)
+    if ipu > 1:
+        prepack = _conv_cf_grouped(kf, w, win, O, Cg, ipu)
+    elif cl:
         prepack = _conv_cl(kf, w, win, G, O, Cg, Og, packed)
     else:
         prepack = _conv_cf(kf, w, win, G, O, Cg, Og, packed)
@@ -259,6 +278,88 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
         return np.concatenate([pack_a_panels(wc[g], MR) for g in range(G)])
 
     return prepack
+
+
+GROUP_COL_BYTES = 4 << 20  # im2col bytes of a unit of several images
+GROUP_MAX_P = 128  # planes of fewer output positions are grouped (14x14 ones measured no faster)
+
+
+def images_per_unit(win: Window, G: int, Cg: int, packed: bool, cl: bool) -> int:
+    """Images per work unit of the channel-first im2col path: small planes (7x7, 14x14 in
+    ResNets) fill few of the GEMM's NR-wide column tiles per image, and every image streams
+    all the weights once (a 2048x512 1x1 convolution on 7x7: 4 MB of weights per 49
+    positions). Several images in one unit: their im2col columns side by side, one GEMM.
+    Chosen to minimise computed columns (rounded up to NR) over rounds of two threads, with
+    at least two units."""
+    N, P = win.N, win.P
+    if cl or not packed or G != 1 or N < 2 or P >= GROUP_MAX_P or win.nd != 2:
+        return 1
+    NR = gemm_tile().nr
+    Kg = Cg * win.KK
+
+    def rup(v):
+        return -(-v // NR) * NR
+
+    best, best_cost = 1, -(-N // 2) * rup(P)
+    for ipu in range(2, N // 2 + 1):
+        if 4 * Kg * ((ipu - 1) * P + rup(P)) > GROUP_COL_BYTES:
+            break
+        cost = -(-(-(-N // ipu)) // 2) * rup(ipu * P)  # rounds of two units x columns
+        if cost <= best_cost:  # ties: more images, fewer passes over the weights
+            best, best_cost = ipu, cost
+    return best
+
+
+def _conv_cf_grouped(kf, w, win: Window, O, Cg, ipu):
+    """Channel-first convolution (groups 1, constant weights) whose work units are `ipu`
+    whole images: the images' im2col columns side by side in one chunk, one GEMM into a
+    per-thread [O, ld] buffer, then each image's rows copied out (and the epilogue)."""
+    Kg = Cg * win.KK
+    P, IP = win.P, win.IP
+    MR, NR = gemm_tile().mr, gemm_tile().nr
+    N = win.N
+    ld = max(-(-ipu * P // NR) * NR, (ipu - 1) * P + -(-P // NR) * NR)  # im2col pads rows
+    ld = ld if (ld // 16) % 2 else ld + 16  # odd number of cache lines per row
+    units0 = -(-N // ipu)
+    flops = 2.0 * N * O * P * Kg
+    nt = clamp_threads(kf.b, kf.nthreads, flops, units0 * max(1, -(-O // MR)))
+    store_fn = plain_store_fn(kf.b.module)
+    OW = win.osp[2]
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        col = b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
+        memset0(b, col, i64(4 * Kg * ld))  # columns past the last image's padding
+        yb = b.bitcast(malloc(b, i64(4 * O * ld)), F32P)
+        parts = sh.parts(b, units0)
+        u0, u1 = sh.range(b, b.mul(i64(units0), parts))
+        with for_range(b, u0, u1, name="unit") as u:
+            ng, part = b.udiv(u, parts), b.urem(u, parts)
+            n0 = b.mul(ng, i64(ipu))
+            nimg = imin(b, i64(ipu), b.sub(i64(N), n0))
+            with for_range(b, 0, nimg, name="img") as im:
+                xg = gep(b, x, b.mul(b.add(n0, im), i64(win.C * IP)))
+                dst = gep(b, col, b.mul(im, i64(P)))
+                geo = geom_args(win, Cg)
+                b.call(im2col_cf_fn(b.module), [xg, dst, i64(ld), i64(0), i64(P), *geo])
+            c0, c1 = split_range(b, O, part, parts, MR)
+            tc = b.mul(nimg, i64(P))
+            gemm_call(b, PackedA(wp), StridedB(col, ld), Kg, c0, c1, 0, tc, store_fn, [yb, i64(ld)])
+            with for_range(b, 0, nimg, name="oimg") as im:
+                n = b.add(n0, im)
+                with for_range(b, c0, c1, name="orow") as m:
+                    src = gep(b, yb, b.add(b.mul(m, i64(ld)), b.mul(im, i64(P))))
+                    dst = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), m), i64(P)))
+                    memcpy(b, dst, src, i64(4 * P))
+                if kf.ep:
+                    ep_args = (n, i64(0), c0, c1, i64(0), i64(P), OW)
+                    _epilogue_chunk(b, kf.ep, extras, y, win, O, *ep_args)
+        sh.end(b)
+        free_buffers(b, col, yb)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+    return lambda wc: pack_a_panels(wc.reshape(O, Kg), MR)
 
 
 def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):

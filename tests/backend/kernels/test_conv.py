@@ -287,6 +287,36 @@ def test_conv2d_winograd(nthreads, layout, klayout):
     _check(cases, "nn.conv2d")
 
 
+GROUPED_2D = [  # small output planes, batch >= 4: units of several images (conv.images_per_unit)
+    (8, 40, (7, 7), 70, 1, 1, 0, 1, 1),
+    (8, 24, (13, 13), 36, 3, 2, 1, 1, 1),
+    (7, 15, (9, 9), 20, 3, 1, 0, 1, 1),  # units of 2, 2, 2 and 1 images
+    (6, 33, (10, 10), 29, 1, 2, 0, 1, 1),
+]
+GROUPED_IPU = [4, 4, 2, 3]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv2d_grouped_images(nthreads):
+    from relay_core.backend.kernels.conv import images_per_unit
+    from relay_core.backend.kernels.geometry import Window
+
+    cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPED_2D]
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, epilogue=index_epilogue(wts), nthreads=nthreads) for g in GROUPED_2D
+        ]
+    ]
+    for (n, c, (h, w), o, k, s, p, _, _), ipu in zip(GROUPED_2D, GROUPED_IPU):
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        win = Window(2, n, c, (1, h, w), (1, oh, ow), (1, k, k), (1, s, s), (1, 1, 1), (0, p, p),
+                     (0, p, p))
+        assert images_per_unit(win, 1, c, True, False) == ipu
+    _check(cases, "nn.conv2d")
+
+
 def test_winograd_plan():
     """Chunks of whole tile rows whose 16 GEMMs fill the NR-wide tiles; small images grouped."""
     from relay_core.backend.kernels import conv_winograd as cw
