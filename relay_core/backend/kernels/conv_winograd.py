@@ -55,6 +55,8 @@ from .parallel import clamp_threads, parallel, split_range
 G_MAT = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
 BUDGET = 1 << 20  # bytes of V + M per thread
 XI_SKEW = 16
+TR_MAX_TILES = 64  # chunks of fewer tiles may use the transposed product
+UNIT_COST = 8  # a unit's fixed cost (a pass over all 16 U_xi, loop set-up) in GEMM columns
 PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (plan)
 
 
@@ -103,13 +105,15 @@ def plan(N: int, TH: int, TW: int, C: int, O: int, NR: int) -> tuple[int, int, i
 
     The 16 GEMMs of a chunk have as many columns as the chunk has tiles, computed in NR-wide
     tiles: the plan minimises the columns computed in all (chunk widths rounded up to NR),
-    counting whole rounds of units for two threads, within PLAN_BUDGET bytes of V + M per chunk.
+    as two threads taking the units in order share them (each unit also costs UNIT_COST
+    columns), within PLAN_BUDGET bytes of V + M per chunk.
     Small images (one chunk each) are grouped into units of several images (a 7x7 output has
     16 tiles: half of a 32-wide tile; two images fill it)."""
 
     def rup(t):
         return -(-t // NR) * NR
 
+    tpi = TH * TW
     per_col = 16 * 4 * (C + O)
     best = None
     for ipu in range(1, N + 1):
@@ -118,12 +122,16 @@ def plan(N: int, TH: int, TW: int, C: int, O: int, NR: int) -> tuple[int, int, i
             tc = ipu * r * TW
             if per_col * rup(tc) > PLAN_BUDGET and (r > 1 or ipu > 1):
                 continue
-            units = -(-N // ipu) * n
-            cols_unit = ((n - 1) * rup(r * TW) + rup((TH - (n - 1) * r) * TW)) / n
+            # units in the order the threads take them, each to the thread free first
+            widths = [rup(r * TW)] * (n - 1) + [rup((TH - (n - 1) * r) * TW)]
             if ipu > 1:
-                cols_unit = rup(tc)
-            cost = -(-units // 2) * 2 * cols_unit  # two threads take whole units
-            key = (cost, ipu, -r)
+                widths = [rup(min(ipu, N - g) * tpi) for g in range(0, N, ipu)]
+            else:
+                widths = widths * N
+            loads = [0, 0]
+            for wd in widths:
+                loads[loads.index(min(loads))] += wd + UNIT_COST
+            key = (max(loads), ipu, -r)
             if best is None or key < best[0]:
                 best = (key, (r, n, ipu))
     return best[1]
@@ -149,7 +157,10 @@ def emit(kf, w, win, O, C):
     tc_max = ipu * rows * TW
     ld = -(-tc_max // NR) * NR
     ld = ld if (ld // 16) % 2 else ld + 16  # an odd number of cache lines per row
-    tr = (-(-tc_max // NR) * NR) / tc_max > (-(-tc_max // MR) * MR) / tc_max + 0.1 and O >= NR
+    # the transposed product packs V_xi^T per GEMM (strided reads): only worth it for chunks
+    # of few tiles (a 7x7 output: 16 tiles, half of a 32-wide tile)
+    tr = tc_max < TR_MAX_TILES and -(-tc_max // NR) * NR > -(-tc_max // MR) * MR + 0.1 * tc_max
+    tr = tr and O >= NR
     npan = -(-O // NR)
     slab_w = 2 * TW + 2 + 16
     slab_h = 2 * rows + 2

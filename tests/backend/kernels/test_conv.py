@@ -266,7 +266,7 @@ WINOGRAD_2D = [  # 3x3 stride 1, >= 16 channels, constant weights: Winograd F(2x
     (1, 32, (23, 40), 24, 3, 1, 0, 1, 1),
     (1, 16, (6, 35), 32, 3, 1, 2, 1, 1),
     (1, 48, (30, 30), 64, 3, 1, 1, 1, 1),
-    (5, 32, (6, 7), 40, 3, 1, 1, 1, 1),  # small images: units of 2 images, the last one of 1
+    (5, 32, (6, 7), 40, 3, 1, 1, 1, 1),  # small images: units of 3 and 2 images
     (3, 24, (14, 14), 20, 3, 1, 1, 1, 1),
 ]
 
@@ -321,11 +321,12 @@ def test_winograd_plan():
     """Chunks of whole tile rows whose 16 GEMMs fill the NR-wide tiles; small images grouped."""
     from relay_core.backend.kernels import conv_winograd as cw
 
-    assert cw.plan(1, 28, 28, 64, 64, 32) == (9, 4, 1)  # 252 of 256 columns (5 rows: 140 of 160)
+    assert cw.plan(8, 28, 28, 64, 64, 32) == (9, 4, 1)  # 252 of 256 columns (5 rows: 140 of 160)
+    assert cw.plan(1, 28, 28, 64, 64, 32)[1] == 4  # two threads: four chunks, not three
     assert cw.plan(8, 4, 4, 512, 512, 32) == (4, 1, 2)  # a 7x7 output: 2 images x 16 tiles
     assert cw.plan(1, 4, 4, 512, 512, 32) == (4, 1, 1)
     r, n, ipu = cw.plan(5, 3, 4, 32, 40, 32)
-    assert (n, ipu) == (1, 2)
+    assert (n, ipu) == (1, 3)  # units of 3 and 2 images (36 and 24 tiles)
     for args in [(1, 28, 28, 64, 64, 32), (8, 7, 7, 256, 256, 32), (2, 56, 56, 128, 128, 32)]:
         r, n, ipu = cw.plan(*args)
         assert n == -(-args[1] // r) and (ipu == 1 or n == 1)
