@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 import numpy as np
-
-import time
 
 from benchmarks.kernels import _onnx_session
 from relay_core.backend.kernels import conv as conv_mod

@@ -8,8 +8,10 @@ The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
 weights packed into NR-column panels; the epilogue runs on tiles in registers. MR x NR is the
 GEMM tile of the target being built (gemm_core.gemm_tile).
-1x1 stride-1 channel-first convolutions with constant weights on planes of >= 128 positions
-use conv_pointwise (X packed once per unit, tiles accumulated over the whole reduction).
+1x1 stride-1 channel-first convolutions with constant weights use conv_pointwise (X packed once
+per unit, tiles accumulated over the whole reduction), except on small planes at batch >= 4:
+there, as for other convolutions with small output planes (ResNet's 7x7 layers), a work unit
+holds several whole images, their im2col columns side by side in one GEMM (images_per_unit).
 3x3 stride-1 convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3)
 (conv_winograd, conv_winograd_cl). Depthwise convolutions go to conv_depthwise; other dtypes and
 layouts to conv_generic.
@@ -304,7 +306,8 @@ def images_per_unit(win: Window, G: int, Cg: int, packed: bool, cl: bool) -> int
     for ipu in range(2, N // 2 + 1):
         if 4 * Kg * ((ipu - 1) * P + rup(P)) > GROUP_COL_BYTES:
             break
-        cost = -(-(-(-N // ipu)) // 2) * rup(ipu * P)  # rounds of two units x columns
+        units = -(-N // ipu)
+        cost = -(-units // 2) * rup(ipu * P)  # rounds of two units x columns
         if cost <= best_cost:  # ties: more images, fewer passes over the weights
             best, best_cost = ipu, cost
     return best

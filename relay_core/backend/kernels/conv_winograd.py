@@ -5,7 +5,8 @@ Each 2x2 output tile needs a 4x4 input patch d; with U = G g G^T (the weights, t
 compile time) and V = B^T d B (the patch), the tile is A^T [sum_c U_c * V_c] A. The sum over
 channels, for each of the 16 positions xi of the 4x4 transformed tile, is a GEMM
 M_xi[o, t] = U_xi[o, c] @ V_xi[c, t] over tiles t, run on the sgemm engine with U_xi prepacked.
-Tiles are processed in chunks of whole tile rows (V and M of a chunk stay in L2): the input
+Tiles are processed in chunks of whole tile rows, or units of several whole small images
+(`plan`: chunk widths that fill the GEMM's NR-wide tiles, shared well by two threads): the input
 transform works on 8 tiles at a time (stride-2 patch columns deinterleaved with shuffles) from a
 zero-padded slab of the chunk's input rows; the output transform writes 8 tiles' 2x2 outputs
 with interleaving shuffles. F(2, 3)'s transforms only add and halve, so results stay within a
@@ -64,7 +65,14 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> 
     """Whether a convolution is one Winograd F(2x2, 3x3) serves well (force: whether it can
     serve it at all)."""
     if force:
-        return packed and G == 1 and win.nd == 2 and win.k == (1, 3, 3) and win.s == (1, 1, 1) and win.d == (1, 1, 1)
+        return (
+            packed
+            and G == 1
+            and win.nd == 2
+            and win.k == (1, 3, 3)
+            and win.s == (1, 1, 1)
+            and win.d == (1, 1, 1)
+        )
     return (
         packed
         and G == 1

@@ -309,10 +309,11 @@ def test_conv2d_grouped_images(nthreads):
             conv_case(2, *g, epilogue=index_epilogue(wts), nthreads=nthreads) for g in GROUPED_2D
         ]
     ]
-    for (n, c, (h, w), o, k, s, p, _, _), ipu in zip(GROUPED_2D, GROUPED_IPU):
+    for (n, c, (h, w), _o, k, s, p, _, _), ipu in zip(GROUPED_2D, GROUPED_IPU):
         oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
-        win = Window(2, n, c, (1, h, w), (1, oh, ow), (1, k, k), (1, s, s), (1, 1, 1), (0, p, p),
-                     (0, p, p))
+        win = Window(
+            2, n, c, (1, h, w), (1, oh, ow), (1, k, k), (1, s, s), (1, 1, 1), (0, p, p), (0, p, p)
+        )
         assert images_per_unit(win, 1, c, True, False) == ipu
     _check(cases, "nn.conv2d")
 
