@@ -27,8 +27,8 @@ from ..ir.structural import structural_hash
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprFunctor, post_order
 from . import memory
-from .derived import DerivedConst, DerivedPrepack, derived_const
 from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
+from .derived import DerivedConst, DerivedPrepack, derived_const
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 

@@ -104,22 +104,25 @@ typedef struct {
   void **constants;
 } derive_ctx;
 
+static void derive_unit(const derive_ctx *cx, int64_t u) {
+  int64_t lo = 0, hi = cx->n; /* the constant whose units hold u */
+  while (hi - lo > 1) {
+    int64_t mid = (lo + hi) / 2;
+    if (cx->first[mid] <= u) lo = mid; else hi = mid;
+  }
+  const int64_t *r = cx->desc + 2 + cx->slot[lo] * RELAY_DESC_RECORD;
+  wino_job jb = {(const float *)cx->constants[r[2]], (float *)cx->constants[cx->slot[lo]], r + 4};
+  if (r[3] == RELAY_DERIVE_WINOGRAD_F23) wino_panel(&jb, u - cx->first[lo]);
+}
+
+/* Shard s of nshards covers units [s * total / nshards, (s + 1) * total / nshards): the pool
+ * runs the region inline as one shard when it is busy or given one thread. */
 static void derive_task(void *ctxp, void *task, int64_t nshards, int64_t worker) {
-  (void)nshards;
   (void)worker;
   derive_ctx *cx = (derive_ctx *)ctxp;
-  int64_t s;
-  while ((s = relay_task_next(task)) >= 0) {
-    int64_t lo = 0, hi = cx->n; /* the constant whose shards hold s */
-    while (hi - lo > 1) {
-      int64_t mid = (lo + hi) / 2;
-      if (cx->first[mid] <= s) lo = mid; else hi = mid;
-    }
-    const int64_t *r = cx->desc + 2 + cx->slot[lo] * RELAY_DESC_RECORD;
-    wino_job jb = {(const float *)cx->constants[r[2]], (float *)cx->constants[cx->slot[lo]],
-                   r + 4};
-    if (r[3] == RELAY_DERIVE_WINOGRAD_F23) wino_panel(&jb, s - cx->first[lo]);
-  }
+  int64_t total = cx->first[cx->n], s;
+  while ((s = relay_task_next(task)) >= 0)
+    for (int64_t u = s * total / nshards; u < (s + 1) * total / nshards; u++) derive_unit(cx, u);
 }
 
 int32_t relay_prepare_desc(const int64_t *desc, const void *weights, void *derived,
