@@ -13,6 +13,7 @@
  * transforms here compute the same bytes as the kernels' numpy prepacks (checked bit for bit
  * by tests/backend/test_derived_constants.py).
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,9 @@ enum { RELAY_SLOT_STORED = 0, RELAY_SLOT_DERIVED = 1 };
 enum { RELAY_DERIVE_WINOGRAD_F23 = 1 };
 
 /* Winograd F(2x2, 3x3) weight transform U_xi = (G g G^T)[a][b], xi = 4a + b, of 3x3 filters
- * g[o][c] read at w[o*so + c*sc + i*sh + j*sw], in double (G's entries are 0, +-1/2, 1: every
- * product is exact), rounded to float32 and stored
+ * g[o][c] read at w[o*so + c*sc + i*sh + j*sw], in double as g G^T then G (g G^T) (G's entries
+ * are 0, +-1/2, 1: every product is exact, and so are the sums unless a filter's values span
+ * more than ~2^28), rounded to float32 and stored
  *   layout 0: 16 blocks of O x C, each as MR-row A panels (for each panel of mr <= MR rows,
  *             its C x mr transpose)              params {0, MR, O, C, so, sc, sh, sw}
  *   layout 1: 16 blocks of ceil(O/NR) NR-column B panels of U_xi^T (C x NR each, zero past O)
@@ -46,51 +48,85 @@ typedef struct {
   const int64_t *p;
 } wino_job;
 
-static void wino_u(const float *g, int64_t sh, int64_t sw, double u[16]) {
-  double t[3][4];
-  for (int i = 0; i < 3; i++) { /* t = g G^T */
-    double w0 = g[i * sh], w1 = g[i * sh + sw], w2 = g[i * sh + 2 * sw];
-    t[i][0] = w0;
-    t[i][1] = 0.5 * w0 + 0.5 * w1 + 0.5 * w2;
-    t[i][2] = 0.5 * w0 + -0.5 * w1 + 0.5 * w2;
-    t[i][3] = w2;
-  }
-  for (int b = 0; b < 4; b++) { /* u = G t */
-    u[b] = t[0][b];
-    u[4 + b] = 0.5 * t[0][b] + 0.5 * t[1][b] + 0.5 * t[2][b];
-    u[8 + b] = 0.5 * t[0][b] + -0.5 * t[1][b] + 0.5 * t[2][b];
-    u[12 + b] = t[2][b];
+#define WINO_CB 16 /* input channels per chunk of a panel */
+
+/* u[xi * us + i] for filters i < n of g[k * gs + i] (k = 3 * row + column), four filters at a
+ * time in double vectors (the same IEEE operations, in the same order, as one at a time);
+ * lanes up to n rounded up to 4 are written too. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void wino_block(const float *g, int64_t gs, float *u, int64_t us, int64_t n) {
+  for (int64_t i = 0; i < n; i += 4) {
+    v4d t[3][4];
+    for (int r = 0; r < 3; r++) { /* t = g G^T */
+      v4f f0, f1, f2;
+      memcpy(&f0, g + (3 * r) * gs + i, sizeof f0);
+      memcpy(&f1, g + (3 * r + 1) * gs + i, sizeof f1);
+      memcpy(&f2, g + (3 * r + 2) * gs + i, sizeof f2);
+      v4d w0 = __builtin_convertvector(f0, v4d), w1 = __builtin_convertvector(f1, v4d);
+      v4d w2 = __builtin_convertvector(f2, v4d);
+      t[r][0] = w0;
+      t[r][1] = 0.5 * w0 + 0.5 * w1 + 0.5 * w2;
+      t[r][2] = 0.5 * w0 + -0.5 * w1 + 0.5 * w2;
+      t[r][3] = w2;
+    }
+    for (int b = 0; b < 4; b++) { /* u = G t */
+      v4f r0 = __builtin_convertvector(t[0][b], v4f);
+      v4f r1 = __builtin_convertvector(0.5 * t[0][b] + 0.5 * t[1][b] + 0.5 * t[2][b], v4f);
+      v4f r2 = __builtin_convertvector(0.5 * t[0][b] + -0.5 * t[1][b] + 0.5 * t[2][b], v4f);
+      v4f r3 = __builtin_convertvector(t[2][b], v4f);
+      memcpy(u + b * us + i, &r0, sizeof r0);
+      memcpy(u + (4 + b) * us + i, &r1, sizeof r1);
+      memcpy(u + (8 + b) * us + i, &r2, sizeof r2);
+      memcpy(u + (12 + b) * us + i, &r3, sizeof r3);
+    }
   }
 }
 
-static void wino_panel(const wino_job *jb, int64_t pan) {
+/* One panel: chunks of WINO_CB input channels are read row by row (each filter row of the
+ * weights is contiguous in the usual layouts), transformed in a scratch, and each of the 16
+ * blocks' part written as one contiguous run (the 16 blocks are O * C floats apart: writing
+ * them element by element thrashed the caches). */
+static int wino_panel(const wino_job *jb, int64_t pan) {
   const int64_t *p = jb->p;
   int64_t layout = p[0], tile = p[1], O = p[2], C = p[3];
   int64_t so = p[4], sc = p[5], sh = p[6], sw = p[7];
   int64_t o0 = pan * tile;
   int64_t rows = O - o0 < tile ? O - o0 : tile;
-  double u[16];
-  if (layout == 0) { /* block xi at xi*O*C; panel at o0*C; element (c, i) at c*rows + i */
-    for (int64_t c = 0; c < C; c++)
-      for (int64_t i = 0; i < rows; i++) {
-        wino_u(jb->w + (o0 + i) * so + c * sc, sh, sw, u);
-        float *d = jb->dst + o0 * C + c * rows + i;
-        for (int xi = 0; xi < 16; xi++) d[xi * O * C] = (float)u[xi];
-      }
-  } else { /* block xi at xi*npan*C*NR; panel at pan*C*NR; element (c, j) at c*NR + j */
-    int64_t npan = (O + tile - 1) / tile;
-    for (int64_t c = 0; c < C; c++) {
-      float *d = jb->dst + pan * C * tile + c * tile;
-      for (int64_t j = 0; j < tile; j++) {
-        if (j < rows) {
-          wino_u(jb->w + (o0 + j) * so + c * sc, sh, sw, u);
-        } else {
-          memset(u, 0, sizeof u);
-        }
-        for (int xi = 0; xi < 16; xi++) d[xi * npan * C * tile + j] = (float)u[xi];
+  /* U_xi[o0 + i][c] goes to dst + xi * block + start + c * step + i */
+  int64_t npan = (O + tile - 1) / tile;
+  int64_t block = layout == 0 ? O * C : npan * C * tile;
+  int64_t start = layout == 0 ? o0 * C : pan * C * tile;
+  int64_t step = layout == 0 ? rows : tile;
+  int64_t gs = (step + 3) / 4 * 4;           /* a filter tap's lanes */
+  int64_t us = WINO_CB * step + 4;           /* a block's part of the chunk (+ spill lanes) */
+  float *g = (float *)calloc((size_t)(WINO_CB * 9 * gs + 16 * us), sizeof(float));
+  if (!g) return 1;
+  float *u = g + WINO_CB * 9 * gs; /* lanes past `rows` of g stay 0: B panels' zero padding */
+  for (int64_t c0 = 0; c0 < C; c0 += WINO_CB) {
+    int64_t cb = C - c0 < WINO_CB ? C - c0 : WINO_CB;
+    for (int64_t i = 0; i < rows; i++) {
+      const float *f = jb->w + (o0 + i) * so + c0 * sc;
+      if (sh == 3 && sw == 1) { /* OIHW: a filter's 9 taps are contiguous */
+        for (int64_t c = 0; c < cb; c++)
+          for (int k = 0; k < 9; k++) g[(c * 9 + k) * gs + i] = f[c * sc + k];
+      } else {
+        for (int64_t c = 0; c < cb; c++)
+          for (int k = 0; k < 9; k++)
+            g[(c * 9 + k) * gs + i] = f[c * sc + (k / 3) * sh + (k % 3) * sw];
       }
     }
+    for (int64_t c = 0; c < cb; c++) wino_block(g + c * 9 * gs, gs, u + c * step, us, step);
+    for (int xi = 0; xi < 16; xi++)
+      memcpy(jb->dst + xi * block + start + c0 * step, u + xi * us,
+             (size_t)(cb * step) * sizeof(float));
   }
+  free(g);
+  return 0;
 }
 
 static int64_t wino_panels(const int64_t *p) { return (p[2] + p[1] - 1) / p[1]; }
@@ -102,6 +138,7 @@ typedef struct {
   const int64_t *first;  /* first shard of each, and the total at [n] */
   int64_t n;
   void **constants;
+  _Atomic int failed;
 } derive_ctx;
 
 static void derive_unit(const derive_ctx *cx, int64_t u) {
@@ -112,7 +149,8 @@ static void derive_unit(const derive_ctx *cx, int64_t u) {
   }
   const int64_t *r = cx->desc + 2 + cx->slot[lo] * RELAY_DESC_RECORD;
   wino_job jb = {(const float *)cx->constants[r[2]], (float *)cx->constants[cx->slot[lo]], r + 4};
-  if (r[3] == RELAY_DERIVE_WINOGRAD_F23) wino_panel(&jb, u - cx->first[lo]);
+  if (r[3] == RELAY_DERIVE_WINOGRAD_F23 && wino_panel(&jb, u - cx->first[lo]))
+    atomic_store(&cx->failed, 1); /* out of memory */
 }
 
 /* Shard s of nshards covers units [s * total / nshards, (s + 1) * total / nshards): the pool
@@ -154,8 +192,8 @@ int32_t relay_prepare_desc(const int64_t *desc, const void *weights, void *deriv
     total += wino_panels(r + 4);
   }
   first[nd] = total;
-  derive_ctx cx = {desc, slot, first, nd, constants};
+  derive_ctx cx = {desc, slot, first, nd, constants, 0};
   relay_parallel(derive_task, &cx, nthreads, total);
   free(slot);
-  return 0;
+  return atomic_load(&cx.failed) ? 4 : 0;
 }
