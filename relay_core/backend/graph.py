@@ -266,8 +266,7 @@ class GraphCompiler(ExprFunctor):
             if isinstance(prepack, DerivedPrepack):  # computed at load time from the original
                 arr = derived_const(prepack, self._const(c))
             else:
-                arr = c.data if prepack is None else _contig(prepack(c.data))
-                arr = _contig(arr)
+                arr = _contig(c.data if prepack is None else prepack(c.data))
             s = Storage(
                 "const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype))
             )
