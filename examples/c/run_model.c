@@ -6,7 +6,8 @@
  *
  * Each input file holds the raw C-contiguous bytes of one input (as numpy's tofile writes
  * them); each output file receives one output's bytes. model.h, written next to lib.so by
- * export, gives the shapes, dtypes, workspace size and constant offsets (docs/c_abi.md).
+ * export, gives the shapes, dtypes, workspace size and the size of the derived constants
+ * (docs/c_abi.md).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -79,13 +80,26 @@ int main(int argc, char **argv) {
   relay_run_fn run = (relay_run_fn)dlsym(lib, RELAY_ENTRY);
   if (!run) { fprintf(stderr, "%s\n", dlerror()); return 1; }
 
-  /* constants: weights.bin in memory, one pointer per constant */
+  /* constants: weights.bin in memory; relay_prepare fills one pointer per constant and
+     computes the derived ones (layouts larger than the weights they come from, e.g. Winograd
+     convolutions' transformed weights) into a buffer of RELAY_DERIVED_BYTES, once */
   snprintf(path, sizeof path, "%s/weights.bin", dir);
   int64_t wsize = 0;
   char *weights = read_file(path, &wsize);
   if (!weights) return 1;
   void *constants[RELAY_NUM_CONSTANTS + 1];
+  void *derived = RELAY_DERIVED_BYTES ? aligned_alloc(64, RELAY_DERIVED_BYTES) : NULL;
+  if (RELAY_DERIVED_BYTES && !derived) { fprintf(stderr, "out of memory\n"); return 1; }
+#ifdef RELAY_PREPARE
+  relay_prepare_fn prepare = (relay_prepare_fn)dlsym(lib, RELAY_PREPARE);
+  if (!prepare) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+  if (prepare(weights, derived, constants, 2) != 0) {
+    fprintf(stderr, "relay_prepare failed\n");
+    return 1;
+  }
+#else /* a module of format 1: every constant is in weights.bin */
   for (int i = 0; i < RELAY_NUM_CONSTANTS; i++) constants[i] = weights + relay_constant_offsets[i];
+#endif
 
   /* inputs: read and check each file's size against the header */
   const int64_t *in_shapes[] = {

@@ -90,8 +90,23 @@ def render(manifest: dict) -> str:
     consts = manifest.get("constants", [])
     lines.append(f"#define RELAY_NUM_CONSTANTS {len(consts)}")
     offs = ", ".join(f"{c['offset']}LL" for c in consts) or "0"
-    lines.append("/* byte offset of each constant in weights.bin, in constant-slot order */")
-    lines.append(f"static const int64_t relay_constant_offsets[] = {{{offs}}};")
+    derived = ", ".join("1" if "derived" in c else "0" for c in consts) or "0"
+    lines += [
+        "/* byte offset of each constant, in constant-slot order: in weights.bin, or (where",
+        "   relay_constant_derived[k] is 1) in the buffer relay_prepare computes it into */",
+        f"static const int64_t relay_constant_offsets[] = {{{offs}}};",
+        f"static const uint8_t relay_constant_derived[] = {{{derived}}};",
+        f"#define RELAY_DERIVED_BYTES {int(manifest.get('derived_bytes', 0))}LL",
+    ]
+    if manifest.get("prepare"):
+        lines += [
+            f'#define RELAY_PREPARE "{manifest["prepare"]}"',
+            "/* int32_t relay_prepare(weights, derived, constants, num_threads): fills constants[]",
+            "   (RELAY_NUM_CONSTANTS pointers) from weights.bin's bytes (64-byte aligned) and",
+            "   computes the derived constants into `derived` (RELAY_DERIVED_BYTES, 64-byte",
+            "   aligned; NULL when 0); once, before relay_run. 0 on success */",
+            "typedef int32_t (*relay_prepare_fn)(const void *, void *, void **, int32_t);",
+        ]
     lines.append("")
     if kind == "graph":
         lines += [

@@ -373,6 +373,7 @@ def _compile_to(
     from llvmlite import ir
 
     from .. import passes
+    from . import derived
     from .codegen import ModuleContext
     from .graph import GraphCompiler
     from .kernel_cache import KernelCache
@@ -429,6 +430,8 @@ def _compile_to(
                 )
             kind = "vm"
             plan = VMCompiler(fused, lctx).run()
+        const_layout = derived.layout(plan.constants)
+        derived.emit_prepare(llmod, const_layout)
     report.add("lower + generate IR", time.perf_counter() - t, f"{plan.kernels} kernels")
     with events.stage("compiling", f"{plan.kernels} kernels"):
         t = time.perf_counter()
@@ -465,16 +468,16 @@ def _compile_to(
     consts = []
     with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
         off = 0
-        for arr in plan.constants:
-            pad = (-off) % 64
-            f.write(b"\0" * pad)
-            off += pad
+        for arr, rec in zip(plan.constants, const_layout.records):
+            entry = derived.manifest_entry(arr, rec)
+            entry["dtype"] = _dtype_name(arr.dtype)
+            consts.append(entry)
+            if rec[0]:  # derived: computed at load time
+                continue
+            f.write(b"\0" * (rec[1] - off))
             data = _contig(arr)
             f.write(memoryview(data.reshape(-1).view(np.uint8)))  # no copy
-            consts.append(
-                {"offset": off, "shape": list(data.shape), "dtype": _dtype_name(data.dtype)}
-            )
-            off += data.nbytes
+            off = rec[1] + data.nbytes
     src_main = mod["main"]
     out_names = list(
         main.attr("output_names")
@@ -498,6 +501,8 @@ def _compile_to(
         "hash": key,
         "entry": plan.entry,
         "workspace_bytes": getattr(plan, "workspace", 0),
+        "derived_bytes": const_layout.derived_bytes,
+        "prepare": derived.PREPARE,
         "inputs": [
             _io_json(n, t, d, param)
             for n, t, d, param in zip(

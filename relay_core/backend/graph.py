@@ -28,6 +28,7 @@ from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprFunctor, post_order
 from . import memory
 from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
+from .derived import DerivedConst, DerivedPrepack, derived_const
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
@@ -65,7 +66,7 @@ class GraphPlan:
     input_names: list
     input_types: list
     output_types: list
-    constants: list  # numpy arrays, in constant-slot order
+    constants: list  # numpy arrays and DerivedConsts (backend/derived.py), in slot order
     workspace: int
     entry: str = ENTRY
     kernels: int = 0
@@ -262,11 +263,14 @@ class GraphCompiler(ExprFunctor):
         key = (self.const_keys.of(c), tag)
         s = self.const_slot.get(key)
         if s is None:
-            arr = c.data if prepack is None else _contig(prepack(c.data))
+            if isinstance(prepack, DerivedPrepack):  # computed at load time from the original
+                arr = derived_const(prepack, self._const(c))
+            else:
+                arr = _contig(c.data if prepack is None else prepack(c.data))
             s = Storage(
                 "const", len(self.const_arrays), TensorType(arr.shape, _dt.from_numpy(arr.dtype))
             )
-            self.const_arrays.append(_contig(arr))
+            self.const_arrays.append(arr)
             self.const_slot[key] = s
             self.const_nodes[s.index] = c
         return s
@@ -377,7 +381,8 @@ class GraphCompiler(ExprFunctor):
     def _drop_unread_constants(self) -> None:
         """Keeps only the constants some step or output copy reads, renumbered in slot order: a
         weight that every kernel reads prepacked is stored once, in the packed layout (its
-        original slot was made when the group's arguments were collected)."""
+        original slot was made when the group's arguments were collected), unless the packed
+        layout is derived at load time (backend/derived.py): then the original stays."""
         read = {}
         for st in self.steps:
             for s in st.inputs:
@@ -386,6 +391,10 @@ class GraphCompiler(ExprFunctor):
         for _, src in self.copies:
             if src.kind == "const":
                 read[id(src)] = src
+        for s in list(read.values()):  # a derived constant's original stays
+            arr = self.const_arrays[s.index]
+            if isinstance(arr, DerivedConst):
+                read[id(arr.source)] = arr.source
         kept = sorted(read.values(), key=lambda s: s.index)
         arrays = []
         for k, s in enumerate(kept):

@@ -26,7 +26,9 @@ import numpy as np
 from ..errors import InputError, ModelLoadError, RelayError, ResourceLimitError
 from ..ir import dtype as _dt
 
-FORMAT_VERSION = 1
+# 2: constants may be derived at load time (`derived` entries, `relay_prepare`); 1 still loads
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _c_ptr = ctypes.c_void_p
 
 
@@ -130,6 +132,24 @@ def _contig(a) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
+def _derived_buffer(nbytes: int) -> np.ndarray:
+    """Page-aligned memory for the derived constants, its pages mapped in one system call
+    (MAP_POPULATE): relay_prepare writes all of it at once, and a page fault per 4 KB page cost
+    more than the transform (numpy's own allocation also asks for huge pages, whose direct
+    compaction took another 100 ms at load on a busy machine)."""
+    import mmap
+
+    flags = (
+        mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20) | getattr(mmap, "MAP_POPULATE", 0)
+    )
+    try:
+        buf = mmap.mmap(-1, nbytes, flags=flags)
+    except (OSError, ValueError):
+        raw = np.empty(nbytes + 64, np.uint8)
+        return raw[(-raw.ctypes.data) % 64 :][:nbytes]
+    return np.frombuffer(buf, np.uint8)
+
+
 class _ThreadState(threading.local):
     def __init__(self, nin: int, nout: int, ws_bytes: int):
         self.inputs = np.zeros(max(nin, 1), np.uint64)
@@ -170,10 +190,10 @@ class CompiledModule:
             m = json.loads(self._manifest_bytes)
         except (OSError, ValueError) as e:
             raise ModelLoadError(f"{path} is not a compiled Relay module: {e}") from None
-        if m.get("format_version") != FORMAT_VERSION:
+        if m.get("format_version") not in _READABLE_VERSIONS:
             raise ModelLoadError(
                 f"{path} has format version {m.get('format_version')}, this runtime reads "
-                f"{FORMAT_VERSION}; recompile the model"
+                f"versions {', '.join(map(str, _READABLE_VERSIONS))}; recompile the model"
             )
         _check_cpu(m.get("target", {}))
         self.manifest = m
@@ -192,9 +212,9 @@ class CompiledModule:
         self._index.update({n: k for k, n in enumerate(self.input_names)})
         self._out_index = {n: k for k, n in enumerate(self.output_names)}
         self.num_threads = num_threads or _default_threads()
-        self._load_constants()
         so = os.path.join(self.path, "lib.so")
         self._lib = ctypes.CDLL(so)
+        self._load_constants()
         # The library's file stays readable (for export) after its cache directory is evicted.
         try:
             self._so_fd = os.open(so, os.O_RDONLY)
@@ -217,21 +237,33 @@ class CompiledModule:
         self._tls = _ThreadState(len(self.input_names), len(self.output_names), self._ws)
 
     def _load_constants(self) -> None:
-        consts = self.manifest.get("constants", [])
+        """weights.bin memory-mapped; the constant table filled, and the derived constants
+        computed (once, into memory), by the library's `relay_prepare` (format 2)."""
+        m = self.manifest
+        consts = m.get("constants", [])
         self._const_table = np.zeros(max(len(consts), 1), np.uint64)
-        self._const_arrays = []
+        self._derived = None
+        wpath = os.path.join(self.path, "weights.bin")
+        size = os.path.getsize(wpath) if consts else 0
+        data = np.memmap(wpath, np.uint8, "r", shape=(size,)) if size else np.zeros(64, np.uint8)
+        self._weights = data
         if not consts:
             return
-        wpath = os.path.join(self.path, "weights.bin")
-        size = os.path.getsize(wpath)
-        data = np.memmap(wpath, np.uint8, "r", shape=(size,)) if size else np.zeros(64, np.uint8)
-        for k, c in enumerate(consts):
-            dt = np.dtype(_dt.to_numpy(c["dtype"]))
-            n = int(np.prod(c["shape"], dtype=np.int64))
-            arr = data[c["offset"] : c["offset"] + n * dt.itemsize].view(dt).reshape(c["shape"])
-            self._const_arrays.append(arr)
-            self._const_table[k] = arr.ctypes.data if n else data.ctypes.data
-        self._weights = data
+        if m["format_version"] == 1:  # every constant stored
+            for k, c in enumerate(consts):
+                self._const_table[k] = data.ctypes.data + c["offset"]
+            return
+        nbytes = int(m.get("derived_bytes", 0))
+        daddr = 0
+        if nbytes:
+            self._derived = _derived_buffer(nbytes)
+            daddr = self._derived.ctypes.data
+        prepare = getattr(self._lib, m.get("prepare", "relay_prepare"))
+        prepare.argtypes = [_c_ptr, _c_ptr, _c_ptr, ctypes.c_int32]
+        prepare.restype = ctypes.c_int32
+        rc = prepare(data.ctypes.data, daddr, self._const_table.ctypes.data, self.num_threads)
+        if rc != 0:
+            raise ModelLoadError(f"{self.path}: relay_prepare failed (code {rc})")
 
     # -- calling -------------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> list:

@@ -56,6 +56,7 @@ from .codegen import (
     KernelCodegen,
     ModuleContext,
 )
+from .derived import DerivedPrepack, derived_const
 from .graph import ConstKeys, _wrap_op, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
@@ -167,8 +168,12 @@ class VMCompiler:
         key = (self.const_keys.of(c), tag if prepack is not None else None)
         k = self.const_slot.get(key)
         if k is None:
+            if isinstance(prepack, DerivedPrepack):  # computed at load time from the original
+                arr = derived_const(prepack, self.const_index(c))
+            else:
+                arr = _contig(c.data if prepack is None else prepack(c.data))
             k = self.const_slot[key] = len(self.consts)
-            self.consts.append(_contig(c.data if prepack is None else prepack(c.data)))
+            self.consts.append(arr)
             self.const_nodes.append(c)
         return k
 

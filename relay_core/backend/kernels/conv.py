@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..derived import DerivedPrepack
 from . import conv_pointwise as pointwise
 from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
@@ -129,7 +130,7 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         impl = winograd_cl if cl else winograd
         pp = impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(pp, kax)})
+        return KernelInfo(kf.fn, {1: _with_axes(pp, kax, shape_of(in_types[1]))})
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))
@@ -149,8 +150,12 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
     return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)} if packed else {})
 
 
-def _with_axes(prepack, kax):
-    return lambda w: prepack(canonical_weight(w, kax))
+def _with_axes(prepack, kax, wshape=None):
+    fn = lambda w: prepack(canonical_weight(w, kax))  # noqa: E731
+    if isinstance(prepack, DerivedPrepack):  # computed at load time: from the weight's strides
+        st = [int(np.prod(wshape[a + 1 :])) for a in range(len(wshape))]
+        return prepack.reading(fn, tuple(st[a] for a in kax))
+    return fn
 
 
 def _runtime_permute(kf, w, wshape, kax, nd, cl):

@@ -20,6 +20,7 @@ import functools
 import llvmlite.ir as ir
 import numpy as np
 
+from ..derived import WINOGRAD_F23, DerivedPrepack
 from .gemm_core import (
     PackedA,
     PackedB,
@@ -152,7 +153,6 @@ def emit(kf, w, win, O, C):
     Few tiles per chunk (small images): M_xi^T = V_xi^T @ U_xi^T instead, tiles as MR-row and
     output channels as NR-column tiles of the product (less of the NR-wide tiles is wasted),
     with U_xi^T in NR-column panels (conv_winograd_cl's layout) and tiles stored transposed."""
-    from . import conv_winograd_cl
     from .conv import _epilogue_chunk
 
     H, W = win.sp[1], win.sp[2]
@@ -236,8 +236,22 @@ def emit(kf, w, win, O, C):
         free_buffers(b, vb, mb, slab, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
-    t = gemm_tile()
-    return functools.partial(conv_winograd_cl.prepack if tr else prepack, t=t)
+    return derived_prepack(tr, O, C, gemm_tile())
+
+
+def derived_prepack(b_panels: bool, O: int, C: int, t: Tile) -> DerivedPrepack:
+    """The weights' prepack (`prepack`, or conv_winograd_cl's B panels), 16/9 of the weights'
+    bytes: artifacts store the weights and the runtime computes it at load time
+    (backend/derived.py; relay_derive.c computes the same bytes)."""
+    from . import conv_winograd_cl
+
+    if b_panels:
+        n = 16 * -(-O // t.nr) * t.nr * C
+        fn = functools.partial(conv_winograd_cl.prepack, t=t)
+        return DerivedPrepack(fn, WINOGRAD_F23, (1, t.nr, O, C), (n,))
+    return DerivedPrepack(
+        functools.partial(prepack, t=t), WINOGRAD_F23, (0, t.mr, O, C), (16 * O * C,)
+    )
 
 
 _SIGS = {"relay.wino.fill": [F32P, F32P] + [I64] * 7}  # shared helpers' argument types

@@ -8,8 +8,6 @@ the output transform, 8 output channels at a time, with the epilogue applied in 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .conv_winograd import G_MAT, _at, _bt, tile_rows
@@ -105,7 +103,9 @@ def emit(kf, w, win, O, C):
         free_buffers(b, vb, mb, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
-    return functools.partial(prepack, t=gemm_tile())
+    from .conv_winograd import derived_prepack
+
+    return derived_prepack(True, O, C, gemm_tile())
 
 
 def _input_tile(b, xn, vb, t, ty, tx, H, W, C, pt, pl, tc_max):
