@@ -337,3 +337,21 @@ def test_short_known_sequence_is_unrolled(kind):
         want = m(x)
     assert rel_error(relay_core.build(mod)(x.numpy()), want) <= TOL
     assert UNROLL_MAX_STEPS >= steps
+
+
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_global_adaptive_pool_is_a_reduction(pool):
+    """Adaptive pooling to 1x1 (the head of torchvision CNNs, squeeze-excitation blocks) is a
+    mean / max over the spatial axes, as the ONNX exporter writes it (the generic adaptive
+    pool is several times slower); the numbers match torch compiled."""
+    torch.manual_seed(0)
+    layer = nn.AdaptiveAvgPool2d(1) if pool == "avg" else nn.AdaptiveMaxPool2d((1, 1))
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), layer).eval()
+    x = torch.randn(2, 3, 9, 8, generator=_gen(12))
+    mod = from_pytorch(m, (x,))
+    ops = _ops(mod)
+    assert {"mean" if pool == "avg" else "max"} <= ops
+    assert not any(o.startswith("nn.adaptive") for o in ops)
+    with torch.no_grad():
+        want = m(x)
+    assert rel_error(relay_core.build(mod)(x.numpy()), want) <= TOL
