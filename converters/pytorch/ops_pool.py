@@ -135,6 +135,14 @@ def adaptive(ctx, kind, nd, x, output_size):
     size = tuple(spatial[i] if v is None else v for i, v in enumerate(size))
     if any(not isinstance(v, int) for v in size):
         raise ctx.error("adaptive pooling to a symbolic size is not supported")
+    if tuple(spatial) == size:  # one element per bin
+        return _unbatch(ctx, x, unb)
+    if all(v == 1 for v in size):
+        # global pooling: a reduction over the spatial axes, as the ONNX exporter writes it
+        # (ReduceMean / ReduceMax), which the backend runs as a plain reduction
+        axes = tuple(range(2, 2 + nd))
+        out = ctx.call("mean" if kind == "avg" else "max", x, axis=axes, keepdims=True)
+        return _unbatch(ctx, out, unb)
     out = ctx.call(f"nn.adaptive_{kind}_pool{nd}d", x, output_size=size, layout=_LAYOUT[nd])
     return _unbatch(ctx, out, unb)
 

@@ -1,8 +1,11 @@
 """Recurrent layers (LSTM, GRU, Elman RNN) as recursive Relay functions over time steps.
 
-The input projection of every step is one nn.dense over the whole sequence; the recurrence is a
-tail-recursive local function `%loop(t, h[, c], ys)` that stops at the sequence length, so
-sequence lengths may be symbolic and the program does not grow with them.
+The input projection of every step is one nn.dense over the whole sequence (with both biases
+where the cell only adds them, as the ONNX LSTM / RNN fold B). A known sequence of at most
+UNROLL_MAX_STEPS steps is unrolled into a static graph, as the ONNX converter does for the same
+layers (the backend fuses each step's elementwise work and runs no loop); a longer or symbolic
+one is a tail-recursive local function `%loop(t, h[, c], ys)` that stops at the sequence length,
+so the program does not grow with it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,10 @@ from relay_core.ir import Any, Call, Expr, Function, FuncType, If, Let, TensorTy
 from relay_core.ir import Var as RVar
 
 from .table import aten
+
+# Sequences up to this many steps are unrolled when their length is known (as
+# converters/onnx/rnn.py does for ONNX RNN / GRU / LSTM).
+UNROLL_MAX_STEPS = 64
 
 
 def _cell_lstm(ctx, xt, state, w_hh, b_hh, hidden):
@@ -60,12 +67,14 @@ def _hidden_proj(ctx, h, w_hh, b_hh):
 def _scan(ctx, cell, xp, init, w_hh, b_hh, hidden, tag):
     """Run `cell` over the time axis (0) of the projected inputs `xp`; returns (ys, final
     state). `let %xp = ...; let %loop = fn(t, state..., ys) {...}; %loop(0, init..., [])`."""
+    n = ctx.dim_size(xp, 0)
+    if isinstance(n, int) and 0 < n <= UNROLL_MAX_STEPS:
+        return _unrolled(ctx, cell, xp, init, w_hh, b_hh, hidden, n)
     span = ctx.span
     d = ctx.dtype(xp)
     xshape = ctx.shape_of(xp)
     state_t = TensorType((xshape[1], hidden), d)
     n_state = len(init)
-    n = ctx.dim_size(xp, 0)
     static = isinstance(n, int)  # then ys is preallocated and written step by step
     ys_t = TensorType((n if static else Any, xshape[1], hidden), d)
     xp_var = RVar(f"{tag}_x", ctx.type_of(xp))
@@ -102,6 +111,17 @@ def _scan(ctx, cell, xp, init, w_hh, b_hh, hidden, tag):
     return ctx.item(res, 0), [ctx.item(res, 1 + i) for i in range(n_state)]
 
 
+def _unrolled(ctx, cell, xp, init, w_hh, b_hh, hidden, n):
+    """`cell` applied at each of the `n` (known) time steps of `xp`: (ys [n, B, H], state)."""
+    state = list(init)
+    ys = []
+    for t in range(n):
+        xt = ctx.call("take", xp, ctx.const(t, "int64"), axis=0)
+        out, state = cell(ctx, xt, state, w_hh, b_hh, hidden)
+        ys.append(ctx.call("expand_dims", out, axis=0))
+    return (ys[0] if n == 1 else ctx.call("concatenate", *ys, axis=0)), list(state)
+
+
 def _rnn(
     ctx,
     cell,
@@ -113,7 +133,10 @@ def _rnn(
     num_layers,
     bidirectional,  # noqa: A002
     batch_first,
+    join_bias=True,
 ):
+    """`join_bias`: the cell adds b_hh to h W_hh^T and nothing else (not GRU, whose reset gate
+    multiplies it), so it joins b_ih in the input projection."""
     x = ctx.expr(input)
     unbatched = ctx.ndim(x) == 2
     if unbatched:
@@ -137,7 +160,11 @@ def _rnn(
             b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
             seq = x if dr == 0 else ctx.call("reverse", x, axis=0)
             xp = ctx.call("nn.dense", seq, w_ih)
-            if b_ih is not None:
+            if b_ih is not None and join_bias:
+                # x W_ih^T + b_ih + h W_hh^T + b_hh: both biases once, outside the recurrence
+                xp = ctx.call("add", xp, ctx.call("add", b_ih, b_hh))
+                b_hh = None
+            elif b_ih is not None:
                 xp = ctx.call("add", xp, b_ih)
             idx = ctx.const(layer * dirs + dr, "int64")
             init = [ctx.call("take", h, idx, axis=0) for h in hx]
@@ -200,7 +227,17 @@ def gru(
     batch_first,
 ):
     return _rnn(
-        ctx, _cell_gru, 3, input, hx, params, has_biases, num_layers, bidirectional, batch_first
+        ctx,
+        _cell_gru,
+        3,
+        input,
+        hx,
+        params,
+        has_biases,
+        num_layers,
+        bidirectional,
+        batch_first,
+        join_bias=False,
     )
 
 

@@ -48,6 +48,8 @@ ARITH = [
     rule(op("add", X, ZERO, commutative=True), lambda x, **_: x, "x+0 -> x"),
     # x-0 -> x
     rule(op("subtract", X, ZERO), lambda x, **_: x, "x-0 -> x"),
+    # bias_add(x, 0) -> x (a zero-initialised bias, as the ONNX exporter drops it)
+    rule(op("nn.bias_add", X, ZERO), lambda x, **_: x, "bias_add(x, 0) -> x"),
     # x/1 -> x
     rule(op("divide", X, ONE), lambda x, **_: x, "x/1 -> x"),
     # -(-x) -> x

@@ -92,6 +92,26 @@ def test_identities_that_would_change_the_type_stay():
     )
 
 
+def test_zero_bias_add_is_dropped_and_a_nonzero_one_stays():
+    sig = "%x: Tensor[(2, 3), float32]"
+    body = "nn.bias_add(%x, meta[Constant][0], axis=1)"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {body} }}",
+        f"def @main({sig}) {{ %x }}",
+        consts=[np.zeros(3, np.float32)],
+        inputs=[X23],
+    )
+    b = np.array([0.0, 1.0, 0.0], np.float32)
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {body} }}",
+        f"def @main({sig}) {{ {body} }}",
+        consts=[b],
+        inputs=[X23],
+    )
+
+
 def test_transpose_composition():
     sig = "%x: Tensor[(2, 3, 4), float32]"
     check(

@@ -153,6 +153,39 @@ add(
 )
 add(
     fn_case(
+        "adaptive_avg_pool2d_same",  # one element per bin: the input itself
+        lambda x: F.adaptive_avg_pool2d(x, (7, 8)),
+        R(2, 3, 7, 8),
+        expect=("aten.adaptive_avg_pool2d.default",),
+    )
+)
+add(
+    fn_case(
+        "adaptive_avg_pool1d_1_unbatched",
+        lambda x: F.adaptive_avg_pool1d(x, 1),
+        R(3, 9),
+        expect=("aten.adaptive_avg_pool1d.default",),
+    )
+)
+add(
+    fn_case(
+        "adaptive_avg_pool3d_1",
+        lambda x: F.adaptive_avg_pool3d(x, 1),
+        R(1, 2, 5, 6, 4),
+        expect=("aten.adaptive_avg_pool3d.default",),
+    )
+)
+add(
+    fn_case(
+        "adaptive_max_pool2d_1",
+        lambda x: F.adaptive_max_pool2d(x, 1),
+        R(2, 3, 7, 8),
+        expect=("aten.adaptive_max_pool2d.default",),
+        decomposed=False,
+    )
+)
+add(
+    fn_case(
         "adaptive_avg_pool2d_none",
         lambda x: F.adaptive_avg_pool2d(x, (None, 2)),
         R(2, 3, 7, 8),

@@ -290,11 +290,14 @@ def _ops(mod) -> set[str]:
     }
 
 
-def test_lstm_structure_small():
-    """A quick (not slow) LSTM check: the recurrence is a recursive function over time steps,
-    the batch stays symbolic, and the numbers match torch."""
+def test_lstm_structure_small(monkeypatch):
+    """A quick (not slow) LSTM check: over a sequence longer than UNROLL_MAX_STEPS (here made
+    2) the recurrence is a recursive function over time steps, the batch stays symbolic, and
+    the numbers match torch."""
+    from converters.pytorch import ops_rnn
     from relay_core.ir import Function, If, post_order
 
+    monkeypatch.setattr(ops_rnn, "UNROLL_MAX_STEPS", 2)
     torch.manual_seed(0)
     m = nn.LSTM(4, 5, batch_first=True).eval()
     batch = torch.export.Dim("batch", min=1, max=8)
@@ -308,3 +311,47 @@ def test_lstm_structure_small():
         with torch.no_grad():
             want = m(x)
         assert rel_error(relay_core.evaluate(mod, x.numpy()), want) <= TOL
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_short_known_sequence_is_unrolled(kind):
+    """A known sequence of at most UNROLL_MAX_STEPS steps becomes a static graph, as the ONNX
+    converter makes it: no recursive function, one hidden projection per step and layer (the
+    LSTM's and RNN's two biases joined outside the steps), and it matches torch compiled."""
+    from converters.pytorch.ops_rnn import UNROLL_MAX_STEPS
+    from relay_core.ir import Call, Function, If, Op, post_order
+
+    torch.manual_seed(0)
+    m = getattr(nn, kind)(6, 5, num_layers=2, batch_first=True).eval()
+    steps = 7
+    x = torch.randn(3, steps, 6, generator=_gen(11))
+    mod = from_pytorch(m, (x,))
+    nodes = list(post_order(mod["main"].body))
+    assert not any(isinstance(n, (If, Function)) for n in nodes)
+    calls = [n.op.name for n in nodes if isinstance(n, Call) and isinstance(n.op, Op)]
+    assert calls.count("nn.dense") == 2 * (steps + 1)  # per layer: the input projection + steps
+    if kind != "GRU":  # per layer: xW + (b_ih + b_hh), then the cell's adds at each step
+        per_step = {"LSTM": 2, "RNN": 1}[kind]  # gates = x_t + hW; c' = f*c + i*g
+        assert calls.count("add") == 2 * (2 + per_step * steps)
+    with torch.no_grad():
+        want = m(x)
+    assert rel_error(relay_core.build(mod)(x.numpy()), want) <= TOL
+    assert UNROLL_MAX_STEPS >= steps
+
+
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_global_adaptive_pool_is_a_reduction(pool):
+    """Adaptive pooling to 1x1 (the head of torchvision CNNs, squeeze-excitation blocks) is a
+    mean / max over the spatial axes, as the ONNX exporter writes it (the generic adaptive
+    pool is several times slower); the numbers match torch compiled."""
+    torch.manual_seed(0)
+    layer = nn.AdaptiveAvgPool2d(1) if pool == "avg" else nn.AdaptiveMaxPool2d((1, 1))
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), layer).eval()
+    x = torch.randn(2, 3, 9, 8, generator=_gen(12))
+    mod = from_pytorch(m, (x,))
+    ops = _ops(mod)
+    assert {"mean" if pool == "avg" else "max"} <= ops
+    assert not any(o.startswith("nn.adaptive") for o in ops)
+    with torch.no_grad():
+        want = m(x)
+    assert rel_error(relay_core.build(mod)(x.numpy()), want) <= TOL
