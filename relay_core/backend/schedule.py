@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
+from ..te.expr import INDEX, Binary, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
 from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
@@ -557,11 +557,51 @@ class Scheduler:
             init = T.seq(T.Store(best, zero, first), T.Store(acc, zero, zero))
             loops = T.loop_nest([(a, a.extent) for a in red.axes], upd)
             return T.Allocate(best, T.seq(init, loops))
+        loops = [(a, a.extent) for a in red.axes]
+        fused = self._fuse_reduction_axes(red, sub, local)
+        if fused is not None:
+            loops, src, where = fused
         upd: T.Stmt = T.ReduceUpdate(red.kind, acc, src)
         if where is not None:
             upd = T.IfThenElse(where, upd)
         init = T.Store(acc, zero, identity(red.kind, red.dtype))
-        return T.seq(init, T.loop_nest([(a, a.extent) for a in red.axes], upd))
+        return T.seq(init, T.loop_nest(loops, upd))
+
+    def _fuse_reduction_axes(self, red: Reduce, sub: dict, local: dict):
+        """(loops, source, where) with the innermost reduction axes fused into one loop when
+        every index they appear in stays linear in it (they are contiguous: a mean over H and W
+        reads one run of H*W elements); None when no fusion applies. A nest of short loops
+        (56 x 56) is fully unrolled inside and vectorised across the outer one with gathers by
+        LLVM; one long loop vectorises with contiguous loads."""
+        axes = list(red.axes)
+        if len(axes) < 2 or not all(isinstance(a.extent, int) and a.extent > 0 for a in axes):
+            return None
+        for j in range(len(axes) - 1):  # the longest fusion first
+            inner = axes[j:]
+            total = 1
+            for a in inner:
+                total *= a.extent
+            f = T.index_var("rf")
+            self.simp.set_bound(f, 0, total - 1)
+            m, stride = {}, total
+            for a in inner:
+                stride //= a.extent
+                q = f // stride if stride > 1 else f
+                m[a] = q % a.extent if a is not inner[0] else q
+            full = {**sub, **m} if sub else m
+            src = self.to_loads(substitute(red.source, full), local)
+            where = red.where
+            if where is not None:
+                where = self.to_loads(substitute(where, full), local)
+            if any(
+                type(n) is Binary and n.op in ("floordiv", "floormod") and _uses(n, f)
+                for e in (src, where)
+                if e is not None
+                for n in post_order(e)
+            ):
+                continue
+            return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
+        return None
 
     def _parallelize(self, nest: T.Stmt, axes, shape, work, max_depth: int) -> T.Stmt:
         """Fuse the leading loops (at most `max_depth`) into one parallel loop."""
@@ -615,6 +655,10 @@ class Scheduler:
         for var, val in reversed(lets):
             body = T.LetStmt(var, val, body)
         return T.For(fused, total, body, "parallel")
+
+
+def _uses(e: PrimExpr, v: Var) -> bool:
+    return any(n is v for n in post_order(e))
 
 
 def _batch_slice(buf: T.Buffer, n) -> T.Offset:
