@@ -513,8 +513,13 @@ class Scheduler:
             )
             body = T.Allocate(acc, body)
         else:
-            value = self.to_loads(expr, local)
-            body = T.Store(out_buf, self.simp(flat_index(shape, axes)), value)
+            fused = self._fuse_trailing(expr, axes, shape, local, max(pre) if pre else 0)
+            if fused is not None:
+                axes, shape, value, index = fused
+            else:
+                value = self.to_loads(expr, local)
+                index = self.simp(flat_index(shape, axes))
+            body = T.Store(out_buf, index, value)
         work = _static_work(shape, expr)
         if work is not None:
             work *= _expr_cost(expr)
@@ -535,6 +540,38 @@ class Scheduler:
             if k > 0:
                 body = T.For(axes[k - 1], shape[k - 1], body)
         return self._parallelize(body, axes, shape, work, min(pre) if pre else n)
+
+    def _fuse_trailing(self, expr, axes, shape, local, first: int):
+        """(axes, shape, value, store index) with the trailing loops from some axis >= `first`
+        fused into one when every index stays linear in it (elementwise over contiguous
+        elements: no division or remainder of the fused variable is left), the longest such
+        fusion; None when none applies. Loops of 7 or 14 (7x7 and 14x14 planes) are unrolled
+        and left scalar by LLVM; one loop over the plane (or more) vectorises."""
+        n = len(axes)
+        if n - first < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+            return None
+        for j in range(first, n - 1):
+            inner, exts = axes[j:], shape[j:]
+            total = 1
+            for d in exts:
+                total *= d
+            f = T.index_var("fl_" + inner[0].name)
+            self.simp.set_bound(f, 0, total - 1)
+            m, stride = {}, total
+            for a, d in zip(inner, exts):
+                stride //= d
+                q = f // stride if stride > 1 else f
+                m[a] = q % d if a is not inner[0] else q
+            value = self.to_loads(substitute(expr, m), local)
+            index = self.simp(substitute(flat_index(shape, axes), m))
+            if any(
+                type(x) is Binary and x.op in ("floordiv", "floormod") and _uses(x, f)
+                for e in (value, index)
+                for x in post_order(e)
+            ):
+                continue
+            return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
+        return None
 
     def _reduction(self, red: Reduce, sub: dict, acc: T.Buffer, local: dict) -> T.Stmt:
         """Statements leaving the reduction's value in `acc` (axes substituted by `sub`)."""
