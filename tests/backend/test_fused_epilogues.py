@@ -2,7 +2,8 @@
 against the reference interpreter: a depthwise convolution with bias + SiLU (an epilogue of
 (image, channel) only, run over whole planes) and with a residual add (an epilogue that reads a
 value per row, run per row), on the planes of EfficientNet / MobileNet; reductions over
-several contiguous axes (one fused loop) and over non-adjacent ones."""
+several contiguous axes (one fused loop) and over non-adjacent ones; elementwise stages whose
+trailing loops fuse in part."""
 
 from __future__ import annotations
 
@@ -61,3 +62,22 @@ def test_reduction_axes(op, axes):
     y = call(op, x, axis=axes, keepdims=True)
     mod = relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
     _check(mod, rng.standard_normal((3, 5, 7, 9)).astype("float32"))
+
+
+def test_elementwise_trailing_loops():
+    """Elementwise stages over 7x7 planes: the trailing loops fuse where every read stays
+    linear (a full-shape read, a per-channel broadcast) and not past a read broadcast along H
+    or a transposed read."""
+    rng = np.random.default_rng(7)
+    shape = (2, 5, 7, 7)
+    x, s, r = var("x", shape), var("s", (1, 5, 1, 1)), var("r", (2, 1, 7, 1))
+    t = call("transpose", x, axes=[0, 1, 3, 2])
+    y = call("add", call("multiply", call("sigmoid", x), s), r)
+    y = call("add", y, call("multiply", t, const(np.float32(0.5))))
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x, s, r), y)))
+    xs = [rng.standard_normal(p.checked_type.concrete_shape).astype("float32") for p in (x, s, r)]
+    _check(mod, *xs)
+    a, sv, rv = xs
+    want = 1 / (1 + np.exp(-a)) * sv + rv + 0.5 * a.transpose(0, 1, 3, 2)
+    lib = relay_core.build(mod, num_threads=1, cache=False)
+    np.testing.assert_allclose(lib(*xs)[0], want, rtol=1e-5, atol=1e-6)
