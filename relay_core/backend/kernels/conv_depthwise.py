@@ -181,7 +181,10 @@ def _flat_usable(win, Og) -> bool:
         and win.d == (1, 1, 1)
         and win.KK <= 49
         and win.osp[2] % 8 != 0
-        and all(o + k - 1 <= n + b_ + e for o, k, n, b_, e in zip(win.osp, win.k, win.sp, win.pb, win.pe))
+        and all(
+            o + k - 1 <= n + b_ + e
+            for o, k, n, b_, e in zip(win.osp, win.k, win.sp, win.pb, win.pe)
+        )
     )
 
 
