@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ..te.expr import Call, Const, Load, Select, Var
 from ..te.simplify import Simplifier
-from ..te.visit import post_order
+from ..te.visit import operands, post_order
 from . import tir as T
 from .codegen import F32, I1, I64, ModuleContext, _const, _Env, _FuncEmitter, compute_type
 from .llvm_math import POLY_F32
@@ -71,6 +71,20 @@ class EpilogueBuilder:
         self.axes = list(axes)
         self.extras = extras  # Buffers passed after the kernel's outputs, in order
         self.simp = Simplifier()
+
+    def invariant_from(self, k: int) -> bool:
+        """No output axis from k on occurs in the expression (but in the index of the kernel's
+        own value, which is the element itself)."""
+        tail = {id(a) for a in self.axes[k:]}
+        stack = [self.expr]
+        while stack:
+            n = stack.pop()
+            if type(n) is Load and n.buffer is self.value_buf:
+                continue
+            if type(n) is Var and id(n) in tail:
+                return False
+            stack.extend(operands(n))
+        return True
 
     def __call__(self, b: ir.IRBuilder, value, indices, extra_ptrs):
         em = _EpilogueEmitter(self, b, value, indices, extra_ptrs)

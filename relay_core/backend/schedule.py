@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
+from ..te.expr import INDEX, Binary, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
 from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
@@ -513,8 +513,13 @@ class Scheduler:
             )
             body = T.Allocate(acc, body)
         else:
-            value = self.to_loads(expr, local)
-            body = T.Store(out_buf, self.simp(flat_index(shape, axes)), value)
+            fused = self._fuse_trailing(expr, axes, shape, local, max(pre) if pre else 0)
+            if fused is not None:
+                axes, shape, value, index = fused
+            else:
+                value = self.to_loads(expr, local)
+                index = self.simp(flat_index(shape, axes))
+            body = T.Store(out_buf, index, value)
         work = _static_work(shape, expr)
         if work is not None:
             work *= _expr_cost(expr)
@@ -535,6 +540,38 @@ class Scheduler:
             if k > 0:
                 body = T.For(axes[k - 1], shape[k - 1], body)
         return self._parallelize(body, axes, shape, work, min(pre) if pre else n)
+
+    def _fuse_trailing(self, expr, axes, shape, local, first: int):
+        """(axes, shape, value, store index) with the trailing loops from some axis >= `first`
+        fused into one when every index stays linear in it (elementwise over contiguous
+        elements: no division or remainder of the fused variable is left), the longest such
+        fusion; None when none applies. Loops of 7 or 14 (7x7 and 14x14 planes) are unrolled
+        and left scalar by LLVM; one loop over the plane (or more) vectorises."""
+        n = len(axes)
+        if n - first < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+            return None
+        for j in range(first, n - 1):
+            inner, exts = axes[j:], shape[j:]
+            total = 1
+            for d in exts:
+                total *= d
+            f = T.index_var("fl_" + inner[0].name)
+            self.simp.set_bound(f, 0, total - 1)
+            m, stride = {}, total
+            for a, d in zip(inner, exts):
+                stride //= d
+                q = f // stride if stride > 1 else f
+                m[a] = q % d if a is not inner[0] else q
+            value = self.to_loads(substitute(expr, m), local)
+            index = self.simp(substitute(flat_index(shape, axes), m))
+            if any(
+                type(x) is Binary and x.op in ("floordiv", "floormod") and _uses(x, f)
+                for e in (value, index)
+                for x in post_order(e)
+            ):
+                continue
+            return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
+        return None
 
     def _reduction(self, red: Reduce, sub: dict, acc: T.Buffer, local: dict) -> T.Stmt:
         """Statements leaving the reduction's value in `acc` (axes substituted by `sub`)."""
@@ -557,11 +594,51 @@ class Scheduler:
             init = T.seq(T.Store(best, zero, first), T.Store(acc, zero, zero))
             loops = T.loop_nest([(a, a.extent) for a in red.axes], upd)
             return T.Allocate(best, T.seq(init, loops))
+        loops = [(a, a.extent) for a in red.axes]
+        fused = self._fuse_reduction_axes(red, sub, local)
+        if fused is not None:
+            loops, src, where = fused
         upd: T.Stmt = T.ReduceUpdate(red.kind, acc, src)
         if where is not None:
             upd = T.IfThenElse(where, upd)
         init = T.Store(acc, zero, identity(red.kind, red.dtype))
-        return T.seq(init, T.loop_nest([(a, a.extent) for a in red.axes], upd))
+        return T.seq(init, T.loop_nest(loops, upd))
+
+    def _fuse_reduction_axes(self, red: Reduce, sub: dict, local: dict):
+        """(loops, source, where) with the innermost reduction axes fused into one loop when
+        every index they appear in stays linear in it (they are contiguous: a mean over H and W
+        reads one run of H*W elements); None when no fusion applies. A nest of short loops
+        (56 x 56) is fully unrolled inside and vectorised across the outer one with gathers by
+        LLVM; one long loop vectorises with contiguous loads."""
+        axes = list(red.axes)
+        if len(axes) < 2 or not all(isinstance(a.extent, int) and a.extent > 0 for a in axes):
+            return None
+        for j in range(len(axes) - 1):  # the longest fusion first
+            inner = axes[j:]
+            total = 1
+            for a in inner:
+                total *= a.extent
+            f = T.index_var("rf")
+            self.simp.set_bound(f, 0, total - 1)
+            m, stride = {}, total
+            for a in inner:
+                stride //= a.extent
+                q = f // stride if stride > 1 else f
+                m[a] = q % a.extent if a is not inner[0] else q
+            full = {**sub, **m} if sub else m
+            src = self.to_loads(substitute(red.source, full), local)
+            where = red.where
+            if where is not None:
+                where = self.to_loads(substitute(where, full), local)
+            if any(
+                type(n) is Binary and n.op in ("floordiv", "floormod") and _uses(n, f)
+                for e in (src, where)
+                if e is not None
+                for n in post_order(e)
+            ):
+                continue
+            return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
+        return None
 
     def _parallelize(self, nest: T.Stmt, axes, shape, work, max_depth: int) -> T.Stmt:
         """Fuse the leading loops (at most `max_depth`) into one parallel loop."""
@@ -615,6 +692,10 @@ class Scheduler:
         for var, val in reversed(lets):
             body = T.LetStmt(var, val, body)
         return T.For(fused, total, body, "parallel")
+
+
+def _uses(e: PrimExpr, v: Var) -> bool:
+    return any(n is v for n in post_order(e))
 
 
 def _batch_slice(buf: T.Buffer, n) -> T.Offset:

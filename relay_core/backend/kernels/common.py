@@ -72,6 +72,13 @@ class Epi:
     def __bool__(self) -> bool:
         return self._fn is not None
 
+    def invariant_from(self, k: int) -> bool:
+        """The epilogue does not depend on output axes k and after (a bias and an activation
+        depend on (image, channel) only): a kernel may then apply it to a run of elements that
+        spans those axes, passing 0 as their indices. False when unknown (plain callables)."""
+        check = getattr(getattr(self.spec, "fn", None), "invariant_from", None)
+        return bool(check(k)) if check is not None else False
+
     def __call__(self, b: ir.IRBuilder, value, indices, extras):
         if self._fn is None:
             return value
@@ -170,6 +177,13 @@ def epilogue_row(
     with for_range(b, lo, length, name="es") as j:
         v = ep(b, load_as(b, p, j, dtype), [*prefix, b.add(start, j)], extras)
         store_from(b, v, p, j, dtype)
+
+
+def epilogue_plane(b, ep: Epi, extras, p, length, prefix: Sequence, ntrail: int) -> None:
+    """Apply `ep` in place to p[0:length], a contiguous run spanning the output's last
+    `ntrail` axes (whose indices are passed as 0): only for an epilogue invariant along them
+    (ep.invariant_from); one vector loop over the whole run, a scalar tail at its end."""
+    epilogue_row(b, ep, extras, p, length, [*prefix, *([0] * (ntrail - 1))], 0)
 
 
 def value_type(dtype: str) -> ir.Type:

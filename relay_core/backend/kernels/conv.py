@@ -25,7 +25,7 @@ from ..derived import DerivedPrepack
 from . import conv_pointwise as pointwise
 from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
-from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
+from .common import KernelInfo, attr, epilogue_plane, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     PackedA,
     PackedB,
@@ -371,7 +371,15 @@ def _conv_cf_grouped(kf, w, win: Window, O, Cg, ipu):
 
 
 def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):
-    """Epilogue over y[n, c0 + m, p0:p0+pc] for m in [m0, m1), one output row at a time."""
+    """Epilogue over y[n, c0 + m, p0:p0+pc] for m in [m0, m1), one output row at a time, or
+    as one run per channel when the epilogue depends on (image, channel) only (rows of 7 or 14
+    would be all or mostly scalar tails)."""
+    if ep.invariant_from(2):
+        with for_range(b, m0, m1, name="em") as m:
+            c = b.add(c0, m)
+            plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+            epilogue_plane(b, ep, extras, gep(b, plane, p0), pc, [n, c], win.nd)
+        return
     p1 = b.add(p0, pc)
     r0 = b.udiv(p0, i64(OW))
     r1 = b.udiv(b.sub(p1, i64(1)), i64(OW))

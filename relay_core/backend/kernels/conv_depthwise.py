@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .common import KernelInfo, epilogue_row, kernel_function, shape_of
+from .common import KernelInfo, epilogue_plane, epilogue_row, kernel_function, shape_of
 from .llvm_util import (
     F32,
     F32P,
@@ -30,6 +30,7 @@ from .llvm_util import (
     imin,
     load,
     malloc,
+    memcpy,
     memset0,
     splat,
     store,
@@ -58,6 +59,8 @@ def emit_depthwise(
         w = wbuf
     if cl:
         _cl(kf, w, win, G, Og, O)
+    elif _flat_usable(win, Og):
+        _cf_flat(kf, w, win, G)
     elif Og == 1 and win.osp[2] < BLOCKED_OW and win.KK <= 49:
         _cf_blocked(kf, w, win, G)
     else:
@@ -92,6 +95,8 @@ def _cf_blocked(kf, w, win, G):
     units = win.N * nblk
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * G * P * KK, units)
     taps = [(kd, kh, kw) for kd in range(KD) for kh in range(KH) for kw in range(KW)]
+    # an epilogue of (image, channel) only runs over whole planes (rows of < 8: all tails)
+    invariant = kf.ep.invariant_from(2) if kf.ep else False
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -149,7 +154,9 @@ def _cf_blocked(kf, w, win, G):
                 plane = gep(b, y, b.mul(b.add(b.mul(n, i64(G)), o), i64(P)))
                 with for_range(b, 0, P, name="cp") as p_:
                     store(b, load(b, obuf, b.add(b.mul(p_, i64(8)), c)), plane, p_)
-                if kf.ep:
+                if kf.ep and invariant:
+                    epilogue_plane(b, kf.ep, extras, plane, P, [n, o], win.nd)
+                elif kf.ep:
                     with for_range(b, 0, OD * OH, name="er") as r:
                         yrow = gep(b, plane, b.mul(r, i64(OW)))
                         sp = {1: [], 2: [r], 3: [b.udiv(r, i64(OH)), b.urem(r, i64(OH))]}[win.nd]
@@ -157,6 +164,83 @@ def _cf_blocked(kf, w, win, G):
         sh.end(b)
         free(b, pad)
         free(b, obuf)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+FLAT_VEC = 16  # outputs per vector of the flat path (one zmm with AVX-512, two ymm otherwise)
+
+
+def _flat_usable(win, Og) -> bool:
+    """2-D, multiplier 1, stride 1, undilated, a window of <= 49 taps, rows that the row path
+    would end with a scalar tail (widths that are not a multiple of 8)."""
+    return (
+        win.nd == 2
+        and Og == 1
+        and win.s == (1, 1, 1)
+        and win.d == (1, 1, 1)
+        and win.KK <= 49
+        and win.osp[2] % 8 != 0
+        and all(
+            o + k - 1 <= n + b_ + e
+            for o, k, n, b_, e in zip(win.osp, win.k, win.sp, win.pb, win.pe)
+        )
+    )
+
+
+def _cf_flat(kf, w, win, G):
+    """Channel-first, stride 1 (_flat_usable): per (image, channel) plane, the zero-padded
+    plane [Hp][Wp] is a 1-D signal and output (oh, ow) is sum_t w_t * pad[oh*Wp + ow + kh*Wp +
+    kw]: a 1-D convolution over the flat index q = oh*Wp + ow, computed FLAT_VEC outputs at a
+    time over the whole plane (no per-row scalar tails; the Wp - OW columns past each row are
+    computed and dropped). The rows are then compacted into the output and the epilogue runs
+    over the plane (one vector loop when it depends on (image, channel) only)."""
+    _, H, W = win.sp
+    _, OH, OW = win.osp
+    _, KH, KW = win.k
+    Hp, Wp = OH + KH - 1, OW + KW - 1
+    P, KK, V = win.P, win.KK, FLAT_VEC
+    wide = -(-OH * Wp // V) * V
+    # padded plane (+ slack: the last vector reads past the plane; it stays zero)
+    pad_n = Hp * Wp + V
+    units = win.N * G
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * P * KK, units)
+    invariant = kf.ep.invariant_from(2) if kf.ep else False
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        pad = b.bitcast(malloc(b, i64(4 * pad_n)), F32P)
+        memset0(b, pad, i64(4 * pad_n))
+        wbuf = b.bitcast(malloc(b, i64(4 * wide)), F32P)
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(G))
+            c = b.urem(u, i64(G))
+            src = gep(b, x, b.mul(u, i64(win.IP)))
+            with for_range(b, 0, H, name="cr") as r:
+                dst = gep(b, pad, b.add(b.mul(b.add(r, i64(win.pb[1])), i64(Wp)), i64(win.pb[2])))
+                memcpy(b, dst, gep(b, src, b.mul(r, i64(W))), i64(4 * W))
+            wo = gep(b, wp, b.mul(c, i64(KK)))
+            wvs = [splat(b, load(b, wo, i64(t)), V) for t in range(KK)]
+            offs = [kh * Wp + kw for kh in range(KH) for kw in range(KW)]
+            with for_range(b, 0, wide, V, name="q") as q:
+                acc = None
+                for t, off in enumerate(offs):
+                    xv = vload(b, pad, b.add(q, i64(off)), V)
+                    acc = b.fmul(wvs[t], xv) if acc is None else fma(b, wvs[t], xv, acc)
+                vstore(b, acc, wbuf, q)
+            plane = gep(b, y, b.mul(u, i64(P)))
+            with for_range(b, 0, OH, name="oh") as r:
+                yrow = gep(b, plane, b.mul(r, i64(OW)))
+                memcpy(b, yrow, gep(b, wbuf, b.mul(r, i64(Wp))), i64(4 * OW))
+                if kf.ep and not invariant:
+                    epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, r], 0)
+            if kf.ep and invariant:
+                epilogue_plane(b, kf.ep, extras, plane, P, [n, c], 2)
+        sh.end(b)
+        free(b, pad)
+        free(b, wbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
@@ -173,6 +257,8 @@ def _cf(kf, w, win, G, Og, O):
     units = win.N * G
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * Og * win.P * KK, units)
     prefix_sp = {1: 0, 2: 1, 3: 2}[win.nd]
+    # rows ending with a scalar tail: an epilogue of (image, channel) only runs over the plane
+    plane_ep = bool(kf.ep) and OW % 8 != 0 and kf.ep.invariant_from(2)
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -209,9 +295,11 @@ def _cf(kf, w, win, G, Og, O):
                         _row_registers(b, win, pad, Hp, Wp, od, oh, yrow, wts, wvs)
                     else:
                         _row_memory(b, win, pad, Hp, Wp, od, oh, yrow, wo)
-                    if kf.ep:
+                    if kf.ep and not plane_ep:
                         sp = [od, oh][2 - prefix_sp :] if prefix_sp else []
                         epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
+                if plane_ep:
+                    epilogue_plane(b, kf.ep, extras, plane, win.P, [n, o], win.nd)
         sh.end(b)
         free(b, pad)
 
