@@ -284,6 +284,9 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     # one row block against packed panels: stream each panel over the whole K (no K blocking)
     kcb = K if (M <= MR and packed) else KC
     shared_a = _prepack_a(kf, plan, split, nt)
+    # cutting a product by columns shares A between the parts, by rows B: many parts (shards,
+    # taken dynamically) cost nothing more when that operand is packed once
+    fine = FINE_PARTS and nbatch == 1 and (shared_a is not None if split == "n" else packed)
 
     def body(b, vals, sh):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
@@ -302,9 +305,12 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
         abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K, kcb)
         nbv = i64(nbatch)
-        # whole products per unit when there are enough of them for the threads (cutting one
-        # repeats its packing of A in every part); else cut each one into a part per thread
-        parts = sh.parts(b, nbatch)
+        if fine:  # one product, its shared operand packed once: a part per shard
+            parts = sh.n
+        else:
+            # whole products per unit when there are enough of them for the threads (cutting
+            # one repeats its packing of A in every part); else cut each into a part per thread
+            parts = sh.parts(b, nbatch)
         u0, u1 = sh.range(b, b.mul(nbv, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bidx = b.udiv(u, parts)
@@ -328,7 +334,8 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         free(kf.b, shared_a)
 
 
-SHARED_PACK_A = True  # False: every shard packs its rows of A (kept for A/B measurements)
+SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
+FINE_PARTS = True  # False: a product is cut into a part per thread, not per shard (A/B)
 
 
 def _prepack_a(kf, plan: MatmulPlan, split: str, nt):
