@@ -197,7 +197,6 @@ FAST_ERF = True  # False: erf_exact_f32 everywhere (A/B measurements)
 def erf_f32(b: ir.IRBuilder, x):
     if not FAST_ERF:
         return erf_exact_f32(b, x)
-    t = x.type
     # NaN passes through the clamp (ordered compares) and the arithmetic
     xc = _select_nan_safe_clamp(b, x, -_ERF_X, _ERF_X)
     z = b.fmul(xc, xc, flags=_FM)
