@@ -170,7 +170,41 @@ _ERF_TAYLOR = [
 ]
 
 
+# erf(x) ~ x * P(x^2) / Q(x^2) on [-3.925, 3.925] (|erf| rounds to 1 beyond): a rational
+# least-squares fit made for this file (Sanathanan-Koerner iterations with Lawson weights, in
+# float64). Max error in float32 ~4e-7 absolute and relative, against ~1e-7 for erf_exact_f32;
+# a third of its instructions (one division, no exp), which matters in GELU epilogues.
+_ERF_X = 3.925
+_ERF_P = [
+    2.030821860898868e-06,
+    0.000287490343907848,
+    0.0038763682823628187,
+    0.05308446288108826,
+    0.19297388195991516,
+    1.128378987312317,
+]
+_ERF_Q = [
+    3.803086292464286e-05,
+    0.001189755043014884,
+    0.015188438817858696,
+    0.11516795307397842,
+    0.5043503046035767,
+    1.0,
+]
+FAST_ERF = True  # False: erf_exact_f32 everywhere (A/B measurements)
+
+
 def erf_f32(b: ir.IRBuilder, x):
+    if not FAST_ERF:
+        return erf_exact_f32(b, x)
+    # NaN passes through the clamp (ordered compares) and the arithmetic
+    xc = _select_nan_safe_clamp(b, x, -_ERF_X, _ERF_X)
+    z = b.fmul(xc, xc, flags=_FM)
+    num = b.fmul(xc, _fma_poly(b, z, _ERF_P), flags=_FM)
+    return b.fdiv(num, _fma_poly(b, z, _ERF_Q))
+
+
+def erf_exact_f32(b: ir.IRBuilder, x):
     t = x.type
     ax = b.call(_intr(b, "fabs", t), [x])
     z2 = b.fmul(x, x, flags=_FM)

@@ -229,7 +229,7 @@ def _ukr_fn(llmod, t: Tile, mr: int) -> ir.Function:
     return _shared(llmod, f"relay.sgemm.ukr{mr}", [I64, F32P, F32P, I64, F32P], build)
 
 
-def _pack_a_fn(llmod, t: Tile) -> ir.Function:
+def pack_a_fn(llmod, t: Tile) -> ir.Function:
     """abuf <- A[i0:i0+mc, p0:p0+kc] (A[m,k] = a[m*rs + k*cs]) as MR-row panels, the last one
     mc % MR rows; panel r starts at r * kc."""
     MR = t.mr
@@ -349,7 +349,7 @@ def _driver_fn(llmod, t: Tile) -> ir.Function:
         ctx,
     ):
         MR, NR, MC = t.mr, t.nr, t.mc
-        pack_a, pack_b = _pack_a_fn(llmod, t), _pack_b_fn(llmod, t)
+        pack_a, pack_b = pack_a_fn(llmod, t), _pack_b_fn(llmod, t)
         ukrs = [_ukr_fn(llmod, t, r) for r in range(1, MR + 1)]
         tile = entry_alloca(b, F32, MR * NR, name="tile")
         a_raw = b.icmp_signed("==", a_kind, i32(A_RAW))

@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import llvmlite.ir as ir
 import numpy as np
 
 from . import gemv
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
     KC,
+    PackedA,
     PackedB,
     RawA,
     RawB,
@@ -27,11 +29,25 @@ from .gemm_core import (
     free_buffers,
     gemm_call,
     gemm_tile,
+    pack_a_fn,
     pack_b_panels,
     store_function,
     thread_buffers,
 )
-from .llvm_util import F32P, I64, compute_type, const, for_range, gep, i64, store_from, unravel
+from .llvm_util import (
+    F32P,
+    I64,
+    compute_type,
+    const,
+    for_range,
+    free,
+    gep,
+    i64,
+    imin,
+    malloc,
+    store_from,
+    unravel,
+)
 from .parallel import clamp_threads, parallel, split_range
 
 
@@ -267,12 +283,18 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     bmat = npan * K * NR if packed else K * N
     # one row block against packed panels: stream each panel over the whole K (no K blocking)
     kcb = K if (M <= MR and packed) else KC
+    shared_a = _prepack_a(kf, plan, split, nt)
+    # cutting a product by columns shares A between the parts, by rows B: many parts (shards,
+    # taken dynamically) cost nothing more when that operand is packed once
+    fine = FINE_PARTS and nbatch == 1 and (shared_a is not None if split == "n" else packed)
 
     def body(b, vals, sh):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
-        extras = vals[3:]
+        extras = vals[3:-1] if shared_a is not None else vals[3:]
 
         def a_src(bidx):
+            if shared_a is not None:
+                return PackedA(vals[-1])
             off = batch_offset(b, bidx, plan.batch, plan.a_bstrides)
             return RawA(gep(b, a_ptr, off), plan.a_rs, plan.a_cs)
 
@@ -283,7 +305,12 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
         abuf, bbuf = thread_buffers(b, a_src(i64(0)), b_src(i64(0)), M, N, K, kcb)
         nbv = i64(nbatch)
-        parts = b.select(b.icmp_unsigned("==", b.urem(nbv, sh.n), i64(0)), i64(1), sh.n)
+        if fine:  # one product, its shared operand packed once: a part per shard
+            parts = sh.n
+        else:
+            # whole products per unit when there are enough of them for the threads (cutting
+            # one repeats its packing of A in every part); else cut each into a part per thread
+            parts = sh.parts(b, nbatch)
         u0, u1 = sh.range(b, b.mul(nbv, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bidx = b.udiv(u, parts)
@@ -301,4 +328,38 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
         sh.end(b)
         free_buffers(b, abuf, bbuf)
 
-    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
+    shared = kf.ins + kf.outs + kf.extras + ([shared_a] if shared_a is not None else [])
+    parallel(kf.b, kf.fn.name, shared, nt, body)
+    if shared_a is not None:
+        free(kf.b, shared_a)
+
+
+SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
+FINE_PARTS = True  # False: a product is cut into a part per thread, not per shard (A/B)
+
+
+def _prepack_a(kf, plan: MatmulPlan, split: str, nt):
+    """A split by columns gives every shard all the rows of A, which each packed again (8
+    times with 2 threads): pack A once into MR-row panels over the whole K (the PackedA
+    layout), by all threads, before the product. Returns the buffer (free it after) or None."""
+    M, K = plan.M, plan.K
+    t = gemm_tile()
+    if not SHARED_PACK_A or split != "n" or plan.batch or M <= t.mr or isinstance(nt, ir.Constant):
+        return None
+    b = kf.b
+    npan = -(-M // t.mr)
+    buf = b.bitcast(malloc(b, i64(4 * npan * t.mr * K)), F32P)
+    pack = pack_a_fn(b.module, t)
+    pt = clamp_threads(b, kf.nthreads, 8.0 * M * K, npan)
+
+    def body(b, vals, sh):
+        a_ptr, dst = vals
+        p0, p1 = sh.range(b, npan)
+        r0 = b.mul(p0, i64(t.mr))
+        rows = b.sub(imin(b, b.mul(p1, i64(t.mr)), i64(M)), r0)
+        with b.if_then(b.icmp_signed(">", rows, i64(0))):
+            d = gep(b, dst, b.mul(r0, i64(K)))
+            b.call(pack, [a_ptr, i64(plan.a_rs), i64(plan.a_cs), d, r0, rows, i64(0), i64(K)])
+
+    parallel(b, f"{kf.fn.name}.pack", [kf.ins[0], buf], pt, body)
+    return buf
