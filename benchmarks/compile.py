@@ -231,7 +231,8 @@ def _table(rows, source, tvm_py, tvm_version, started, before, after) -> str:
         "(compile), each model in a fresh process with an empty `RELAY_CACHE_DIR` (frameworks "
         "imported before timing; convert covers the whole `load`: our converter's import, the "
         "file's cache-key hash, reading weights, conversion, type inference, the cache write; "
-        "our packages byte-compiled first, as an install leaves them); warm: a second fresh process with the cache the first filled "
+        "our packages byte-compiled first, as an install leaves them); warm: a second fresh "
+        "process with the cache the first filled "
         f"(load + compile). {tvm_note}, from the `.onnx` export of the same model. Random "
         f"weights; batch 1; BERT: BertConfig() defaults, sequence {SEQ}.",
         "",
