@@ -65,27 +65,17 @@ PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (p
 def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> bool:
     """Whether a convolution is one Winograd F(2x2, 3x3) serves well (force: whether it can
     serve it at all)."""
-    if force:
-        return (
-            packed
-            and G == 1
-            and win.nd == 2
-            and win.k == (1, 3, 3)
-            and win.s == (1, 1, 1)
-            and win.d == (1, 1, 1)
-        )
-    return (
+    can = (
         packed
         and G == 1
         and win.nd == 2
         and win.k == (1, 3, 3)
         and win.s == (1, 1, 1)
         and win.d == (1, 1, 1)
-        and Cg >= 16
-        and Og >= 16
-        and win.osp[1] >= 4
-        and win.osp[2] >= 4
     )
+    if force or not can:
+        return can
+    return Cg >= 16 and Og >= 16 and win.osp[1] >= 4 and win.osp[2] >= 4
 
 
 def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
