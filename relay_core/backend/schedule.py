@@ -551,26 +551,11 @@ class Scheduler:
         if n - first < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
             return None
         for j in range(first, n - 1):
-            inner, exts = axes[j:], shape[j:]
-            total = 1
-            for d in exts:
-                total *= d
-            f = T.index_var("fl_" + inner[0].name)
-            self.simp.set_bound(f, 0, total - 1)
-            m, stride = {}, total
-            for a, d in zip(inner, exts):
-                stride //= d
-                q = f // stride if stride > 1 else f
-                m[a] = q % d if a is not inner[0] else q
+            f, total, m = self._fused_var("fl_" + axes[j].name, axes[j:], shape[j:])
             value = self.to_loads(substitute(expr, m), local)
             index = self.simp(substitute(flat_index(shape, axes), m))
-            if any(
-                type(x) is Binary and x.op in ("floordiv", "floormod") and _uses(x, f)
-                for e in (value, index)
-                for x in post_order(e)
-            ):
-                continue
-            return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
+            if _linear_in(f, (value, index)):
+                return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
         return None
 
     def _reduction(self, red: Reduce, sub: dict, acc: T.Buffer, local: dict) -> T.Stmt:
@@ -614,31 +599,30 @@ class Scheduler:
         if len(axes) < 2 or not all(isinstance(a.extent, int) and a.extent > 0 for a in axes):
             return None
         for j in range(len(axes) - 1):  # the longest fusion first
-            inner = axes[j:]
-            total = 1
-            for a in inner:
-                total *= a.extent
-            f = T.index_var("rf")
-            self.simp.set_bound(f, 0, total - 1)
-            m, stride = {}, total
-            for a in inner:
-                stride //= a.extent
-                q = f // stride if stride > 1 else f
-                m[a] = q % a.extent if a is not inner[0] else q
+            f, total, m = self._fused_var("rf", axes[j:], [a.extent for a in axes[j:]])
             full = {**sub, **m} if sub else m
             src = self.to_loads(substitute(red.source, full), local)
             where = red.where
             if where is not None:
                 where = self.to_loads(substitute(where, full), local)
-            if any(
-                type(n) is Binary and n.op in ("floordiv", "floormod") and _uses(n, f)
-                for e in (src, where)
-                if e is not None
-                for n in post_order(e)
-            ):
-                continue
-            return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
+            if _linear_in(f, (src, where)):
+                return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
         return None
+
+    def _fused_var(self, name: str, axes, extents):
+        """(f, total, {axis: index from f}): one bounded loop variable over the nest of `axes`
+        (outermost first) with the given static extents."""
+        total = 1
+        for d in extents:
+            total *= d
+        f = T.index_var(name)
+        self.simp.set_bound(f, 0, total - 1)
+        m, stride = {}, total
+        for k, (a, d) in enumerate(zip(axes, extents)):
+            stride //= d
+            q = f // stride if stride > 1 else f
+            m[a] = q % d if k else q
+        return f, total, m
 
     def _parallelize(self, nest: T.Stmt, axes, shape, work, max_depth: int) -> T.Stmt:
         """Fuse the leading loops (at most `max_depth`) into one parallel loop."""
@@ -694,8 +678,16 @@ class Scheduler:
         return T.For(fused, total, body, "parallel")
 
 
-def _uses(e: PrimExpr, v: Var) -> bool:
-    return any(n is v for n in post_order(e))
+def _linear_in(v: Var, exprs) -> bool:
+    """Whether no division or remainder of `v` is left in `exprs` (None entries skipped)."""
+    divs = (
+        x
+        for e in exprs
+        if e is not None
+        for x in post_order(e)
+        if type(x) is Binary and x.op in ("floordiv", "floormod")
+    )
+    return not any(n is v for x in divs for n in post_order(x))
 
 
 def _batch_slice(buf: T.Buffer, n) -> T.Offset:
