@@ -38,6 +38,11 @@ from relay_core.ir import (
 from relay_core.ops import lookup
 from relay_core.typing import infer_expr
 
+# Recurrent layers (ONNX RNN / GRU / LSTM, aten lstm / gru / rnn_*) over a sequence of at most
+# this many steps, known at conversion, are unrolled into a static graph; longer or symbolic
+# ones stay a loop.
+RNN_UNROLL_MAX_STEPS = 64
+
 
 class ConversionError(RelayError, ValueError):
     """A source node could not be converted; the message names the node."""

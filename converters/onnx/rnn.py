@@ -13,11 +13,9 @@ import numpy as np
 from relay_core.ir import Any, Call, Function, If, Let, TensorType, Tuple, Var
 from relay_core.ir.visitor import substitute
 
+from ..common import RNN_UNROLL_MAX_STEPS as UNROLL_MAX_STEPS
 from .table import converter
 from .util import cast, scalar, scalar_like
-
-# Sequences up to this many steps are unrolled when their length is known at conversion.
-UNROLL_MAX_STEPS = 64
 
 # name -> (builder(ctx, x, alpha, beta), default alpha, default beta)
 _ACT = {

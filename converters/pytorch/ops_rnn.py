@@ -13,11 +13,8 @@ from __future__ import annotations
 from relay_core.ir import Any, Call, Expr, Function, FuncType, If, Let, TensorType, Tuple, TupleType
 from relay_core.ir import Var as RVar
 
+from ..common import RNN_UNROLL_MAX_STEPS as UNROLL_MAX_STEPS
 from .table import aten
-
-# Sequences up to this many steps are unrolled when their length is known (as
-# converters/onnx/rnn.py does for ONNX RNN / GRU / LSTM).
-UNROLL_MAX_STEPS = 64
 
 
 def _cell_lstm(ctx, xt, state, w_hh, b_hh, hidden):
