@@ -33,7 +33,7 @@ demo: $(STAMP)
 	$(BIN)/relay demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 -q --durations=20 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m 'not slow' $(PYTEST_ARGS)
