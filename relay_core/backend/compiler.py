@@ -581,7 +581,7 @@ def _unit_level(unit, opt_level: int) -> int:
 
 
 def _kernel_ops(plan) -> dict:
-    out: dict = {}
+    out: dict = dict(plan.info.get("kernel_ops", {}))  # VM plans: per kernel
     for k, o in zip(plan.info.get("step_kernels", []), plan.info.get("step_ops", [])):
         out.setdefault(k, o)
     return out

@@ -139,6 +139,13 @@ def _numel(shape) -> int:
     return n
 
 
+def group_ops(fn: Function) -> list:
+    """The names of the ops a fused group computes, sorted (build reports, profiles)."""
+    return sorted(
+        {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
+    )
+
+
 def group_flops(fn: Function) -> int:
     """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
     elementwise work is not counted)."""
@@ -366,11 +373,7 @@ class GraphCompiler(ExprFunctor):
         ]
         self.steps.append(Step(name, list(flat_args), outs, values))
         self.step_flops.append(group_flops(fn))
-        self.step_ops.append(
-            sorted(
-                {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
-            )
-        )
+        self.step_ops.append(group_ops(fn))
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
             from .lower import _unflatten

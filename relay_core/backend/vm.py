@@ -57,7 +57,7 @@ from .codegen import (
     ModuleContext,
 )
 from .derived import DerivedPrepack, derived_const
-from .graph import ConstKeys, _wrap_op, lift_constants
+from .graph import ConstKeys, _wrap_op, group_ops, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
@@ -140,6 +140,7 @@ class VMCompiler:
         self.const_keys = ConstKeys()
         self.const_nodes: list = []
         self.kernels: dict = {}
+        self.kernel_ops: dict = {}  # llvm name -> the ops it computes (build reports)
         self.globals: dict[str, _FnInfo] = {}
         self.closures: dict[int, _FnInfo] = {}
         self.todo: list[_FnInfo] = []
@@ -225,6 +226,7 @@ class VMCompiler:
             {
                 "input_descs": [type_desc(t, self.mod) for t in in_types],
                 "output_descs": [type_desc(t, self.mod) for t in out_types],
+                "kernel_ops": self.kernel_ops,
             },
         )
 
@@ -294,6 +296,7 @@ class VMCompiler:
             if lk.pre is not None:
                 KernelCodegen(self.llctx, lk.pre[0]).emit()
             entry = self.kernels[key] = (lk, name)
+            self.kernel_ops[name] = group_ops(fn)
         return entry[0], entry[1], consts
 
 

@@ -14,6 +14,7 @@ import relay_core
 from relay_core.backend import kernel_cache, split
 from relay_core.backend.kernel_cache import KernelCache
 from relay_core.ir import Function, IRModule, Tuple, call, const, var
+from relay_core.ir.types import Any
 from relay_core.passes import PassContext
 from tests.backend.support import run_python
 from tests.require import require
@@ -232,6 +233,21 @@ def test_timings_report_every_stage(cache_dir, capsys):
     hit = relay_core.build(mod, timings=True)
     assert hit.cache_hit and "load (model cache hit)" in capsys.readouterr().err
     _check(hit, mod)
+
+
+def test_timings_name_the_ops_of_dynamic_shape_kernels(cache_dir, capsys):
+    """A model with an unknown batch builds a VM plan: its kernels are named with their ops too
+    (they were all counted as shared helpers, and the kernel table was empty)."""
+    rng = np.random.default_rng(0)
+    x = var("x", (Any, 3, 16, 16))
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), _conv_relu(x, rng, 3, 8))))
+    lib = relay_core.build(mod, timings=True)
+    err = capsys.readouterr().err
+    kernels = [u for u in lib.timings.units if u["ops"]]
+    assert kernels and all("nn.conv2d" in u["ops"] for u in kernels), lib.timings.units
+    assert "the 0 largest" not in err and "nn.conv2d" in err
+    xs = rng.standard_normal((2, 3, 16, 16)).astype("float32")
+    np.testing.assert_allclose(lib(xs)[0], relay_core.evaluate(mod, xs), rtol=1e-4, atol=1e-5)
 
 
 def test_cli_compile_timings(cache_dir, tmp_path):
