@@ -90,8 +90,8 @@ def test_keras_cnn_batchnorm_depthwise():
 def test_keras_zero_padding_before_valid_convolutions_folds_and_matches():
     # MobileNetV2 / ResNet50 write ZeroPadding2D + a "valid" (depthwise) convolution: the pad
     # becomes the convolution's padding. Compiled with the model's unknown batch (the generic
-    # build, whose intermediate buffers are reused from call to call), called with batch
-    # sizes 3, 1, 3 again: each against Keras.
+    # build: kernels called once per batch element with their epilogues, intermediate
+    # buffers reused from call to call), called with batch sizes 3, 1, 3: each against Keras.
     import relay_core
     from relay_core.backend.compiler import prepare
 
@@ -104,6 +104,8 @@ def test_keras_zero_padding_before_valid_convolutions_folds_and_matches():
     x = keras.layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
     x = keras.layers.DepthwiseConv2D(3, strides=2, padding="valid")(x)
     x = keras.layers.ReLU(6.0)(x)
+    # a residual add: the 1x1 convolution's epilogue reads x at each batch element
+    x = keras.layers.Add()([x, keras.layers.Conv2D(8, 1)(x)])
     x = keras.layers.ZeroPadding2D(((1, 1), (1, 1)))(x)
     out = keras.layers.Conv2D(6, 3, strides=1, padding="same")(x)
     model = keras.Model(inp, out)
