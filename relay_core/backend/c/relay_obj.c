@@ -97,9 +97,15 @@ static int cache_n;       /* entries in use: cache[0..cache_n), oldest first */
 static size_t cache_sum;  /* their bytes */
 static volatile int cache_lock;
 
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 static void lock_cache(void) {
   while (__atomic_exchange_n(&cache_lock, 1, __ATOMIC_ACQUIRE))
-    while (__atomic_load_n(&cache_lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+    while (__atomic_load_n(&cache_lock, __ATOMIC_RELAXED)) relax();
 }
 static void unlock_cache(void) { __atomic_store_n(&cache_lock, 0, __ATOMIC_RELEASE); }
 
