@@ -340,7 +340,9 @@ class Scheduler:
                     n = T.index_var("batch")
                     ins = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
                     outs = [_batch_slice(b, n) for b in outs]
-                    call = T.CallKernel(op.name, ins + outs + list(op.scalar_args), None)
+                    extra = [_batch_slice(b, n) if _has_run_time_batch(b) else b for b in extra]
+                    args = ins + outs + extra + list(op.scalar_args)
+                    call = T.CallKernel(op.name, args, None)
                     stmts.append(T.For(n, batch, call))
                     continue
                 stmts.append(T.CallKernel(op.name, ins + outs + extra + list(op.scalar_args), None))
@@ -384,12 +386,15 @@ class Scheduler:
             op = t.attrs.get("extern") if _is_extern(t) else None
             if op is None or isinstance(op, LoopOp) or len(op.outputs) != 1 or t.id in out_ids:
                 continue
-            if getattr(op, "batch", None) is not None:
-                continue
+            batched = getattr(op, "batch", None) is not None
             rd = readers.get(t.id, [])
             if not rd or any(r is None or r is not rd[0][0] for r, _ in rd):
                 continue
             c = rd[0][0]
+            # a kernel called once per element of a run-time batch sees one element: its
+            # epilogue is built for shape (1, ...) and reads the batch-wide buffers at that
+            # element (sliced like the kernel's own input and output)
+            shape = (1,) + tuple(c.shape[1:]) if batched and c.shape else tuple(c.shape)
             if (
                 c.is_reduction
                 or c.id in hosts
@@ -397,7 +402,7 @@ class Scheduler:
                 or c.dtype != "float32"
                 or t.dtype != "float32"
                 or tuple(c.shape) != tuple(t.shape)
-                or not all(isinstance(d, int) for d in c.shape)
+                or not all(isinstance(d, int) for d in shape)
                 or not c.shape
             ):
                 continue
@@ -411,14 +416,17 @@ class Scheduler:
                     if not (x.op is None and ("const" in x.attrs or x.id in self.buffers)):
                         ok = False
                         break
+                    if batched and not _batch_read(n, c):
+                        ok = False
+                        break
             if not ok:
                 continue
             from .epilogue import epilogue_for
 
-            value_buf = T.Buffer("epi_value", t.dtype, _size(t.shape), "param", t.shape)
+            value_buf = T.Buffer("epi_value", t.dtype, _size(shape), "param", shape)
             saved = self.buffers.get(t.id)
             self.buffers[t.id] = value_buf
-            for v, d in zip(c.op.axes, c.shape):
+            for v, d in zip(c.op.axes, shape):
                 self.simp.set_bound(v, 0, d - 1)
             loads = self.to_loads(expr, {})
             if saved is None:
@@ -696,6 +704,25 @@ def _batch_slice(buf: T.Buffer, n) -> T.Offset:
     for d in buf.shape[1:]:
         per = per * d
     return T.Offset(buf, n * per)
+
+
+def _has_run_time_batch(buf: T.Buffer) -> bool:
+    return bool(buf.shape) and not isinstance(buf.shape[0], int)
+
+
+def _batch_read(read, stage) -> bool:
+    """A read an epilogue of a per-batch-element kernel can make: a tensor with the stage's
+    run-time batch axis read at the stage's batch index (the kernel passes a slice of it), or
+    a tensor without one read at indices that do not involve the batch index."""
+    n = stage.op.axes[0]
+    x = read.tensor
+    if x.shape and not isinstance(x.shape[0], int):
+        if read.indices[0] is not n:
+            return False
+        rest = read.indices[1:]
+    else:
+        rest = read.indices
+    return not any(v is n for i in rest for v in post_order(i))
 
 
 def _identity_read(read, stage) -> bool:

@@ -327,6 +327,54 @@ def _conv_batch_norm(root, conv, w, gamma, beta, mean, var, bn, **_):
     return call("nn.bias_add", new_conv, Constant(shift.astype(w.data.dtype)), axis=axes[0] - nd)
 
 
+def _zero_pad_widths(pad) -> list[tuple[int, int]] | None:
+    """The (before, after) widths of a constant zero `nn.pad`, None for any other pad."""
+    a = pad.attrs
+    if a.pad_mode != "constant" or any(b < 0 or e < 0 for b, e in a.pad_width):
+        return None
+    if len(pad.args) > 1:
+        v = pad.args[1]
+        if not (isinstance(v, Constant) and v.data.size == 1 and float(v.data.reshape(-1)[0]) == 0):
+            return None
+    elif float(a.pad_value) != 0:
+        return None
+    return [(int(b), int(e)) for b, e in a.pad_width]
+
+
+def _pad_into_conv(root, pad, w, **_):
+    # conv(pad(x, zeros on spatial axes), W) -> conv(x, W) with the widths added to its padding
+    # (tf2onnx writes TF's explicit ZeroPadding2D + "VALID" stride-2 convolutions this way;
+    # Keras MobileNetV2 has them itself): one pass over the input instead of a padded copy.
+    from ..ops.nn_util import resolve_pads
+
+    widths = _zero_pad_widths(pad)
+    a = root.attrs
+    layout, klayout = a.data_layout, a.kernel_layout
+    xt, wt = type_of(pad), _static(w)
+    if widths is None or not isinstance(xt, TensorType) or wt is None or len(layout) != len(widths):
+        return None
+    sp = [i for i, c in enumerate(layout) if c not in "NC"]
+    if any(widths[i] != (0, 0) for i, c in enumerate(layout) if c in "NC"):
+        return None
+    ks = [wt.shape[i] for i, c in enumerate(klayout) if c not in "OI"]
+    nd = len(sp)
+    if len(ks) != nd or not all(isinstance(xt.shape[i], int) for i in sp):
+        return None
+    try:
+        pads = resolve_pads(
+            a.auto_pad, a.padding, [xt.shape[i] for i in sp], ks, a.strides, a.dilation, "conv"
+        )
+    except Exception:  # noqa: BLE001 - an attribute the type checker would refuse: leave it
+        return None
+    if any(p is None for p in pads):
+        return None
+    begins = [pb + widths[i][0] for (pb, _), i in zip(pads, sp)]
+    ends = [pe + widths[i][1] for (_, pe), i in zip(pads, sp)]
+    attrs = _attrs(root)
+    attrs.update(padding=tuple(begins + ends), auto_pad="NOTSET")
+    return call(root.op.name, pad.args[0], w, **attrs)
+
+
 def _matmul_to_dense(root, x, w, **_):
     # x @ W with a constant 2-D W is dense(x, W^T): the form the backend fuses with a bias.
     a = root.attrs
@@ -357,6 +405,12 @@ def _is_conv(d) -> bool:
 CONV = op(_is_conv, X, const("w"), name="conv")
 DENSE = op("nn.dense", X, const("w"), name="dense")
 FOLD = [
+    # conv(pad(x), W) -> conv(x, W) with the pad in the convolution's padding
+    rule(
+        op(_is_conv, op("nn.pad", any_args=True, name="pad"), const("w")),
+        _pad_into_conv,
+        "conv(zero-pad(x), W) -> conv(x, W, padding + pad widths)",
+    ),
     # matmul(x, W) -> dense(x, W^T) (W a constant matrix)
     rule(op("nn.matmul", X, const("w")), _matmul_to_dense, "matmul(x, W) -> dense(x, W^T)"),
     # conv(x, W) * s -> conv(x, W*s) (s constant, per output channel)

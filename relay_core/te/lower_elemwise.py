@@ -25,7 +25,9 @@ def _binary(name: str, fn):
     def lower(inputs, attrs, out_type):
         a, b = inputs
         shape = out_shape(out_type, broadcast_shape(a.shape, b.shape))
-        return compute(shape, lambda *i: fn(broadcast_read(a, i), broadcast_read(b, i)), name)
+        return compute(
+            shape, lambda *i: fn(broadcast_read(a, i, shape), broadcast_read(b, i, shape)), name
+        )
 
     return lower
 

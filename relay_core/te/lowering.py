@@ -79,14 +79,19 @@ def out_shape(out_type, computed: tuple) -> tuple:
     return tuple(computed)
 
 
-def broadcast_read(t: Tensor, idx: tuple) -> PrimExpr:
-    """`t` read at output indices `idx` under numpy broadcasting (t aligned to the right)."""
+def broadcast_read(t: Tensor, idx: tuple, shape: tuple | None = None) -> PrimExpr:
+    """`t` read at output indices `idx` under numpy broadcasting (t aligned to the right).
+    `shape`, the output's shape when known: a run-time dim of `t` that is the output's own
+    dim is read at the index itself (the index is below it, so 0 when it is 1), which keeps
+    the read an identity read (a kernel's epilogue can take it)."""
     off = len(idx) - t.ndim
     sub = []
     for k, d in enumerate(t.shape):
         i = idx[off + k]
         if isinstance(d, int):
             sub.append(0 if d == 1 else i)
+        elif shape is not None and shape[off + k] is d:
+            sub.append(i)
         else:
             sub.append(select(eq(d, 1), 0, i))
     return t[tuple(sub)]

@@ -112,6 +112,71 @@ def test_zero_bias_add_is_dropped_and_a_nonzero_one_stays():
     )
 
 
+def test_zero_pad_folds_into_the_convolution_padding():
+    # NCHW with explicit padding, NHWC with SAME / VALID (tf2onnx's and Keras's Pad + "VALID"
+    # stride-2 convolutions); the interpreter computes the same values before and after
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 2, 6, 7)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 3, 3)).astype(np.float32)
+    sig = "%x: Tensor[(1, 2, 6, 7), float32]"
+    pad = "nn.pad(%x, pad_width=[[0, 0], [0, 0], [0, 1], [1, 2]])"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ nn.conv2d({pad}, meta[Constant][0], strides=[2, 2], padding=[1]) }}",
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][0], strides=[2, 2], "
+        "padding=[1, 2, 2, 3]) }",
+        consts=[w],
+        inputs=[x],
+    )
+    xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    dw = rng.normal(size=(3, 3, 1, 2)).astype(np.float32)
+    sig = "%x: Tensor[(1, 6, 7, 2), float32]"
+    pad = "nn.pad(%x, 0f, pad_width=[[0, 0], [0, 1], [0, 1], [0, 0]])"
+    for auto, pads in (("VALID", "[0, 0, 1, 1]"), ("SAME_UPPER", "[1, 0, 2, 2]")):
+        attrs = 'groups=2, data_layout="NHWC", kernel_layout="HWIO"'
+        check(
+            passes.SimplifyExpr(),
+            f"def @main({sig}) {{ nn.conv2d({pad}, meta[Constant][0], strides=[2, 2], "
+            f'{attrs}, auto_pad="{auto}") }}',
+            f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][0], strides=[2, 2], "
+            f"padding={pads}, {attrs}) }}",
+            consts=[dw],
+            inputs=[xl],
+        )
+
+
+@pytest.mark.parametrize(
+    "pad",
+    [
+        "nn.pad(%x, 1f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]])",  # not zero
+        'nn.pad(%x, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]], pad_mode="reflect")',
+        "nn.pad(%x, pad_width=[[0, 0], [0, 0], [-1, 1], [1, 1]])",  # a crop
+    ],
+)
+def test_pads_a_convolution_cannot_take_stay(pad):
+    sig = "%x: Tensor[(1, 2, 6, 7), float32]"
+    w = np.ones((3, 2, 3, 3), np.float32)
+    body = f"nn.conv2d({pad}, meta[Constant][0])"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {body} }}",
+        f"def @main({sig}) {{ {body} }}",
+        consts=[w],
+    )
+
+
+def test_a_pad_on_the_channels_stays():
+    sig = "%x: Tensor[(1, 2, 6, 7), float32]"
+    w = np.ones((3, 3, 3, 3), np.float32)
+    body = "nn.conv2d(nn.pad(%x, pad_width=[[0, 0], [0, 1], [0, 0], [0, 0]]), meta[Constant][0])"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {body} }}",
+        f"def @main({sig}) {{ {body} }}",
+        consts=[w],
+    )
+
+
 def test_transpose_composition():
     sig = "%x: Tensor[(2, 3, 4), float32]"
     check(

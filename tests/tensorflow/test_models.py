@@ -87,6 +87,41 @@ def test_keras_cnn_batchnorm_depthwise():
     check_compiled("keras CNN (BN, depthwise)", model, [x])
 
 
+def test_keras_zero_padding_before_valid_convolutions_folds_and_matches():
+    # MobileNetV2 / ResNet50 write ZeroPadding2D + a "valid" (depthwise) convolution: the pad
+    # becomes the convolution's padding. Compiled with the model's unknown batch (the generic
+    # build: kernels called once per batch element with their epilogues, intermediate
+    # buffers reused from call to call), called with batch sizes 3, 1, 3: each against Keras.
+    import relay_core
+    from relay_core.backend.compiler import prepare
+
+    keras.utils.set_random_seed(4)
+    inp = keras.Input((64, 64, 3))  # intermediates of >= 64 KB: kept for reuse
+    x = keras.layers.ZeroPadding2D(((3, 3), (3, 3)))(inp)
+    x = keras.layers.Conv2D(8, 7, strides=2, padding="valid")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.ReLU(6.0)(x)
+    x = keras.layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
+    x = keras.layers.DepthwiseConv2D(3, strides=2, padding="valid")(x)
+    x = keras.layers.ReLU(6.0)(x)
+    # a residual add: the 1x1 convolution's epilogue reads x at each batch element
+    x = keras.layers.Add()([x, keras.layers.Conv2D(8, 1)(x)])
+    x = keras.layers.ZeroPadding2D(((1, 1), (1, 1)))(x)
+    out = keras.layers.Conv2D(6, 3, strides=1, padding="same")(x)
+    model = keras.Model(inp, out)
+    _randomize_bn(model)
+    mod = from_tensorflow(model)
+    text = prepare(mod).astext(show_meta_data=False)
+    assert "nn.pad" not in text
+    lib = relay_core.build(mod)
+    rng = np.random.default_rng(5)
+    assert type(lib).__name__ == "CompiledModule"
+    for n in (3, 1, 3):
+        x = rng.normal(size=(n, 64, 64, 3)).astype("f4")
+        err = rel_error(flat(lib(x)), _expected(model, [x]))
+        assert err <= REL, f"batch {n}: relative error {err:.2e}"
+
+
 def test_keras_lstm_gru_text_model():
     keras.utils.set_random_seed(2)
     model = keras.Sequential(

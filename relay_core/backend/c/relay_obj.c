@@ -24,8 +24,11 @@ typedef struct RObj {
   int64_t *shape;  /* tensor shape (n values) */
   int32_t owns;    /* tensor owns its data */
   int32_t pad;
+  size_t bytes;    /* owned tensor data: bytes allocated */
   struct RObj *fields[];
 } RObj;
+
+static void data_free(void *p, size_t bytes);
 
 static RObj *robj_new(int32_t kind, int64_t nfields, int64_t extra_bytes) {
   size_t sz = sizeof(RObj) + (size_t)nfields * sizeof(RObj *) + (size_t)extra_bytes;
@@ -69,11 +72,94 @@ void relay_release(RObj *o) {
         stack[top++] = f;
       }
     } else if (x->owns) {
-      free(x->data);
+      data_free(x->data, x->bytes);
     }
     free(x);
   }
   if (stack != stack_small) free(stack);
+}
+
+/* -- tensor data ---------------------------------------------------------------------------
+ * The intermediate tensors of a call are allocated and freed again at every call, in the
+ * same sizes. Handed back to malloc, large blocks are returned to the kernel (munmap, or
+ * brk trimming the heap top) and the next call faults every page in again: a MobileNetV2
+ * with a dynamic batch spent a third of its time in page faults. Freed blocks of at least
+ * CACHE_MIN bytes are kept here (at most CACHE_SLOTS blocks and CACHE_BYTES in total, the
+ * oldest freed first when full) and handed out again for a request of the same size. */
+enum { CACHE_SLOTS = 64 };
+#define CACHE_MIN ((size_t)64 << 10)
+#define CACHE_BYTES ((size_t)256 << 20)
+static struct {
+  void *p;
+  size_t bytes;
+} cache[CACHE_SLOTS];
+static int cache_n;       /* entries in use: cache[0..cache_n), oldest first */
+static size_t cache_sum;  /* their bytes */
+static volatile int cache_lock;
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void lock_cache(void) {
+  while (__atomic_exchange_n(&cache_lock, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(&cache_lock, __ATOMIC_RELAXED)) relax();
+}
+static void unlock_cache(void) { __atomic_store_n(&cache_lock, 0, __ATOMIC_RELEASE); }
+
+static void *data_alloc(size_t bytes) {
+  if (bytes >= CACHE_MIN) {
+    void *p = NULL;
+    lock_cache();
+    for (int i = cache_n - 1; i >= 0; i--) {
+      if (cache[i].bytes == bytes) {
+        p = cache[i].p;
+        cache_sum -= bytes;
+        memmove(&cache[i], &cache[i + 1], (size_t)(cache_n - 1 - i) * sizeof cache[0]);
+        cache_n--;
+        break;
+      }
+    }
+    unlock_cache();
+    if (p) return p;
+  }
+  void *p = aligned_alloc(64, bytes);
+  if (!p) {
+    fprintf(stderr, "relay: out of memory (%zu bytes)\n", bytes);
+    abort();
+  }
+  return p;
+}
+
+static void data_free(void *p, size_t bytes) {
+  if (bytes < CACHE_MIN || bytes > CACHE_BYTES) {
+    free(p);
+    return;
+  }
+  void *evict[CACHE_SLOTS];
+  int ne = 0;
+  lock_cache();
+  while (cache_n && (cache_n == CACHE_SLOTS || cache_sum + bytes > CACHE_BYTES)) {
+    evict[ne++] = cache[0].p;
+    cache_sum -= cache[0].bytes;
+    memmove(&cache[0], &cache[1], (size_t)(cache_n - 1) * sizeof cache[0]);
+    cache_n--;
+  }
+  cache[cache_n].p = p;
+  cache[cache_n].bytes = bytes;
+  cache_n++;
+  cache_sum += bytes;
+  unlock_cache();
+  for (int i = 0; i < ne; i++) free(evict[i]);
+}
+
+/* the library unloaded: hand the kept blocks back */
+__attribute__((destructor)) static void drop_cache(void) {
+  for (int i = 0; i < cache_n; i++) free(cache[i].p);
+  cache_n = 0;
+  cache_sum = 0;
 }
 
 /* -- tensors ---------------------------------------------------------------------------- */
@@ -92,7 +178,9 @@ RObj *relay_tensor_new(int64_t ndim, const int64_t *shape, int64_t itemsize) {
     count *= shape[i];
   }
   size_t bytes = (size_t)(count * itemsize + 63) / 64 * 64;
-  o->data = aligned_alloc(64, bytes ? bytes : 64);
+  if (!bytes) bytes = 64;
+  o->data = data_alloc(bytes);
+  o->bytes = bytes;
   o->owns = 1;
   return o;
 }
