@@ -188,8 +188,8 @@ def _rcp_intrinsic(b: ir.IRBuilder, t: ir.Type):
 
 
 def _exp_bounded(b: ir.IRBuilder, z):
-    """exp(z) for z in [-88, 88] (not NaN): exp_f32 without its clamps and NaN handling, and
-    one power-of-two scaling (2**n with n in [-127, 127]; 2**-127 comes out as 0)."""
+    """exp(z) for z in [-86, 88] (NaN: an unspecified value): exp_f32 without its clamps and
+    NaN handling, the power-of-two scaling an integer add to the exponent field."""
     t = z.type
     n = b.call(_intr(b, "roundeven", t), [b.fmul(z, _c(t, 1.4426950408889634))])
     fma_ = _intr(b, "fma", t, 3)
@@ -209,7 +209,11 @@ def _exp_bounded(b: ir.IRBuilder, z):
     )
     rr = b.fmul(r, r, flags=_FM)
     y = b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(t, 1.0), flags=_FM)
-    return b.fmul(y, _pow2i(b, b.fptosi(n, _vec(t, I32))))
+    # y * 2**n: n added to y's exponent field (y in [0.7, 1.5]: exponent 126 or 127; with
+    # n in [-124, 127] the sum stays a normal exponent)
+    it = _vec(t, I32)
+    bits = b.add(b.bitcast(y, it), b.shl(b.fptosi(n, it), _c(it, 23)))
+    return b.bitcast(bits, t)
 
 
 def sigmoid_f32(b: ir.IRBuilder, x):
@@ -221,10 +225,10 @@ def sigmoid_f32(b: ir.IRBuilder, x):
     # 8- or 16-lane vectors on x86 (conv / GEMM epilogues: SiLU after every convolution of
     # EfficientNet): a reciprocal estimate and one Newton step instead of a divide (vdivps is
     # one per 5 cycles for 8 lanes on Zen 4, more than the rest of the sigmoid); -x clamped
-    # to [-88, 88], where 1 + exp(-x) stays finite; below -88 the result is 0 (sigmoid(-88) = 6e-39)
-    z = _select_nan_safe_clamp(b, b.fneg(x), -88.0, 88.0)
+    # to [-86, 88], where 1 + exp(-x) stays finite (sigmoid(86) = 1 in float32); below -88 the
+    # result is 0 (sigmoid(-88) = 6e-39)
     uno = b.fcmp_unordered("uno", x, x)
-    z = b.select(uno, _c(t, 0.0), z)
+    z = _select_nan_safe_clamp(b, b.fneg(x), -86.0, 88.0)  # NaN stays NaN: selected out below
     d = b.fadd(_c(t, 1.0), _exp_bounded(b, z))
     fn, extra = rcp
     r0 = b.call(fn, [d, *extra])

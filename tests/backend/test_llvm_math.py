@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from relay_core.backend import llvm_math
-from relay_core.backend.kernels.llvm_util import F32, F32P, I64, for_range, gep, vload, vstore
+from relay_core.backend.kernels.llvm_util import F32P, I64, for_range, gep, vload, vstore
 from tools.kernel_jit import compile_module
 
 
