@@ -351,13 +351,20 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
     (1, 300, (14, 14), 64, 1, 1, 0, 1, 1),  # long reduction, O % 6 == 4
     (1, 3, (40, 40), 2, 1, 1, 0, 1, 1),  # fewer output channels than one panel
     (1, 33, (25, 30), 97, 1, 1, 0, 1, 1),  # many column blocks, O % 6 == 1
+    (1, 40, (7, 7), 66, 1, 1, 0, 1, 1),  # transposed, O % 32 == 2
+    (2, 12, (10, 13), 31, 1, 1, 0, 1, 1),  # 130 positions: a 32-wide panel of 2
 ]
 
 
+@pytest.mark.parametrize("nr", [16, 32])  # tile width: 16 (AVX2), 32 (AVX-512's default)
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
-def test_conv2d_pointwise(nthreads, layout, klayout):
+def test_conv2d_pointwise(nthreads, layout, klayout, nr):
     from relay_core.backend.kernels import conv_pointwise
+    from relay_core.backend.llvm_target import host
+
+    if nr == 32 and "+avx512f" not in host()[2].split(","):
+        pytest.skip("32-wide tiles are for AVX-512 (32 vector registers)")
     from relay_core.backend.kernels.conv import conv_window
     from tools.kernel_jit import tt
 
@@ -382,7 +389,11 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
         bias = rng.standard_normal(g[3]).astype(np.float32)
         c["extras"] = [bias]
         cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
-    _check(cases, "nn.conv2d")
+    conv_pointwise.FORCE_NR = nr
+    try:
+        _check(cases, "nn.conv2d")
+    finally:
+        conv_pointwise.FORCE_NR = None
 
 
 DEPTHWISE_NARROW_2D = [  # channel-first rows of < 8 outputs: 8 channels interleaved per block
