@@ -1,10 +1,12 @@
 """Depthwise convolution (groups == input channels, one input channel per group), float32.
 
-Channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is copied
-into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input rows
-scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
-Channel-first rows of < 8 outputs (7x7 planes: rows that would be all scalar tails) interleave
-8 channels into a local blocked scratch and vectorise over the channels (multiplier 1).
+Channel-first 2-D planes with output rows of <= 32 (stride 1 or 2, windows <= 7x7): _cf_rows,
+each output row a few 16-lane (or 8-lane) vectors over column phases of a padded scratch.
+Other channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is
+copied into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input
+rows scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
+Other channel-first rows of < 8 outputs (rows that would be all scalar tails) interleave 8
+channels into a local blocked scratch and vectorise over the channels (multiplier 1).
 Channel-last: per output position the taps accumulate whole channel vectors. Channel
 multipliers (Og > 1) are supported.
 """
@@ -192,6 +194,7 @@ def _rows_usable(win, Og) -> bool:
         and win.d == (1, 1, 1)
         and win.k[1] <= 7
         and win.k[2] <= 7
+        and min(win.pb + win.pe) >= 0
     )
 
 
