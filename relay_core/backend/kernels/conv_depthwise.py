@@ -1,10 +1,12 @@
 """Depthwise convolution (groups == input channels, one input channel per group), float32.
 
-Channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is copied
-into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input rows
-scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
-Channel-first rows of < 8 outputs (7x7 planes: rows that would be all scalar tails) interleave
-8 channels into a local blocked scratch and vectorise over the channels (multiplier 1).
+Channel-first 2-D planes with output rows of <= 32 (stride 1 or 2, windows <= 7x7): _cf_rows,
+each output row a few 16-lane (or 8-lane) vectors over column phases of a padded scratch.
+Other channel-first planes with rows of >= 8 outputs: per (image, channel) plane, the plane is
+copied into a zero-padded scratch plane, then each output row accumulates KD*KH*KW shifted input
+rows scaled by one weight each (LLVM vectorises the row loops; stride-1 rows are contiguous).
+Other channel-first rows of < 8 outputs (rows that would be all scalar tails) interleave 8
+channels into a local blocked scratch and vectorise over the channels (multiplier 1).
 Channel-last: per output position the taps accumulate whole channel vectors. Channel
 multipliers (Og > 1) are supported.
 """
@@ -59,6 +61,8 @@ def emit_depthwise(
         w = wbuf
     if cl:
         _cl(kf, w, win, G, Og, O)
+    elif _rows_usable(win, Og):
+        _cf_rows(kf, w, win, G)
     elif _flat_usable(win, Og):
         _cf_flat(kf, w, win, G)
     elif Og == 1 and win.osp[2] < BLOCKED_OW and win.KK <= 49:
@@ -164,6 +168,132 @@ def _cf_blocked(kf, w, win, G):
         sh.end(b)
         free(b, pad)
         free(b, obuf)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
+
+
+# Benchmarks and tests only: "rows" / "legacy" force the choice between _cf_rows and the older
+# channel-first paths (_cf_flat, _cf_blocked, _cf). None: the _rows_usable rule.
+FORCE: str | None = None
+
+
+ROWS_MAX_OW = 32  # wider output rows keep _cf (measured: equal at 112, slower at 56)
+
+
+def _rows_usable(win, Og) -> bool:
+    """2-D, multiplier 1, equal strides of 1 or 2, undilated, windows of <= 7x7, output rows of
+    <= ROWS_MAX_OW."""
+    if FORCE == "legacy":
+        return False
+    return (
+        (FORCE == "rows" or win.osp[2] <= ROWS_MAX_OW)
+        and win.nd == 2
+        and Og == 1
+        and win.s[1] == win.s[2]
+        and win.s[2] in (1, 2)
+        and win.d == (1, 1, 1)
+        and win.k[1] <= 7
+        and win.k[2] <= 7
+        and min(win.pb + win.pe) >= 0
+    )
+
+
+def _row_vector(OW: int) -> int:
+    """Lanes per vector of an output row: 16 (one zmm with AVX-512) when it wastes no more
+    lanes than 8 would (14, 28, 112: yes; 7, 56: no)."""
+    return 16 if -(-OW // 16) * 16 == -(-OW // 8) * 8 else 8
+
+
+def _cf_rows(kf, w, win, G):
+    """Channel-first, multiplier 1, stride s in (1, 2): per (image, channel) plane, the input is
+    copied into a zero-padded scratch split into s column phases (phase p holds the padded
+    columns p, p + s, ...), so that each tap of an output row is one contiguous vector load:
+    output (oh, ow) tap (kh, kw) reads phase kw % s, row s*oh + kh, column ow + kw // s. Every
+    output row is computed as ceil(OW / V) vectors (unrolled; taps unrolled, weights held as
+    splats) and stored whole: a vector running past its row writes into the next row, which is
+    computed afterwards and overwrites it; only a store past the plane's end goes through a
+    small tile. An epilogue of (image, channel) only runs as one vector loop over the plane
+    afterwards, other epilogues over each row."""
+    _, H, W = win.sp
+    _, OH, OW = win.osp
+    _, KH, KW = win.k
+    s = win.s[2]
+    P, KK = win.P, KH * KW
+    V = _row_vector(OW)
+    nblk = -(-OW // V)
+    Hp = max(H + win.pb[1] + win.pe[1], s * (OH - 1) + KH)
+    Wfull = max(W + win.pb[2] + win.pe[2], s * (OW - 1) + KW)
+    Wq = -(-Wfull // s)  # columns per phase row
+    PH = Hp * Wq  # floats per phase
+    pad_n = s * PH + V  # + slack: the last row's last vector reads past the last phase
+    units = win.N * G
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * units * P * KK, units)
+    # an epilogue of (image, channel) only: one vector loop over the plane afterwards (applied
+    # in registers before each row's store it cost more: its constants and the 25 weight
+    # splats of a 5x5 window spill)
+    invariant = bool(kf.ep) and kf.ep.invariant_from(2)
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        pad = b.bitcast(malloc(b, i64(4 * pad_n)), F32P)
+        memset0(b, pad, i64(4 * pad_n))
+        tile = b.bitcast(malloc(b, i64(4 * V)), F32P)
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="u") as u:
+            n = b.udiv(u, i64(G))
+            c = b.urem(u, i64(G))
+            src = gep(b, x, b.mul(u, i64(win.IP)))
+            # interior copy, split into column phases (the border stays zero: the interior is
+            # the same for every plane)
+            with for_range(b, 0, H, name="cr") as r:
+                srow = gep(b, src, b.mul(r, i64(W)))
+                prow = b.mul(b.add(r, i64(win.pb[1])), i64(Wq))
+                for ph in range(s):
+                    iw0 = (ph - win.pb[2]) % s  # first input column landing in phase ph
+                    cnt = max(0, -(-(W - iw0) // s))
+                    if cnt == 0:
+                        continue
+                    j0 = (iw0 + win.pb[2]) // s
+                    dst = gep(b, pad, b.add(prow, i64(ph * PH + j0)))
+                    with for_range(b, 0, cnt, name=f"cw{ph}") as m:
+                        v = load(b, srow, b.add(b.mul(m, i64(s)), i64(iw0)))
+                        store(b, v, dst, m)
+            wo = gep(b, wp, b.mul(c, i64(KK)))
+            wvs = [splat(b, load(b, wo, i64(t)), V) for t in range(KK)]
+            plane = gep(b, y, b.mul(u, i64(P)))
+            with for_range(b, 0, OH, name="oh") as r:
+                rin = b.mul(r, i64(s * Wq))
+                for jb in range(nblk):
+                    acc = None
+                    for kh in range(KH):
+                        for kw in range(KW):
+                            off = (kw % s) * PH + kh * Wq + jb * V + kw // s
+                            xv = vload(b, pad, b.add(rin, i64(off)), V)
+                            wv = wvs[kh * KW + kw]
+                            acc = b.fmul(wv, xv) if acc is None else fma(b, wv, xv, acc)
+                    start = b.add(b.mul(r, i64(OW)), i64(jb * V))
+                    if jb < nblk - 1 or OW % V == 0:  # never past the plane's end
+                        vstore(b, acc, plane, start)
+                        continue
+                    inside = b.icmp_signed("<=", b.add(start, i64(V)), i64(P))
+                    with b.if_else(inside) as (fits, past):
+                        with fits:
+                            vstore(b, acc, plane, start)
+                        with past:  # the plane's end: through the tile, this row's lanes only
+                            vstore(b, acc, tile, i64(0))
+                            cnt = min(V, OW - jb * V)
+                            with for_range(b, 0, cnt, name="tl") as q:
+                                store(b, load(b, tile, q), plane, b.add(start, q))
+            if invariant:
+                epilogue_plane(b, kf.ep, extras, plane, P, [n, c], 2)
+            elif kf.ep:
+                with for_range(b, 0, OH, name="er") as r:
+                    yrow = gep(b, plane, b.mul(r, i64(OW)))
+                    epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, r], 0)
+        sh.end(b)
+        free(b, pad)
+        free(b, tile)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 

@@ -351,13 +351,20 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
     (1, 300, (14, 14), 64, 1, 1, 0, 1, 1),  # long reduction, O % 6 == 4
     (1, 3, (40, 40), 2, 1, 1, 0, 1, 1),  # fewer output channels than one panel
     (1, 33, (25, 30), 97, 1, 1, 0, 1, 1),  # many column blocks, O % 6 == 1
+    (1, 40, (7, 7), 66, 1, 1, 0, 1, 1),  # transposed, O % 32 == 2
+    (2, 12, (10, 13), 31, 1, 1, 0, 1, 1),  # 130 positions: a 32-wide panel of 2
 ]
 
 
+@pytest.mark.parametrize("nr", [16, 32])  # tile width: 16 (AVX2), 32 (AVX-512's default)
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
-def test_conv2d_pointwise(nthreads, layout, klayout):
+def test_conv2d_pointwise(nthreads, layout, klayout, nr):
     from relay_core.backend.kernels import conv_pointwise
+    from relay_core.backend.llvm_target import host
+
+    if nr == 32 and "+avx512f" not in host()[2].split(","):
+        pytest.skip("32-wide tiles are for AVX-512 (32 vector registers)")
     from relay_core.backend.kernels.conv import conv_window
     from tools.kernel_jit import tt
 
@@ -382,7 +389,11 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
         bias = rng.standard_normal(g[3]).astype(np.float32)
         c["extras"] = [bias]
         cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
-    _check(cases, "nn.conv2d")
+    conv_pointwise.FORCE_NR = nr
+    try:
+        _check(cases, "nn.conv2d")
+    finally:
+        conv_pointwise.FORCE_NR = None
 
 
 DEPTHWISE_NARROW_2D = [  # channel-first rows of < 8 outputs: 8 channels interleaved per block
@@ -415,3 +426,69 @@ def test_conv2d_depthwise_narrow(nthreads, packed):
         c["extras"] = [bias]
         cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
     _check(cases, "nn.conv2d")
+
+
+DEPTHWISE_ROWS_2D = [  # conv_depthwise._cf_rows: rows of ceil(OW / V) vectors, phases for s = 2
+    # n, c, (h, w), o, k, s, p, d, g
+    (2, 5, (7, 7), 5, 5, 1, 2, 1, 5),  # 7x7 (V = 8): the plane's last store through the tile
+    (1, 6, (14, 14), 6, 5, 2, 2, 1, 6),  # stride 2 to 7x7 (EfficientNet's 672 -> 7x7)
+    (1, 4, (15, 15), 4, 5, 2, 2, 1, 4),  # stride 2, odd input width
+    (8, 3, (14, 14), 3, 3, 1, 1, 1, 3),  # 14 wide (one 16-lane vector per row)
+    (1, 3, (28, 28), 3, 5, 1, 2, 1, 3),  # 28 wide: a full and a partial vector per row
+    (1, 3, (56, 56), 3, 5, 2, 2, 1, 3),  # stride 2 from 56 to 28
+    (1, 2, (32, 32), 2, 3, 1, 1, 1, 2),  # 32 wide: whole vectors, no tile
+    (1, 3, (3, 9), 3, 3, 1, 1, 1, 3),  # rows of 3 of 8 lanes run two rows ahead
+    (1, 3, (10, 12), 3, 7, 1, 3, 1, 3),  # 7x7 window
+    (1, 3, (9, 8), 3, 2, 2, 0, 1, 3),  # even window, no padding
+    (2, 7, (12, 10), 7, 3, 2, 1, 1, 7),  # stride 2, non-square, even input
+]
+DEPTHWISE_ROWS_FORCED = [  # wider rows than the rule sends here (FORCE = "rows")
+    (1, 2, (56, 56), 2, 3, 1, 1, 1, 2),
+    (1, 2, (112, 112), 2, 3, 2, 1, 1, 2),
+    (1, 2, (50, 50), 2, 3, 1, 1, 1, 2),
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv2d_depthwise_rows(nthreads):
+    from relay_core.backend.kernels import conv_depthwise
+
+    kw = dict(nthreads=nthreads)
+    geoms = [g for g in DEPTHWISE_ROWS_2D]
+    assert all(conv_depthwise._rows_usable(_win(g), 1) for g in geoms)
+    cases = [conv_case(2, *g, **kw) for g in geoms]
+    cases += [conv_case(2, *g, **kw, pads=((0, 2), (1, 0))) for g in geoms[:3]]
+    wts = (0.5, 0.25, 0.125, 0.0625)  # reads every index: the per-row epilogue
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [conv_case(2, *g, epilogue=index_epilogue(wts), **kw) for g in geoms]
+    ]
+    for g in geoms:  # per channel: the per-plane epilogue
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")
+    forced = [conv_case(2, *g, **kw) for g in DEPTHWISE_ROWS_FORCED]
+    for g in DEPTHWISE_ROWS_FORCED[:1]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), **kw)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        forced.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    conv_depthwise.FORCE = "rows"
+    try:
+        _check(forced, "nn.conv2d")
+    finally:
+        conv_depthwise.FORCE = None
+
+
+def _win(g):
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    n, c, (h, w_), o, k, s, p, d, grp = g
+    oh = (h + 2 * p - d * (k - 1) - 1) // s + 1
+    ow = (w_ + 2 * p - d * (k - 1) - 1) // s + 1
+    attrs = dict(strides=(s, s), padding=(p, p, p, p), dilation=(d, d), groups=grp)
+    ins = [tt((n, c, h, w_)), tt((o, c // grp, k, k))]
+    return conv_window(ins, [tt((n, o, oh, ow))], attrs, 2)[0]
