@@ -335,7 +335,14 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
 
 SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
-FINE_PARTS = True  # False: a product is cut into a part per thread, not per shard (A/B)
+# False: a product is cut into a part per thread, not per shard (kept for A/B measurements).
+# Fine parts pay on the ViT-S products (197 x 1536 x 384 on/off 0.88, 197 x 1152 x 384 0.92,
+# 2 threads) and were never slower on the others measured (LSTM input projections 512 / 64 x
+# 1024 x 128 / 256, GPT-2 and ViT-S 128..197-row products: 0.95-1.015), kernel-level A/B in one
+# process, 2026-12-02; with one thread both are one part. The LSTM batch-8 model was the same
+# either way (80 interleaved rounds: on/off 1.01 on 2 threads, 0.99 on 1): its 1.03 -> 1.28x
+# onnxruntime between two full benchmark runs was load noise, not this switch.
+FINE_PARTS = True
 
 
 def _prepack_a(kf, plan: MatmulPlan, split: str, nt):
