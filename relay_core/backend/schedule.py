@@ -596,8 +596,8 @@ class Scheduler:
             body: T.Stmt = T.Store(out_buf, pi, pv)
             for a, d in zip(reversed(paxes), reversed(pshape)):
                 body = T.For(a, d, body)
-            if p == 0:  # each range on the threads by itself
-                work = _static_work(pshape, None) * cost
+            if p == 0:  # each range on the threads by itself, by its own work
+                work = _static_work(pshape, None) * _expr_cost(pv)
                 body = self._parallelize(body, paxes, pshape, work, len(paxes))
             nests.append(body)
         body = T.seq(*nests)
