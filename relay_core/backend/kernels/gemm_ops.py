@@ -336,12 +336,13 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
 SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
 # False: a product is cut into a part per thread, not per shard (kept for A/B measurements).
-# Fine parts pay on the ViT-S products (197 x 1536 x 384 on/off 0.88, 197 x 1152 x 384 0.92,
-# 2 threads) and were never slower on the others measured (LSTM input projections 512 / 64 x
-# 1024 x 128 / 256, GPT-2 and ViT-S 128..197-row products: 0.95-1.015), kernel-level A/B in one
-# process, 2026-12-02; with one thread both are one part. The LSTM batch-8 model was the same
-# either way (80 interleaved rounds: on/off 1.01 on 2 threads, 0.99 on 1): its 1.03 -> 1.28x
-# onnxruntime between two full benchmark runs was load noise, not this switch.
+# Kernel-level A/B in one process, 2 threads, two runs (2026-12-02, load 5-7): fine parts pay on
+# 197 x 1536 x 384 (ViT-S MLP, on/off 0.88 both runs) and 128 x 3072 x 768 (GPT-2 MLP, 0.90-0.95)
+# and are within noise on the other ViT-S / GPT-2 / LSTM products (512 and 64 x 1024 x 128 / 256,
+# 128..197 x 384..2304 x 384..3072: 0.92-1.03, no shape slower in both runs), so no shape rule;
+# with one thread both are one part. The LSTM batch-8 model was the same either way (80
+# interleaved rounds: on/off 1.01 on 2 threads, 0.99 on 1): its 1.03 -> 1.28x onnxruntime
+# between two full benchmark runs was load noise, not this switch.
 FINE_PARTS = True
 
 
