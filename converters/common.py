@@ -16,9 +16,8 @@ answers type questions incrementally (`ctx.type_of(expr)`).
 
 from __future__ import annotations
 
-import operator
-
 import bisect
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 

@@ -73,8 +73,6 @@ def _take0(ctx, x, i):
     return ctx.call("take", x, scalar(ctx, i, "int64"), axis=0)
 
 
-
-
 def _recurrence(
     ctx,
     kind,
