@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from relay_core.backend.kernels.gemv import small_m  # noqa: E402
 from relay_core.ops import lookup  # noqa: E402
 from tools.kernel_jit import KernelModule, tt  # noqa: E402
 
@@ -38,7 +39,7 @@ def _gemm(m, n, k):
     wt = np.ascontiguousarray(w.T)
     return dict(
         name=f"dense {m}x{n}x{k}",
-        group="gemv" if m <= 4 else "gemm",  # kernels/gemv.py below 5 rows
+        group="gemv" if m <= small_m() else "gemm",  # kernels/gemv.py's rows
         op="nn.dense",
         inputs=[x, w],
         const=(1,),
@@ -58,7 +59,7 @@ def _bmm(b, m, n, k):
     ct = np.ascontiguousarray(np.swapaxes(c, 1, 2))
     return dict(
         name=f"batch_matmul {b}x{m}x{n}x{k}",
-        group="gemv" if m <= 4 else "gemm",
+        group="gemv" if m <= small_m() else "gemm",
         op="nn.batch_matmul",
         inputs=[a, c],
         const=(),

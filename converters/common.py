@@ -17,6 +17,7 @@ answers type questions incrementally (`ctx.type_of(expr)`).
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -42,6 +43,29 @@ from relay_core.typing import infer_expr
 # this many steps, known at conversion, are unrolled into a static graph; longer or symbolic
 # ones stay a loop.
 RNN_UNROLL_MAX_STEPS = 64
+
+
+def gate_slices(ctx, x, n: int, width) -> list:
+    """The n gate blocks of a recurrent cell, `width` wide each, along x's last axis: strided
+    slices rather than one split, so that each fuses into the elementwise ops that read it. A
+    split is a kernel of its own (its tuple feeds several groups): one more kernel and copy per
+    step of an unrolled LSTM. `width` None (not known at conversion): the split."""
+    try:
+        width = operator.index(width)
+    except TypeError:  # a dimension not known at conversion
+        parts = ctx.call("split", x, indices_or_sections=n, axis=-1)
+        return [ctx.item(parts, k) for k in range(n)]
+    return [
+        ctx.call(
+            "strided_slice",
+            x,
+            begin=(k * width,),
+            end=((k + 1) * width,),
+            strides=(1,),
+            axes=(-1,),
+        )
+        for k in range(n)
+    ]
 
 
 class ConversionError(RelayError, ValueError):

@@ -14,6 +14,7 @@ from relay_core.ir import Any, Call, Function, If, Let, TensorType, Tuple, Var
 from relay_core.ir.visitor import substitute
 
 from ..common import RNN_UNROLL_MAX_STEPS as UNROLL_MAX_STEPS
+from ..common import gate_slices
 from .table import converter
 from .util import cast, scalar, scalar_like
 
@@ -70,11 +71,6 @@ def _activations(ctx, names, alphas, betas, defaults, num_dir):
 
 def _take0(ctx, x, i):
     return ctx.call("take", x, scalar(ctx, i, "int64"), axis=0)
-
-
-def _gates(ctx, x, n):
-    out = ctx.call("split", x, indices_or_sections=n, axis=-1)
-    return [ctx.item(out, i) for i in range(n)]
 
 
 def _recurrence(
@@ -154,8 +150,8 @@ def _recurrence(
     if kind == "RNN":
         h_new = acts[0](clipped(ctx.call("add", x_t, hr)))
     elif kind == "GRU":
-        xz, xr, xh = _gates(ctx, x_t, 3)
-        rz, rr, rh = _gates(ctx, hr if rb_v is None else ctx.call("add", hr, rb_v), 3)
+        xz, xr, xh = gate_slices(ctx, x_t, 3, hidden)
+        rz, rr, rh = gate_slices(ctx, hr if rb_v is None else ctx.call("add", hr, rb_v), 3, hidden)
         z = acts[0](clipped(ctx.call("add", xz, rz)))
         r = acts[0](clipped(ctx.call("add", xr, rr)))
         if linear_before_reset:
@@ -187,7 +183,7 @@ def _recurrence(
             ctx.call("multiply", z, h_var),
         )
     else:
-        gi, go, gf, gc = _gates(ctx, ctx.call("add", x_t, hr), 4)
+        gi, go, gf, gc = gate_slices(ctx, ctx.call("add", x_t, hr), 4, hidden)
         if p_v is not None:
             pi, po, pf = (
                 ctx.call(

@@ -14,14 +14,14 @@ from relay_core.ir import Any, Call, Expr, Function, FuncType, If, Let, TensorTy
 from relay_core.ir import Var as RVar
 
 from ..common import RNN_UNROLL_MAX_STEPS as UNROLL_MAX_STEPS
+from ..common import gate_slices
 from .table import aten
 
 
 def _cell_lstm(ctx, xt, state, w_hh, b_hh, hidden):
     h, c = state
     g = ctx.call("add", xt, _hidden_proj(ctx, h, w_hh, b_hh))
-    parts = ctx.call("split", g, indices_or_sections=4, axis=-1)
-    i, f, gg, o = (ctx.item(parts, k) for k in range(4))
+    i, f, gg, o = gate_slices(ctx, g, 4, hidden)
     c2 = ctx.call(
         "add",
         ctx.call("multiply", ctx.call("sigmoid", f), c),
@@ -34,11 +34,11 @@ def _cell_lstm(ctx, xt, state, w_hh, b_hh, hidden):
 def _cell_gru(ctx, xt, state, w_hh, b_hh, hidden):
     (h,) = state
     hp = _hidden_proj(ctx, h, w_hh, b_hh)
-    xs = ctx.call("split", xt, indices_or_sections=3, axis=-1)
-    hs = ctx.call("split", hp, indices_or_sections=3, axis=-1)
-    r = ctx.call("sigmoid", ctx.call("add", ctx.item(xs, 0), ctx.item(hs, 0)))
-    z = ctx.call("sigmoid", ctx.call("add", ctx.item(xs, 1), ctx.item(hs, 1)))
-    n = ctx.call("tanh", ctx.call("add", ctx.item(xs, 2), ctx.call("multiply", r, ctx.item(hs, 2))))
+    xs = gate_slices(ctx, xt, 3, hidden)
+    hs = gate_slices(ctx, hp, 3, hidden)
+    r = ctx.call("sigmoid", ctx.call("add", xs[0], hs[0]))
+    z = ctx.call("sigmoid", ctx.call("add", xs[1], hs[1]))
+    n = ctx.call("tanh", ctx.call("add", xs[2], ctx.call("multiply", r, hs[2])))
     one = ctx.expr(1.0, ctx.dtype(h))
     h2 = ctx.call(
         "add", ctx.call("multiply", ctx.call("subtract", one, z), n), ctx.call("multiply", z, h)

@@ -41,9 +41,10 @@ class NotStaticGraph(RelayError):
 
 @dataclass(eq=False)
 class Storage:
-    kind: str  # "in" | "out" | "const" | "ws"
-    index: int
+    kind: str  # "in" | "out" | "const" | "ws" | "view"
+    index: int  # "view": the byte offset into `base`
     type: TensorType
+    base: Storage | None = None  # "view": the storage whose bytes it is part of
 
     @property
     def nbytes(self) -> int:
@@ -344,6 +345,12 @@ class GraphCompiler(ExprFunctor):
     def _group(self, call: Call, args: list):
         if _is_view(call.op) and isinstance(args[0], Storage):
             return args[0]  # a reshape of a value: the same bytes, no kernel
+        off = _slab_offset(call.op) if args and isinstance(args[0], Storage) else None
+        if off is not None:  # one contiguous part of a value: its bytes at an offset
+            base = args[0]
+            while base.kind == "view":
+                off, base = off + base.index, base.base
+            return Storage("view", off, call.checked_type, base)
         fn, consts = lift_constants(call.op)
         for c in consts:
             args = args + [self._const(c)]
@@ -388,10 +395,10 @@ class GraphCompiler(ExprFunctor):
         layout is derived at load time (backend/derived.py): then the original stays."""
         read = {}
         for st in self.steps:
-            for s in st.inputs:
+            for s in map(_base, st.inputs):
                 if s.kind == "const":
                     read[id(s)] = s
-        for _, src in self.copies:
+        for src in (_base(src) for _, src in self.copies):
             if src.kind == "const":
                 read[id(src)] = src
         for s in list(read.values()):  # a derived constant's original stays
@@ -411,7 +418,7 @@ class GraphCompiler(ExprFunctor):
     def _plan(self):
         sizes, defs, last = {}, {}, {}
         for i, st in enumerate(self.steps):
-            for s in st.inputs:
+            for s in map(_base, st.inputs):  # a view keeps its base alive
                 if s.kind == "ws":
                     last[id(s)] = i
             for s in st.outputs:
@@ -419,7 +426,7 @@ class GraphCompiler(ExprFunctor):
                     sizes[id(s)] = s.nbytes
                     defs[id(s)] = i
         n = len(self.steps)
-        for _, src in self.copies:
+        for src in (_base(src) for _, src in self.copies):
             if src.kind == "ws":
                 last[id(src)] = n
         return memory.plan(sizes, defs, last, n + 1)
@@ -435,6 +442,8 @@ class GraphCompiler(ExprFunctor):
         b = ir.IRBuilder(fn.append_basic_block("entry"))
 
         def ptr(s: Storage):
+            if s.kind == "view":
+                return b.gep(b.bitcast(ptr(s.base), PTR), [ir.Constant(I64, s.index)])
             if s.kind == "ws":
                 return b.gep(ws, [ir.Constant(I64, self.offsets[id(s)])])
             arr = {"in": ins, "out": outs, "const": consts}[s.kind]
@@ -497,6 +506,44 @@ def _is_view(fn: Function) -> bool:
             return False
         e = e.args[0]
     return e is fn.params[0] if fn.params else False
+
+
+def _base(s):
+    """The storage whose bytes `s` is (itself unless a view)."""
+    return s.base if isinstance(s, Storage) and s.kind == "view" else s
+
+
+# A part of a value taken as a view must start on a boundary the kernels' loads may assume (the
+# workspace plan aligns every value to 64 bytes).
+_VIEW_ALIGN = 64
+
+
+def _slab_offset(fn: Function) -> int | None:
+    """The byte offset when the group only takes one contiguous part of its first parameter
+    (`take` of a constant index along an axis with only size-1 axes before it: one time step
+    of an unrolled RNN's input projection), else None. The offset must be a multiple of
+    _VIEW_ALIGN."""
+    e = fn.body
+    if not (type(e) is Call and isinstance(e.op, Op) and e.op.name == "take"):
+        return None
+    if not fn.params or e.args[0] is not fn.params[0] or type(e.args[1]) is not Constant:
+        return None
+    t, idx = fn.params[0].checked_type, e.args[1].data
+    if not isinstance(t, TensorType) or idx.ndim != 0 or idx.dtype.kind not in "iu":
+        return None
+    if e.attrs.axis is None or e.attrs.batch_dims or not t.is_static:
+        return None
+    shape = tuple(int(d) for d in t.shape)
+    ax = e.attrs.axis % len(shape) if shape else 0
+    if not shape or any(d != 1 for d in shape[:ax]):
+        return None
+    k, n = int(idx), shape[ax]
+    if e.attrs.mode != "strict" and -n <= k < 0:  # counts from the end (strict: an error)
+        k += n
+    if not 0 <= k < n:  # left to the kernel: clipping, wrapping or the error
+        return None
+    off = k * int(np.prod(shape[ax + 1 :], dtype=np.int64)) * _dt.itemsize(t.dtype)
+    return off if off % _VIEW_ALIGN == 0 else None
 
 
 def _flatten(v) -> list:

@@ -3,7 +3,7 @@
 All three are one matrix product with numpy matmul semantics (1-D promotion, batch
 broadcasting, optional transposes): dense is matmul(x, w, transpose_b=True), batch_matmul defaults
 to transpose_b=True as in TVM. float32 runs on the packed microkernel engine (gemm_core), or,
-with at most gemv.SMALL_M rows, on the streaming kernels of gemv (batch-1 layers); other
+with at most gemv.small_m() rows, on the streaming kernels of gemv (batch-1 layers); other
 dtypes (float64, float16, integer -> int32 / int64) on the simple loops of gemm_generic.
 A constant right-hand side (`const_inputs` containing 1) is packed into panels at compile time.
 When B has no batch dims and A is not transposed, A's batch dims fold into M: one large GEMM.
@@ -335,7 +335,15 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
 
 
 SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
-FINE_PARTS = True  # False: a product is cut into a part per thread, not per shard (A/B)
+# False: a product is cut into a part per thread, not per shard (kept for A/B measurements).
+# Kernel-level A/B in one process, 2 threads, two runs (2026-12-02, load 5-7): fine parts pay on
+# 197 x 1536 x 384 (ViT-S MLP, on/off 0.88 both runs) and 128 x 3072 x 768 (GPT-2 MLP, 0.90-0.95)
+# and are within noise on the other ViT-S / GPT-2 / LSTM products (512 and 64 x 1024 x 128 / 256,
+# 128..197 x 384..2304 x 384..3072: 0.92-1.03, no shape slower in both runs), so no shape rule;
+# with one thread both are one part. The LSTM batch-8 model was the same either way (80
+# interleaved rounds: on/off 1.01 on 2 threads, 0.99 on 1): its 1.03 -> 1.28x onnxruntime
+# between two full benchmark runs was load noise, not this switch.
+FINE_PARTS = True
 
 
 def _prepack_a(kf, plan: MatmulPlan, split: str, nt):

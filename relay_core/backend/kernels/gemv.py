@@ -1,4 +1,4 @@
-"""float32 products with few rows (M <= SMALL_M): batch-1 dense layers, recurrent cells,
+"""float32 products with few rows (M <= small_m()): batch-1 dense layers, recurrent cells,
 attention with one query. Dispatched by gemm_ops before the blocked engine of gemm_core.
 
 With one to four rows there is nothing to block for: every element of B is read once per call
@@ -44,7 +44,13 @@ from .llvm_util import (
 )
 from .parallel import clamp_threads, parallel
 
-SMALL_M = 4
+# The most rows taken here: M rows x 2 vectors of accumulators for one 16-column panel (or 32
+# with AVX-512) must fit the register file beside A's broadcast and B's loads. With 16-float
+# vectors (32 registers) 8 rows fit: a batch-8 recurrent step (8 x 1024 x 256) ran 3-6% faster
+# here than in the blocked engine (its A packing, malloc and store callbacks per tile cost more
+# than they save at 8 rows), the LSTM benchmark at batch 8 ~3% (2026-12-02, 1 thread).
+SMALL_M = 4  # 8-float vectors (AVX2: 16 registers)
+SMALL_M_WIDE = 8  # 16-float vectors (AVX-512: 32 registers)
 # Below this many multiply-adds a second thread costs more (dispatch, a cold L2) than it saves.
 PARALLEL_MIN_FLOPS = 2e6
 
@@ -56,9 +62,14 @@ def vector_width() -> int:
     return 16 if "+avx512f" in host()[2].split(",") else 8
 
 
+def small_m() -> int:
+    """The most rows a product may have to take the small-M path on the target."""
+    return SMALL_M_WIDE if vector_width() == 16 else SMALL_M
+
+
 def form(plan, packed: bool) -> str | None:
     """'panel', 'dot' or None (the blocked engine) for a planned product."""
-    if plan.M > SMALL_M or plan.M * plan.N * plan.K == 0:
+    if plan.M > small_m() or plan.M * plan.N * plan.K == 0:
         return None
     if packed or plan.b_cs == 1 and plan.N >= gemm_tile().nr:
         return "panel"

@@ -1,5 +1,5 @@
 """The small-M path of nn.dense / nn.matmul / nn.batch_matmul (kernels/gemv.py) against numpy:
-1..8 rows (those above gemv.SMALL_M go to the blocked engine, on the same cases), N and K not
+1..10 rows (those above gemv.small_m() go to the blocked engine, on the same cases), N and K not
 multiples of 16, constant (prepacked) and run-time B in both orientations, batches with
 broadcasting, epilogues with indices and extra buffers, one and two threads; each with the
 target's own vector width and with AVX-512 masked (RELAY_CPU_FEATURES=-avx512f)."""
@@ -41,7 +41,7 @@ def features(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("m", range(1, 9))
+@pytest.mark.parametrize("m", range(1, 11))
 def test_dense_small_m(m, features):
     cases = []
     for n, k, packed in itertools.product([1, 5, 16, 40, 100], [1, 7, 33, 300], [False, True]):
@@ -86,6 +86,8 @@ def test_matmul_small_m_both_orientations(m, tb, features):
         ((2, 1, 4, 17), (3, 17, 20), False),  # broadcast batch dims
         ((1, 3, 17), (4, 20, 17), True),
         ((4, 2, 1, 100), (1, 100, 30), False),
+        ((5, 8, 40), (5, 50, 40), True),  # 8 rows: the small-M path with AVX-512 only
+        ((2, 7, 33), (1, 33, 70), False),
     ],
 )
 @pytest.mark.parametrize("packed", [False, True])
@@ -136,7 +138,9 @@ def test_matmul_small_m_index_epilogue(sa, sb, ta, tb, packed, features):
     assert_close(y, index_expected(want, wts), **_tol(sa[-1]))
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 1024, 256), (2, 40, 33), (4, 300, 70), (1, 5, 3)])
+@pytest.mark.parametrize(
+    "m,n,k", [(1, 1024, 256), (2, 40, 33), (4, 300, 70), (1, 5, 3), (8, 1024, 256), (6, 77, 19)]
+)
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_dense_small_m_bias_relu(m, n, k, nthreads, features):
     x, w, bias = _rand((m, k)), _rand((n, k)), _rand((n,))
@@ -159,5 +163,7 @@ def test_vector_width_follows_the_features(monkeypatch):
 
     native = "+avx512f" in host()[2].split(",")
     assert gemv.vector_width() == (16 if native else 8)
+    assert gemv.small_m() == (gemv.SMALL_M_WIDE if native else gemv.SMALL_M)
     monkeypatch.setenv("RELAY_CPU_FEATURES", "-avx512f")
     assert gemv.vector_width() == 8
+    assert gemv.small_m() == gemv.SMALL_M

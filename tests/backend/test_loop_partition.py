@@ -1,0 +1,103 @@
+"""Loop partitioning (schedule.Scheduler._partition): a fused stage that selects on a loop
+variable against constants (concatenate, stack) is compiled as one loop per range of that
+variable. Compiled against numpy on concatenations and stacks along the first, a middle and the
+last axis, with elementwise ops and transposes fused around them (an unrolled LSTM's output), on
+one and two threads; each case also checks that the partitioned path was taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relay_core
+from relay_core.backend import schedule
+from relay_core.ir import Function, IRModule, call, const, var
+
+
+@pytest.fixture
+def partitions(monkeypatch):
+    """The number of stages compiled through _partition in the test."""
+    made = []
+    orig = schedule.Scheduler._partition
+
+    def spy(self, *args):
+        r = orig(self, *args)
+        made.append(r is not None)
+        return r
+
+    monkeypatch.setattr(schedule.Scheduler, "_partition", spy)
+    return made
+
+
+def _build(params, body, nthreads):
+    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), body)))
+    return relay_core.build(mod, num_threads=nthreads, cache=False)
+
+
+def _inputs(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype("float32") for s in shapes]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize(
+    "shapes,axis",
+    [
+        ([(3, 4, 20), (1, 4, 20), (7, 4, 20), (2, 4, 20), (5, 4, 20)], 0),
+        ([(2, 3, 40), (2, 9, 40), (2, 1, 40)], 1),  # inside the loop over the first axis
+        ([(1, 6, 5), (1, 6, 11), (1, 6, 1), (1, 6, 16)], 2),  # the innermost axis
+        ([(64, 300)] * 8, 0),  # ranges large enough for two threads each
+    ],
+)
+def test_concatenate_sigmoid(shapes, axis, nthreads, partitions):
+    xs = _inputs(shapes)
+    params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
+    body = call("sigmoid", call("concatenate", *params, axis=axis))
+    got = _build(params, body, nthreads)(*xs)[0]
+    want = 1 / (1 + np.exp(-np.concatenate(xs, axis=axis)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert any(partitions)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_stack_scaled(axis, nthreads, partitions):
+    shapes = [(4, 33)] * 6
+    xs = _inputs(shapes, axis)
+    params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
+    body = call("multiply", call("stack", *params, axis=axis), const(np.float32(-0.5)))
+    got = _build(params, body, nthreads)(*xs)[0]
+    want = np.stack(xs, axis=axis) * np.float32(-0.5)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert any(partitions)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("steps,batch,hidden", [(64, 8, 256), (5, 3, 17)])
+def test_unrolled_rnn_output(steps, batch, hidden, nthreads, partitions):
+    """The ONNX LSTM converter's output: per-step states expanded, concatenated along time,
+    the last one computed in the same group, then transposed to batch-first."""
+    shapes = [(batch, hidden)] * (steps + 1)
+    xs = _inputs(shapes, steps)
+    params = [var(f"h{k}", s) for k, s in enumerate(shapes)]
+    last = call("multiply", call("sigmoid", params[-2]), call("tanh", params[-1]))
+    hs = [call("expand_dims", p, axis=0) for p in params[:-2]]
+    hs.append(call("expand_dims", last, axis=0))
+    seq = call("concatenate", *hs, axis=0)  # (steps, batch, hidden)
+    body = call("transpose", seq, axes=(1, 0, 2))
+    got = _build(params, body, nthreads)(*xs)[0]
+    states = xs[:-2] + [1 / (1 + np.exp(-xs[-2])) * np.tanh(xs[-1])]
+    want = np.stack(states, axis=0).transpose(1, 0, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert any(partitions)
+
+
+def test_where_on_data_is_not_partitioned(partitions):
+    """A select on values (not on a loop variable) stays one loop nest."""
+    shapes = [(6, 40), (6, 40)]
+    xs = _inputs(shapes, 3)
+    params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
+    body = call("where", call("greater", params[0], params[1]), params[0], params[1])
+    got = _build(params, body, 2)(*xs)[0]
+    np.testing.assert_allclose(got, np.where(xs[0] > xs[1], xs[0], xs[1]))
+    assert partitions and not any(partitions)
