@@ -15,13 +15,17 @@ Stem convolutions (few input channels, a short reduction: 3x3 or 7x7 over RGB) t
 path with the unit's im2col columns as B (rows of the unit's width, read in place), instead of
 the gemm driver's KC-blocked tiles and per-tile store callback, which cost more than the 27-long
 reduction itself.
+
+Small planes (7x7 at batch 1: fewer positions than fill 16-wide tiles well) go to
+conv_pointwise_t, which computes Y^T with positions as row tiles.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .gemm_core import pack_a_panels, pack_b_panels
+from . import conv_pointwise_t
+from .gemm_core import gemm_tile, pack_a_panels
 from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
     F32,
@@ -53,7 +57,6 @@ MR, NR = 6, 16
 PACK_BUDGET = 64 * 1024  # bytes of packed X per unit (stays in L2 while all rows use it)
 STEM_K = 160  # longest reduction of a stem convolution served here (3 x 7 x 7 = 147)
 MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
-W_BUDGET = 256 * 1024  # bytes of weight panels per unit of the transposed form (half of L2)
 
 
 def is_1x1(win) -> bool:
@@ -77,10 +80,12 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
 
 
 def transposed(P: int, O: int) -> bool:
-    """Few positions: Y^T = X^T W^T wastes less of the 16-wide tiles (positions become 6-row
-    tiles read from X in place, output channels 16-column panels of the packed weights)."""
+    """Few positions: Y^T = X^T W^T (conv_pointwise_t) wastes less of the tiles (positions
+    become its row tiles, output channels column panels of the packed weights) than this
+    kernel's 16-wide column tiles of positions."""
+    mr = conv_pointwise_t.tile(gemm_tile().width)[0]
     col_waste = (-(-P // NR) * NR) / P
-    row_waste = (-(-P // MR) * MR) / P
+    row_waste = (-(-P // mr) * mr) / P
     return P < 128 and col_waste > row_waste + 0.1 and O >= NR
 
 
@@ -98,10 +103,10 @@ def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
     return cbp, rbp
 
 
-def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
+def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
     """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16, stride ldb); stored as
-    c[i * ldc + j] for j < nv (vectors when nv == 16), or transposed (tr) as c[j * ldc + i]."""
-    name = f"relay.pw.ukr{mr}{'t' if tr else ''}"
+    c[i * ldc + j] for j < nv (vectors when nv == 16)."""
+    name = f"relay.pw.ukr{mr}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
@@ -142,15 +147,6 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False) -> ir.Function:
             total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
         accs = total
     tile = entry_alloca(b, F32, MR * NR, name="tile")
-    if tr:
-        for j, v in enumerate(accs):
-            vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
-        with for_range(b, 0, nv, name="tj") as q:
-            row = gep(b, cp, b.mul(q, ldc))
-            for i in range(mr):
-                store(b, load(b, tile, b.add(i64(i * NR), q)), row, i64(i))
-        b.ret_void()
-        return fn
     with b.if_else(b.icmp_signed("==", nv, i64(NR))) as (full, part):
         with full:
             for j, v in enumerate(accs):
@@ -206,7 +202,7 @@ def emit(kf, win, O: int, Cg: int):
     stem = not is_1x1(win)
     K = Cg * win.KK
     if not stem and transposed(P, O):
-        return _emit_transposed(kf, win, O, K)
+        return conv_pointwise_t.emit(kf, win, O, K)
     cbp, rbp = blocking(N, O, K, P)
     CB, RB = cbp * NR, rbp * MR
     ncb, nrb = -(-P // CB), -(-O // RB)
@@ -263,71 +259,5 @@ def emit(kf, win, O: int, Cg: int):
 
     def prepack(wc):
         return pack_a_panels(wc.reshape(O, K), MR)
-
-    return prepack
-
-
-def _emit_transposed(kf, win, O: int, K: int):
-    """Y^T[P, O] = X^T[P, K] @ W^T[K, O]: 6-position tiles read from X in place (X^T's rows are
-    X's columns), 16-channel panels of weights packed at compile time; units of (image, block
-    of channel panels, block of position tiles)."""
-    from .conv import _epilogue_chunk
-
-    N, P = win.N, win.P
-    npan, nrp = -(-O // NR), -(-P // MR)
-    ncb = max(1, min(npan, MIN_UNITS // N))
-    cbp = -(-npan // ncb)
-    # a block's weight panels stay in L2 while the units of every image use them (units run
-    # channel-block-major): at batch 8 the weights (1.6 MB for 320 -> 1280) were streamed
-    # from L3 once per image
-    cbp = max(1, min(cbp, W_BUDGET // (4 * NR * max(K, 1))))
-    ncb = -(-npan // cbp)
-    nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
-    rbp = -(-nrp // nrb)
-    nrb = -(-nrp // rbp)
-    CB, RB = cbp * NR, rbp * MR
-    units = N * ncb * nrb
-    P6 = P // MR * MR
-    ukr = _ukr_fn(kf.b.module, MR, tr=True)
-    ukr_tail = _ukr_fn(kf.b.module, P - P6, tr=True) if P6 < P else None
-    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
-    OW = win.osp[2]
-
-    def body(b, vals, sh):
-        x, wp, y = vals[0], vals[1], vals[2]
-        extras = vals[3:]
-        u0, u1 = sh.range(b, units)
-        with for_range(b, u0, u1, name="unit") as u:
-            cb = b.udiv(u, i64(N * nrb))
-            n = b.urem(b.udiv(u, i64(nrb)), i64(N))
-            rb = b.urem(u, i64(nrb))
-            o0 = b.mul(cb, i64(CB))
-            o1 = imin(b, b.add(o0, i64(CB)), i64(O))
-            p0 = b.mul(rb, i64(RB))
-            p1 = imin(b, b.add(p0, i64(RB)), i64(P))
-            p1f = imin(b, p1, i64(P6))
-            xn = gep(b, x, b.mul(n, i64(K * P)))
-            yn = gep(b, y, b.mul(n, i64(O * P)))
-            with for_range(b, o0, o1, NR, name="jp") as o:
-                nv = imin(b, i64(NR), b.sub(i64(O), o))
-                bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / 16 starts at (o / 16) * K * 16
-                ybase = gep(b, yn, b.mul(o, i64(P)))
-                with for_range(b, p0, p1f, MR, name="ip") as p:
-                    args = [i64(K), gep(b, xn, p), i64(P), bpan, i64(NR), gep(b, ybase, p)]
-                    args += [i64(P), nv]
-                    b.call(ukr, args)
-                if ukr_tail is not None:
-                    with b.if_then(b.icmp_signed(">", p1, i64(P6))):
-                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan, i64(NR)]
-                        b.call(ukr_tail, args + [gep(b, ybase, i64(P6)), i64(P), nv])
-            if kf.ep:
-                pc = b.sub(p1, p0)
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
-        sh.end(b)
-
-    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
-
-    def prepack(wc):
-        return pack_b_panels(wc.reshape(O, K).T, NR).ravel()
 
     return prepack

@@ -336,9 +336,13 @@ def test_winograd_plan():
 
 POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv_pointwise
     # n, c, (h, w), o, k, s, p, d, g
-    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed, P % 6 == 1, O % 16 == 2
+    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed (conv_pointwise_t), O % 32
     (8, 20, (7, 7), 37, 1, 1, 0, 1, 1),  # transposed, batch 8
     (1, 300, (5, 7), 16, 1, 1, 0, 1, 1),  # transposed, long reduction
+    (1, 24, (6, 6), 40, 1, 1, 0, 1, 1),  # transposed, a partial strip (36 % 7 == 1)
+    (3, 50, (3, 3), 70, 1, 1, 0, 1, 1),  # transposed, 9 positions, batch 3
+    (1, 2100, (7, 7), 70, 1, 1, 0, 1, 1),  # transposed, one panel per unit (W_BUDGET)
+    (1, 96, (7, 7), 1030, 1, 1, 0, 1, 1),  # transposed, 16 channel blocks, O % 32 == 6
     (2, 9, (2, 3), 5, 1, 1, 0, 1, 1),  # tiny: fewer channels than a panel
     (1, 3, (33, 31), 32, 3, 2, 1, 1, 1),  # stems: im2col per unit
     (8, 3, (20, 20), 16, 3, 2, 1, 1, 1),
