@@ -17,14 +17,14 @@ the gemm driver's KC-blocked tiles and per-tile store callback, which cost more 
 reduction itself.
 
 Small planes (7x7 at batch 1: fewer positions than fill 16-wide tiles well) go to
-conv_pointwise_t, which computes Y^T with positions as row tiles.
+conv_strips, which computes Y^T with positions as row tiles.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from . import conv_pointwise_t
+from . import conv_strips
 from .gemm_core import gemm_tile, pack_a_panels
 from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
@@ -80,10 +80,10 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
 
 
 def transposed(P: int, O: int) -> bool:
-    """Few positions: Y^T = X^T W^T (conv_pointwise_t) wastes less of the tiles (positions
+    """Few positions: Y^T = X^T W^T (conv_strips) wastes less of the tiles (positions
     become its row tiles, output channels column panels of the packed weights) than this
     kernel's 16-wide column tiles of positions."""
-    mr = conv_pointwise_t.tile(gemm_tile().width)[0]
+    mr = conv_strips.tile(gemm_tile().width)[0]
     col_waste = (-(-P // NR) * NR) / P
     row_waste = (-(-P // mr) * mr) / P
     return P < 128 and col_waste > row_waste + 0.1 and O >= NR
@@ -202,7 +202,7 @@ def emit(kf, win, O: int, Cg: int):
     stem = not is_1x1(win)
     K = Cg * win.KK
     if not stem and transposed(P, O):
-        return conv_pointwise_t.emit(kf, win, O, K)
+        return conv_strips.emit(kf, win, O, K)
     cbp, rbp = blocking(N, O, K, P)
     CB, RB = cbp * NR, rbp * MR
     ncb, nrb = -(-P // CB), -(-O // RB)
