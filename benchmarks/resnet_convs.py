@@ -1,4 +1,4 @@
-"""ResNet convolution shapes: our kernel choices (auto / im2col / Winograd, ...) against each
+"""ResNet convolution shapes: our kernel choices (auto / im2col / Winograd / strips) against each
 other and onnxruntime's Conv on the same shape (a one-node model), at 1 and 2 threads.
 
     python -m benchmarks.resnet_convs [--batch 1 8] [--threads 1 2] [--only k3s1] [--cold]
@@ -83,8 +83,8 @@ def _time(fn, reps, cpu, cold=False):
 
 def variants(k: int, s: int) -> list[str]:
     if k == 3 and s == 1:
-        return ["auto", "im2col", "winograd"]
-    return ["auto", "im2col"] if k == 1 and s == 1 else ["auto"]
+        return ["auto", "im2col", "winograd", "strips"]
+    return ["auto", "im2col", "strips"] if k in (1, 3) else ["auto"]
 
 
 def case_name(n, c, h, o, k, s) -> str:
@@ -120,7 +120,7 @@ def run(batches, threads, rounds, reps, only, cold=False):
         for sh in SHAPES
         if not only or only in case_name(n, *sh[:5]) or only in f"k{sh[3]}s{sh[4]}"
     ]
-    names = ["auto", "im2col", "winograd"]
+    names = ["auto", "im2col", "winograd", "strips"]
     ks = build(cases, names)
     rng = np.random.default_rng(0)
     for i, (n, c, h, o, k, s, p) in enumerate(cases):

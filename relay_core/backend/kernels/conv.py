@@ -8,13 +8,15 @@ The epilogue runs per output row after a chunk.
 Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[KK*Cg, O], the
 weights packed into NR-column panels; the epilogue runs on tiles in registers. MR x NR is the
 GEMM tile of the target being built (gemm_core.gemm_tile).
-1x1 stride-1 channel-first convolutions with constant weights use conv_pointwise (X packed once
-per unit, tiles accumulated over the whole reduction), except on small planes at batch >= 4:
-there, as for other convolutions with small output planes (ResNet's 7x7 layers), a work unit
-holds several whole images, their im2col columns side by side in one GEMM (images_per_unit).
-3x3 stride-1 convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3)
-(conv_winograd, conv_winograd_cl). Depthwise convolutions go to conv_depthwise; other dtypes and
-layouts to conv_generic.
+Channel-first convolutions (groups 1, constant weights) on small output planes (14x14 and
+less), strided ones, and 1x1 ones at batch 1 use conv_strips (Y^T with output positions as
+the rows of the tiles); other 1x1 stride-1 ones and stems conv_pointwise (X packed once per
+unit, tiles accumulated over the whole reduction). On small planes at batch >= 4, what is left
+for the im2col path (few input channels, FORCE="im2col") has work units of several whole
+images, their im2col columns side by side in one GEMM (images_per_unit). 3x3 stride-1
+convolutions with constant weights (>= 16 channels) use Winograd F(2x2, 3x3) (conv_winograd,
+conv_winograd_cl), before conv_strips. Depthwise convolutions go to conv_depthwise; other dtypes
+and layouts to conv_generic.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from ..derived import DerivedPrepack
 from . import conv_pointwise as pointwise
+from . import conv_strips as strips
 from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
 from .common import KernelInfo, attr, epilogue_plane, epilogue_row, kernel_function, shape_of
@@ -60,8 +63,9 @@ from .llvm_util import (
 from .parallel import clamp_threads, parallel, split_range
 
 L2_BUDGET = 256 * 1024  # bytes of im2col chunk per thread
-# Benchmarks and tests only: "im2col" skips the specialised paths (pointwise, Winograd),
-# "winograd" takes Winograd whenever its shape constraints hold. None: the usable() rules.
+# Benchmarks and tests only: "im2col" skips the specialised paths (strips, pointwise, Winograd),
+# "winograd" takes Winograd and "strips" conv_strips whenever their constraints hold. None: the
+# usable() rules.
 FORCE: str | None = None
 DATA_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 KERNEL_LAYOUTS = {1: "OIW", 2: "OIHW", 3: "OIDHW"}
@@ -118,15 +122,22 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    special = FORCE not in ("im2col", "strips")  # the rules below, or forced Winograd
+    wino = special and winograd.usable(win, G, Cg, Og, packed, FORCE == "winograd")
+    if FORCE == "strips" or (FORCE is None and not wino):
+        if strips.usable(win, G, Cg, packed, cl, FORCE == "strips"):
+            prepack = strips.emit(kf, win, O, Cg)
+            kf.b.ret_void()
+            return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
     if (
-        FORCE != "im2col"
+        special
         and pointwise.usable(win, G, Cg, Og, packed, cl)
         and images_per_unit(win, G, Cg, packed, cl) == 1
     ):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
-    if FORCE != "im2col" and winograd.usable(win, G, Cg, Og, packed, FORCE == "winograd"):
+    if wino:
         impl = winograd_cl if cl else winograd
         pp = impl.emit(kf, kf.ins[1], win, O, Cg)
         kf.b.ret_void()

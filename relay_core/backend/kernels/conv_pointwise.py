@@ -15,18 +15,23 @@ Stem convolutions (few input channels, a short reduction: 3x3 or 7x7 over RGB) t
 path with the unit's im2col columns as B (rows of the unit's width, read in place), instead of
 the gemm driver's KC-blocked tiles and per-tile store callback, which cost more than the 27-long
 reduction itself.
+
+Small planes (7x7 at batch 1: fewer positions than fill 16-wide tiles well) go to
+conv_strips, which computes Y^T with positions as row tiles.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .gemm_core import pack_a_panels, pack_b_panels
+from . import conv_strips
+from .gemm_core import gemm_tile, pack_a_panels
 from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
     F32,
     F32P,
     I64,
+    V8F,
     VOID,
     const,
     entry_alloca,
@@ -46,28 +51,12 @@ from .llvm_util import (
 )
 from .parallel import clamp_threads, parallel
 
-# This kernel's own tile, whatever tile gemm_core uses for the target (its weights are packed
-# for it here): 6 x 16 in 12 <8 x float> accumulators. The transposed form (few positions)
-# takes 6 x 32 in 12 <16 x float> accumulators with AVX-512 (32 vector registers): per
-# reduction step 2 vector loads and 6 broadcasts for twice the FMAs (1 thread, batch 1:
-# 960x7x7 -> 160 0.166 -> 0.141 ms, 1152x7x7 -> 320 0.404 -> 0.338 ms); in the direct form
-# 32 columns measured no faster (14x14 planes: 6-9% slower).
-MR = 6
-FORCE_NR: int | None = None  # benchmarks and tests only: 16 or 32 in both forms
-
-
-def _nr(transposed_form: bool) -> int:
-    if FORCE_NR:
-        return FORCE_NR
-    from ..llvm_target import host
-
-    return 32 if transposed_form and "+avx512f" in host()[2].split(",") else 16
-
-
+# This kernel's own tile (12 <8 x float> accumulators, AVX2 code on every target), whatever
+# tile gemm_core uses for the target: its weights are packed for it here.
+MR, NR = 6, 16
 PACK_BUDGET = 64 * 1024  # bytes of packed X per unit (stays in L2 while all rows use it)
 STEM_K = 160  # longest reduction of a stem convolution served here (3 x 7 x 7 = 147)
 MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
-W_BUDGET = 256 * 1024  # bytes of weight panels per unit of the transposed form (half of L2)
 
 
 def is_1x1(win) -> bool:
@@ -91,15 +80,16 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
 
 
 def transposed(P: int, O: int) -> bool:
-    """Few positions: Y^T = X^T W^T wastes less of the 16-wide tiles (positions become 6-row
-    tiles read from X in place, output channels 16-column panels of the packed weights)."""
-    NR = 16  # the rule as measured with 16-wide tiles
+    """Few positions: Y^T = X^T W^T (conv_strips) wastes less of the tiles (positions
+    become its row tiles, output channels column panels of the packed weights) than this
+    kernel's 16-wide column tiles of positions."""
+    mr = conv_strips.tile(gemm_tile().width)[0]
     col_waste = (-(-P // NR) * NR) / P
-    row_waste = (-(-P // MR) * MR) / P
+    row_waste = (-(-P // mr) * mr) / P
     return P < 128 and col_waste > row_waste + 0.1 and O >= NR
 
 
-def blocking(N: int, O: int, K: int, P: int, NR: int) -> tuple[int, int]:
+def blocking(N: int, O: int, K: int, P: int) -> tuple[int, int]:
     """(16-column panels per unit, 6-row panels per unit)."""
     npan = -(-P // NR)
     nrp = -(-O // MR)
@@ -113,13 +103,10 @@ def blocking(N: int, O: int, K: int, P: int, NR: int) -> tuple[int, int]:
     return cbp, rbp
 
 
-def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False, NR: int = 16) -> ir.Function:
-    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of NR, stride ldb); stored
-    as c[i * ldc + j] for j < nv (vectors when nv == NR), or transposed (tr) as c[j * ldc + i].
-    Two vectors of NR / 2 lanes per tile row."""
-    L = NR // 2
-    VL = ir.VectorType(F32, L)
-    name = f"relay.pw.ukr{mr}{'t' if tr else ''}{'' if NR == 16 else NR}"
+def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
+    """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 16, stride ldb); stored as
+    c[i * ldc + j] for j < nv (vectors when nv == 16)."""
+    name = f"relay.pw.ukr{mr}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
@@ -130,16 +117,16 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False, NR: int = 16) -> ir.Fun
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     K, ap, lda, bp, ldb, cp, ldc, nv = fn.args
     sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)  # independent accumulators against the FMA latency
-    zero = const(VL, 0.0)
+    zero = const(V8F, 0.0)
 
     def one(k, accs):
         bk = b.mul(k, ldb)
-        b0 = vload(b, bp, bk, L)
-        b1 = vload(b, bp, b.add(bk, i64(L)), L)
+        b0 = vload(b, bp, bk)
+        b1 = vload(b, bp, b.add(bk, i64(8)))
         ak = b.mul(k, lda)
         out = []
         for i in range(mr):
-            av = splat(b, load(b, ap, b.add(ak, i64(i))), L)
+            av = splat(b, load(b, ap, b.add(ak, i64(i))))
             out.append(fma(b, av, b0, accs[2 * i]))
             out.append(fma(b, av, b1, accs[2 * i + 1]))
         return out
@@ -160,22 +147,13 @@ def _ukr_fn(llmod: ir.Module, mr: int, tr: bool = False, NR: int = 16) -> ir.Fun
             total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * 2 * mr : (s_ + 1) * 2 * mr])]
         accs = total
     tile = entry_alloca(b, F32, MR * NR, name="tile")
-    if tr:
-        for j, v in enumerate(accs):
-            vstore(b, v, tile, (j // 2) * NR + L * (j % 2))
-        with for_range(b, 0, nv, name="tj") as q:
-            row = gep(b, cp, b.mul(q, ldc))
-            for i in range(mr):
-                store(b, load(b, tile, b.add(i64(i * NR), q)), row, i64(i))
-        b.ret_void()
-        return fn
     with b.if_else(b.icmp_signed("==", nv, i64(NR))) as (full, part):
         with full:
             for j, v in enumerate(accs):
-                vstore(b, v, cp, b.add(b.mul(i64(j // 2), ldc), i64(L * (j % 2))))
+                vstore(b, v, cp, b.add(b.mul(i64(j // 2), ldc), i64(8 * (j % 2))))
         with part:
             for j, v in enumerate(accs):
-                vstore(b, v, tile, (j // 2) * NR + L * (j % 2))
+                vstore(b, v, tile, (j // 2) * NR + 8 * (j % 2))
             for i in range(mr):
                 with for_range(b, 0, nv, name=f"t{i}") as q:
                     store(b, load(b, tile, b.add(i64(i * NR), q)), cp, b.add(b.mul(i64(i), ldc), q))
@@ -193,10 +171,9 @@ def _unit(b, u, ncb: int, nrb: int):
     )
 
 
-def _pack_x(b, x, buf, n, p0, pc, K, P, NR):
-    """buf[j][k][0:NR] = X[n, k, p0 + NR j : p0 + NR j + NR], zero padded past pc positions;
+def _pack_x(b, x, buf, n, p0, pc, K, P):
+    """buf[j][k][0:16] = X[n, k, p0 + 16 j : p0 + 16 j + 16], zero padded past pc positions;
     read row by row (contiguous)."""
-    L = NR // 2
     nfull = b.udiv(pc, i64(NR))
     tail = b.urem(pc, i64(NR))
     xn = gep(b, x, b.add(b.mul(n, i64(K * P)), p0))
@@ -205,8 +182,8 @@ def _pack_x(b, x, buf, n, p0, pc, K, P, NR):
         with for_range(b, 0, nfull, name="pj") as j:
             s = b.mul(j, i64(NR))
             d = b.add(b.mul(j, i64(K * NR)), b.mul(k, i64(NR)))
-            vstore(b, vload(b, src, s, L), buf, d)
-            vstore(b, vload(b, src, b.add(s, i64(L)), L), buf, b.add(d, i64(L)))
+            vstore(b, vload(b, src, s), buf, d)
+            vstore(b, vload(b, src, b.add(s, i64(8))), buf, b.add(d, i64(8)))
         with b.if_then(b.icmp_signed(">", tail, i64(0))):
             s = b.mul(nfull, i64(NR))
             d = b.add(b.mul(nfull, i64(K * NR)), b.mul(k, i64(NR)))
@@ -225,18 +202,17 @@ def emit(kf, win, O: int, Cg: int):
     stem = not is_1x1(win)
     K = Cg * win.KK
     if not stem and transposed(P, O):
-        return _emit_transposed(kf, win, O, K, _nr(True))
-    NR = _nr(False)
-    cbp, rbp = blocking(N, O, K, P, NR)
+        return conv_strips.emit(kf, win, O, K)
+    cbp, rbp = blocking(N, O, K, P)
     CB, RB = cbp * NR, rbp * MR
     ncb, nrb = -(-P // CB), -(-O // RB)
     units = N * ncb * nrb
     O6 = O // MR * MR
-    ukr = _ukr_fn(kf.b.module, MR, NR=NR)
-    ukr_tail = _ukr_fn(kf.b.module, O - O6, NR=NR) if O6 < O else None
+    ukr = _ukr_fn(kf.b.module, MR)
+    ukr_tail = _ukr_fn(kf.b.module, O - O6) if O6 < O else None
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
-    ldb = i64(CB if stem else NR)  # B panels: im2col rows of CB, or packed panels of NR
+    ldb = i64(CB if stem else NR)  # B panels: im2col rows of CB, or packed panels of 16
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -253,7 +229,7 @@ def emit(kf, win, O: int, Cg: int):
                 geo = geom_args(win, Cg)
                 b.call(im2col_cf_fn(b.module), [xg, buf, i64(CB), p0, pc, *geo])
             else:
-                _pack_x(b, x, buf, n, p0, pc, K, P, NR)
+                _pack_x(b, x, buf, n, p0, pc, K, P)
             r0 = b.mul(rb, i64(RB))
             r1 = imin(b, b.add(r0, i64(RB)), i64(O))
             r1f = imin(b, r1, i64(O6))
@@ -283,71 +259,5 @@ def emit(kf, win, O: int, Cg: int):
 
     def prepack(wc):
         return pack_a_panels(wc.reshape(O, K), MR)
-
-    return prepack
-
-
-def _emit_transposed(kf, win, O: int, K: int, NR: int):
-    """Y^T[P, O] = X^T[P, K] @ W^T[K, O]: 6-position tiles read from X in place (X^T's rows are
-    X's columns), 16-channel panels of weights packed at compile time; units of (image, block
-    of channel panels, block of position tiles)."""
-    from .conv import _epilogue_chunk
-
-    N, P = win.N, win.P
-    npan, nrp = -(-O // NR), -(-P // MR)
-    ncb = max(1, min(npan, MIN_UNITS // N))
-    cbp = -(-npan // ncb)
-    # a block's weight panels stay in L2 while the units of every image use them (units run
-    # channel-block-major): at batch 8 the weights (1.6 MB for 320 -> 1280) were streamed
-    # from L3 once per image
-    cbp = max(1, min(cbp, W_BUDGET // (4 * NR * max(K, 1))))
-    ncb = -(-npan // cbp)
-    nrb = max(1, min(nrp, -(-MIN_UNITS // (N * ncb))))
-    rbp = -(-nrp // nrb)
-    nrb = -(-nrp // rbp)
-    CB, RB = cbp * NR, rbp * MR
-    units = N * ncb * nrb
-    P6 = P // MR * MR
-    ukr = _ukr_fn(kf.b.module, MR, tr=True, NR=NR)
-    ukr_tail = _ukr_fn(kf.b.module, P - P6, tr=True, NR=NR) if P6 < P else None
-    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
-    OW = win.osp[2]
-
-    def body(b, vals, sh):
-        x, wp, y = vals[0], vals[1], vals[2]
-        extras = vals[3:]
-        u0, u1 = sh.range(b, units)
-        with for_range(b, u0, u1, name="unit") as u:
-            cb = b.udiv(u, i64(N * nrb))
-            n = b.urem(b.udiv(u, i64(nrb)), i64(N))
-            rb = b.urem(u, i64(nrb))
-            o0 = b.mul(cb, i64(CB))
-            o1 = imin(b, b.add(o0, i64(CB)), i64(O))
-            p0 = b.mul(rb, i64(RB))
-            p1 = imin(b, b.add(p0, i64(RB)), i64(P))
-            p1f = imin(b, p1, i64(P6))
-            xn = gep(b, x, b.mul(n, i64(K * P)))
-            yn = gep(b, y, b.mul(n, i64(O * P)))
-            with for_range(b, o0, o1, NR, name="jp") as o:
-                nv = imin(b, i64(NR), b.sub(i64(O), o))
-                bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / 16 starts at (o / 16) * K * 16
-                ybase = gep(b, yn, b.mul(o, i64(P)))
-                with for_range(b, p0, p1f, MR, name="ip") as p:
-                    args = [i64(K), gep(b, xn, p), i64(P), bpan, i64(NR), gep(b, ybase, p)]
-                    args += [i64(P), nv]
-                    b.call(ukr, args)
-                if ukr_tail is not None:
-                    with b.if_then(b.icmp_signed(">", p1, i64(P6))):
-                        args = [i64(K), gep(b, xn, i64(P6)), i64(P), bpan, i64(NR)]
-                        b.call(ukr_tail, args + [gep(b, ybase, i64(P6)), i64(P), nv])
-            if kf.ep:
-                pc = b.sub(p1, p0)
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
-        sh.end(b)
-
-    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
-
-    def prepack(wc):
-        return pack_b_panels(wc.reshape(O, K).T, NR).ravel()
 
     return prepack

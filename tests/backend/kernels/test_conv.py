@@ -287,7 +287,8 @@ def test_conv2d_winograd(nthreads, layout, klayout):
     _check(cases, "nn.conv2d")
 
 
-GROUPED_2D = [  # small output planes, batch >= 4: units of several images (conv.images_per_unit)
+GROUPED_2D = [  # small output planes, batch >= 4: units of several images (conv.images_per_unit),
+    # for the convolutions conv_strips leaves to the im2col path (forced here)
     (8, 40, (7, 7), 70, 1, 1, 0, 1, 1),
     (8, 24, (13, 13), 36, 3, 2, 1, 1, 1),
     (7, 15, (9, 9), 20, 3, 1, 0, 1, 1),  # units of 2, 2, 2 and 1 images
@@ -297,10 +298,12 @@ GROUPED_IPU = [4, 4, 2, 3]
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
-def test_conv2d_grouped_images(nthreads):
+def test_conv2d_grouped_images(nthreads, monkeypatch):
+    from relay_core.backend.kernels import conv
     from relay_core.backend.kernels.conv import images_per_unit
     from relay_core.backend.kernels.geometry import Window
 
+    monkeypatch.setattr(conv, "FORCE", "im2col")
     cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPED_2D]
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
@@ -334,11 +337,72 @@ def test_winograd_plan():
         assert 16 * 4 * (args[3] + args[4]) * -(-ipu * r * args[2] // 32) * 32 <= cw.PLAN_BUDGET
 
 
+STRIPS_2D = [  # conv_strips: small output planes, strided, 1x1 at batch 1
+    # n, c, (h, w), o, k, s, p, d, g
+    (1, 24, (14, 14), 40, 3, 2, 1, 1, 1),  # 3x3 stride 2 to 7x7: 7 full strips, O % 32 == 8
+    (2, 20, (13, 11), 37, 3, 2, 1, 1, 1),  # 7x6 outputs: 42 positions, batch 2
+    (
+        1,
+        40,
+        (9, 9),
+        50,
+        1,
+        2,
+        0,
+        1,
+        1,
+    ),  # 1x1 stride 2 (downsampling): 25 positions, a partial strip
+    (3, 16, (16, 16), 64, 1, 2, 0, 1, 1),  # 1x1 stride 2, batch 3, whole panels only
+    (1, 9, (30, 30), 33, 1, 1, 0, 1, 1),  # 1x1 at batch 1 on a large plane: row blocks
+    (1, 17, (15, 15), 20, 5, 1, 2, 1, 1),  # 5x5 stride 1 on 225 positions (< MAX_P)
+    (1, 12, (10, 10), 16, 3, 1, 2, 2, 1),  # dilated 3x3 (not Winograd's)
+    (8, 33, (7, 7), 96, 1, 1, 0, 1, 1),  # 1x1 at batch 8 on 7x7 (was units of several images)
+    (1, 5, (11, 11), 40, 3, 1, 1, 1, 1),  # 5 channels: a short reduction (45)
+    (1, 300, (6, 6), 20, 3, 2, 1, 1, 1),  # long reduction: several im2col calls (COL_BUDGET)
+    (1, 2100, (7, 7), 70, 1, 1, 0, 1, 1),  # one weight panel per unit (W_BUDGET)
+    (2, 8, (5, 4), 3, 3, 1, 0, 1, 1),  # fewer channels than a panel, 3x2 outputs
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv2d_strips(nthreads):
+    """Every case is one conv_strips serves (by its rules), plain, with an index epilogue and
+    with bias + relu; asymmetric padding too."""
+    from relay_core.backend.kernels import conv_strips
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    cases = [conv_case(2, *g, nthreads=nthreads) for g in STRIPS_2D]
+    for c, want in cases:
+        win, G, O, Cg, Og, _, cl = conv_window(
+            [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
+        )
+        assert conv_strips.usable(win, G, Cg, True, cl), c["inputs"][0].shape
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, epilogue=index_epilogue(wts), nthreads=nthreads) for g in STRIPS_2D
+        ]
+    ]
+    for g in STRIPS_2D[:4]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), nthreads=nthreads)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    cases.append(conv_case(2, *STRIPS_2D[0], nthreads=nthreads, pads=((0, 2), (1, 0))))
+    _check(cases, "nn.conv2d")
+
+
 POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv_pointwise
     # n, c, (h, w), o, k, s, p, d, g
-    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed, P % 6 == 1, O % 16 == 2
+    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # few positions: transposed (conv_strips), O % 32
     (8, 20, (7, 7), 37, 1, 1, 0, 1, 1),  # transposed, batch 8
     (1, 300, (5, 7), 16, 1, 1, 0, 1, 1),  # transposed, long reduction
+    (1, 24, (6, 6), 40, 1, 1, 0, 1, 1),  # transposed, a partial strip (36 % 7 == 1)
+    (3, 50, (3, 3), 70, 1, 1, 0, 1, 1),  # transposed, 9 positions, batch 3
+    (1, 2100, (7, 7), 70, 1, 1, 0, 1, 1),  # transposed, one panel per unit (W_BUDGET)
+    (1, 96, (7, 7), 1030, 1, 1, 0, 1, 1),  # transposed, 16 channel blocks, O % 32 == 6
     (2, 9, (2, 3), 5, 1, 1, 0, 1, 1),  # tiny: fewer channels than a panel
     (1, 3, (33, 31), 32, 3, 2, 1, 1, 1),  # stems: im2col per unit
     (8, 3, (20, 20), 16, 3, 2, 1, 1, 1),
@@ -356,15 +420,10 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
 ]
 
 
-@pytest.mark.parametrize("nr", [16, 32])  # tile width: 16 (AVX2), 32 (AVX-512's default)
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
-def test_conv2d_pointwise(nthreads, layout, klayout, nr):
+def test_conv2d_pointwise(nthreads, layout, klayout):
     from relay_core.backend.kernels import conv_pointwise
-    from relay_core.backend.llvm_target import host
-
-    if nr == 32 and "+avx512f" not in host()[2].split(","):
-        pytest.skip("32-wide tiles are for AVX-512 (32 vector registers)")
     from relay_core.backend.kernels.conv import conv_window
     from tools.kernel_jit import tt
 
@@ -389,11 +448,7 @@ def test_conv2d_pointwise(nthreads, layout, klayout, nr):
         bias = rng.standard_normal(g[3]).astype(np.float32)
         c["extras"] = [bias]
         cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
-    conv_pointwise.FORCE_NR = nr
-    try:
-        _check(cases, "nn.conv2d")
-    finally:
-        conv_pointwise.FORCE_NR = None
+    _check(cases, "nn.conv2d")
 
 
 DEPTHWISE_NARROW_2D = [  # channel-first rows of < 8 outputs: 8 channels interleaved per block

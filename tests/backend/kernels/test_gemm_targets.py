@@ -111,6 +111,9 @@ CONV_2D = [
     (1, 16, (8, 8), 37, 1, 1, 0, 1, 1),  # 1x1 read in place (plane a multiple of 16)
     (1, 24, (16, 16), 20, 1, 1, 0, 1, 1),  # 1x1 direct, the plane a multiple of 32
     (2, 70, (9, 7), 33, 1, 1, 0, 1, 1),  # 1x1 direct, packed by the driver
+    (1, 40, (7, 7), 50, 1, 1, 0, 1, 1),  # 1x1 on few positions: conv_strips
+    (1, 24, (6, 6), 70, 1, 1, 0, 1, 1),  # conv_strips, a partial strip
+    (1, 24, (14, 14), 40, 3, 2, 1, 1, 1),  # conv_strips, 3x3 stride 2 (im2col into strips)
     (1, 32, (5, 5), 48, 3, 1, 1, 1, 1),  # few positions: the transposed product
     (1, 20, (13, 10), 18, 3, 1, 1, 1, 1),  # Winograd
     (1, 48, (15, 30), 64, 3, 1, 1, 1, 1),  # Winograd, several tile columns of 32

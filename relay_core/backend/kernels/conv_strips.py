@@ -1,0 +1,340 @@
+"""Channel-first convolutions on small output planes (ResNet's and MobileNet's 7x7 and 14x14
+layers), strided ones and 1x1 ones at batch 1 (`usable`), groups 1, constant weights, float32:
+Y^T[P, O] = col^T[P, K] @ W^T[K, O], K = Cg x window.
+
+Output positions are the rows of the product: a plane of 49 positions fills 7 row tiles of 7
+exactly, where 16- or 32-wide column tiles of positions compute 64 (a third wasted). Output
+channels are the columns, in panels of `nv` vectors of the target's width (2 x 16 with
+AVX-512), the weights packed into such panels at compile time (gemm_core.pack_b_panels).
+
+The columns (X itself for a 1x1 stride-1 convolution, else im2col of a few input channels at a
+time into a small buffer) are packed once per thread and image (or row block) into strips of
+`mr` positions, k-major ([k][mr], zero padded), so that a tile's k step reads mr consecutive
+floats: read in place from X, every k touched a cache line of its own (a 49-float row apart)
+and the microkernel ran at half the rate. Each tile accumulates over the whole reduction in
+registers (mr x nv accumulators) and is stored transposed into Y: 8 x 8 blocks transposed in
+registers, each output channel's mr positions one masked store (scalar stores of the tile were
+a quarter of the time for reductions of 64 - 160). A strip stays in L1 while the unit's weight
+panels (at most W_BUDGET bytes, in L2) stream past it.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from .gemm_core import gemm_tile, pack_b_panels
+from .im2col import geom_args, im2col_cf_fn
+from .llvm_util import (
+    F32,
+    F32P,
+    I1,
+    I32,
+    I64,
+    VOID,
+    const,
+    entry_alloca,
+    fma,
+    for_carry,
+    for_range,
+    free,
+    gep,
+    i32,
+    i64,
+    imin,
+    load,
+    malloc,
+    splat,
+    store,
+    vload,
+    vstore,
+)
+from .parallel import clamp_threads, parallel
+
+MIN_UNITS = 16  # units per call when the shape allows: several shards per thread
+W_BUDGET = 256 * 1024  # bytes of weight panels per unit (a quarter of L2)
+COL_BUDGET = 64 * 1024  # bytes of im2col rows per call of im2col (a few input channels)
+MAX_P = 256  # output planes of fewer positions (per image) are served here (14x14 and less)
+
+
+def tile(width: int) -> tuple[int, int]:
+    """(positions per tile, vectors of output channels per tile) for a vector width: with
+    AVX-512 (32 registers) 7 x 2 x 16 (14 accumulators; 49 = 7 x 7 positions), with AVX2
+    (16 registers) 6 x 2 x 8."""
+    return (7, 2) if width == 16 else (6, 2)
+
+
+def usable(win, G: int, Cg: int, packed: bool, cl: bool, force: bool = False) -> bool:
+    """Whether this kernel serves a convolution (force: whether it can at all: channel-first
+    2-D, groups 1, constant weights). It does, measured against conv_pointwise and im2col +
+    gemm_core (benchmarks/resnet_convs.py, one thread): output planes of fewer than MAX_P
+    positions at any batch size, strided convolutions (ResNet's downsampling 1x1 and 3x3) and
+    1x1 stride-1 ones at batch 1 at any size; not stems (Cg <= 4: conv_pointwise's im2col per
+    unit, a reduction too short for the transposed stores here) nor what Winograd takes (the
+    caller asks it first). At batch 8, 1x1 convolutions with short reductions on 28x28 and
+    larger planes were faster in conv_pointwise."""
+    if not (packed and G == 1 and not cl and win.nd == 2):
+        return False
+    if force:
+        return True
+    if Cg <= 4:
+        return False
+    strided = win.s != (1, 1, 1)
+    return win.P < MAX_P or strided or (is_1x1(win) and win.N == 1)
+
+
+def is_1x1(win) -> bool:
+    """1x1, stride 1, unpadded: X itself holds the columns."""
+    return (
+        win.KK == 1
+        and win.s == (1, 1, 1)
+        and win.pb == (0, 0, 0)
+        and win.pe == (0, 0, 0)
+        and win.sp == win.osp
+    )
+
+
+def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
+    """c[j * ldc + i] = sum_k a[k * mr + i] * b[k * nv * w + j] for i < mv, j < nj: an
+    mr x (nv * w) tile of Y^T over the whole reduction, stored transposed."""
+    name = f"relay.strips.ukr{mr}x{nv}x{w}"
+    fn = llmod.globals.get(name)
+    if fn is not None:
+        return fn
+    args = [I64, F32P, F32P, F32P, I64, I64, I64]
+    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    K, ap, bp, cp, ldc, mv, nj = fn.args
+    nr = nv * w
+    vt = ir.VectorType(F32, w)
+
+    def step(k, accs):
+        bk = b.mul(k, i64(nr))
+        bv = [vload(b, bp, b.add(bk, i64(w * v)), w) for v in range(nv)]
+        ak = b.mul(k, i64(mr))
+        out = []
+        for i in range(mr):
+            av = splat(b, load(b, ap, b.add(ak, i64(i))), w)
+            out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
+        return out
+
+    accs = for_carry(b, 0, K, [const(vt, 0.0)] * (mr * nv), step, name="kk")
+    with b.if_else(b.icmp_signed("==", nj, i64(nr))) as (full, part):
+        with full:  # 8 x 8 blocks transposed in registers, each column a masked store
+            mask = _lanes_below(b, mv)
+            zero8 = const(ir.VectorType(F32, 8), 0.0)
+            for v in range(nv):
+                for g in range(w // 8):
+                    lanes = ir.Constant(ir.VectorType(I32, 8), list(range(8 * g, 8 * g + 8)))
+                    rows = [
+                        accs[nv * i + v]
+                        if w == 8
+                        else b.shuffle_vector(
+                            accs[nv * i + v], ir.Constant(vt, ir.Undefined), lanes
+                        )
+                        for i in range(mr)
+                    ]
+                    cols = _transpose8(b, rows + [zero8] * (8 - mr))
+                    for j, col in enumerate(cols):
+                        _masked_store8(b, col, gep(b, cp, b.mul(i64(v * w + 8 * g + j), ldc)), mask)
+        with part:  # a partial panel (the last output channels)
+            t = entry_alloca(b, F32, mr * nr, name="tile")
+            for j, v in enumerate(accs):
+                vstore(b, v, t, (j // nv) * nr + w * (j % nv))
+            with for_range(b, 0, nj, name="tj") as q:
+                row = gep(b, cp, b.mul(q, ldc))
+                with for_range(b, 0, mv, name="ti") as i:
+                    store(b, load(b, t, b.add(b.mul(i, i64(nr)), q)), row, i)
+    b.ret_void()
+    return fn
+
+
+def _transpose8(b: ir.IRBuilder, r: list) -> list:
+    """The columns of the 8 x 8 matrix whose rows are the <8 x float> values r."""
+
+    def sh(x, y, idx):
+        return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, 8), idx))
+
+    lo, hi = [0, 8, 1, 9, 4, 12, 5, 13], [2, 10, 3, 11, 6, 14, 7, 15]
+    t = []
+    for i in range(0, 8, 2):
+        t += [sh(r[i], r[i + 1], lo), sh(r[i], r[i + 1], hi)]
+    a, c = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+    u = []
+    for i in (0, 4):
+        u += [sh(t[i], t[i + 2], a), sh(t[i], t[i + 2], c)]
+        u += [sh(t[i + 1], t[i + 3], a), sh(t[i + 1], t[i + 3], c)]
+    first, second = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+    return [sh(u[j], u[j + 4], first) for j in range(4)] + [
+        sh(u[j], u[j + 4], second) for j in range(4)
+    ]
+
+
+def _lanes_below(b: ir.IRBuilder, n):
+    """<8 x i1>: lane i < n."""
+    vi = ir.VectorType(I64, 8)
+    nv = b.insert_element(ir.Constant(vi, ir.Undefined), n, i32(0))
+    zeros = ir.Constant(ir.VectorType(I32, 8), [0] * 8)
+    nv = b.shuffle_vector(nv, ir.Constant(vi, ir.Undefined), zeros)
+    return b.icmp_signed("<", ir.Constant(vi, list(range(8))), nv)
+
+
+def _masked_store8(b: ir.IRBuilder, v, p, mask) -> None:
+    v8 = ir.VectorType(F32, 8)
+    name = "llvm.masked.store.v8f32.p0v8f32"
+    fn = b.module.globals.get(name)
+    if fn is None:
+        fnt = ir.FunctionType(VOID, [v8, v8.as_pointer(), I32, ir.VectorType(I1, 8)])
+        fn = ir.Function(b.module, fnt, name=name)
+    b.call(fn, [v, b.bitcast(p, v8.as_pointer()), i32(4), mask])
+
+
+def _masked_load8(b: ir.IRBuilder, p, valid):
+    """p[0:8] with lanes >= valid read as 0 (and not read: no fault past a buffer's end)."""
+    v8 = ir.VectorType(F32, 8)
+    fn = b.module.globals.get("llvm.masked.load.v8f32.p0v8f32")
+    if fn is None:
+        fnt = ir.FunctionType(v8, [v8.as_pointer(), I32, ir.VectorType(I1, 8), v8])
+        fn = ir.Function(b.module, fnt, name="llvm.masked.load.v8f32.p0v8f32")
+    vi = ir.VectorType(I64, 8)
+    nv = b.insert_element(ir.Constant(vi, ir.Undefined), valid, i32(0))
+    nv = b.shuffle_vector(
+        nv, ir.Constant(vi, ir.Undefined), ir.Constant(ir.VectorType(I32, 8), [0] * 8)
+    )
+    mask = b.icmp_signed("<", ir.Constant(vi, list(range(8))), nv)
+    return b.call(fn, [b.bitcast(p, v8.as_pointer()), i32(4), mask, const(v8, 0.0)])
+
+
+def _pack_strips_fn(llmod: ir.Module, mr: int) -> ir.Function:
+    """dst[s * sst + (k0 + k) * mr + i] = src[k * ld + pos0 + s * mr + i] for k < nrows and
+    the strips s of npos positions (0 past npos). Strips are sst = K * mr + 8 floats apart: each
+    k stores 8 floats (mr <= 8), the spill overwritten by the next k or landing in the gap."""
+    name = f"relay.strips.pack{mr}"
+    fn = llmod.globals.get(name)
+    if fn is not None:
+        return fn
+    args = [F32P, I64, I64, I64, I64, F32P, I64, I64]
+    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    src, ld, pos0, npos, nrows, dst, k0, K = fn.args
+    ns = b.udiv(b.add(npos, i64(mr - 1)), i64(mr))
+    sst = b.add(b.mul(K, i64(mr)), i64(8))
+    with for_range(b, 0, ns, name="s") as s:
+        ps = b.mul(s, i64(mr))
+        valid = imin(b, i64(mr), b.sub(npos, ps))
+        sp = gep(b, src, b.add(pos0, ps))
+        dp = gep(b, dst, b.add(b.mul(s, sst), b.mul(k0, i64(mr))))
+        with for_range(b, 0, nrows, name="k") as k:
+            v = _masked_load8(b, gep(b, sp, b.mul(k, ld)), valid)
+            vstore(b, v, dp, b.mul(k, i64(mr)))
+    b.ret_void()
+    return fn
+
+
+def blocking(N: int, O: int, K: int, P: int, mr: int, nr: int) -> tuple[int, int, int, int]:
+    """(channel panels per unit, channel blocks, strips per unit, row blocks): channel blocks
+    first (the columns are packed once per thread and row block; more row blocks repeat the
+    weights)."""
+    npan, nst = -(-O // nr), -(-P // mr)
+    ncb = max(1, min(npan, -(-MIN_UNITS // N)))
+    cbp = -(-npan // ncb)
+    cbp = max(1, min(cbp, W_BUDGET // (4 * nr * max(K, 1))))
+    ncb = -(-npan // cbp)
+    nrb = max(1, min(nst, -(-MIN_UNITS // (N * ncb))))
+    rbs = -(-nst // nrb)
+    nrb = -(-nst // rbs)
+    return cbp, ncb, rbs, nrb
+
+
+def emit(kf, win, O: int, Cg: int):
+    """The body of kf (x, packed w, y[, extras]) for a convolution of groups 1 and Cg input
+    channels; returns the weight prepack."""
+    from .conv import _epilogue_chunk
+
+    N, P = win.N, win.P
+    K = Cg * win.KK
+    direct = is_1x1(win)
+    w = gemm_tile().width
+    mr, nv = tile(w)
+    nr = nv * w
+    cbp, ncb, rbs, nrb = blocking(N, O, K, P, mr, nr)
+    CB, RB = cbp * nr, rbs * mr
+    units = N * ncb * nrb
+    ukr = _ukr_fn(kf.b.module, mr, nv, w)
+    pack = _pack_strips_fn(kf.b.module, mr)
+    nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
+    OW = win.osp[2]
+    sst = K * mr + 8  # floats per packed strip, with the gap pack's spill lands in
+    ldt = -(-min(RB, P) // 16) * 16 + 16  # im2col rows (im2col pads them to its NR)
+    cc = max(1, min(Cg, COL_BUDGET // (4 * win.KK * ldt)))  # input channels per im2col call
+    # windows: im2col specialised to the geometry (constant strides and bounds: 3-6% of a 3x3
+    # stride-2 convolution's time, measured), in chunks of equal channel counts
+    special = win.KK > 1
+    if special:
+        cc = max(d for d in range(1, cc + 1) if Cg % d == 0)
+
+    def body(b, vals, sh):
+        x, wp, y = vals[0], vals[1], vals[2]
+        extras = vals[3:]
+        buf = b.bitcast(malloc(b, i64(4 * rbs * sst)), F32P)
+        tmp = None if direct else b.bitcast(malloc(b, i64(4 * (cc * win.KK * ldt + 8))), F32P)
+        have = entry_alloca(b, I64, name="packed")  # the (image, row block) in buf, -1: none
+        b.store(i64(-1), have)
+        u0, u1 = sh.range(b, units)
+        with for_range(b, u0, u1, name="unit") as u:
+            # channel blocks fastest: a thread's consecutive units share its packed strips
+            nr_, cb = b.udiv(u, i64(ncb)), b.urem(u, i64(ncb))
+            n, rb = b.udiv(nr_, i64(nrb)), b.urem(nr_, i64(nrb))
+            p0 = b.mul(rb, i64(RB))
+            p1 = imin(b, b.add(p0, i64(RB)), i64(P))
+            pc = b.sub(p1, p0)
+            with b.if_then(b.icmp_signed("!=", b.load(have), nr_)):
+                if direct:
+                    xn = gep(b, x, b.mul(n, i64(K * P)))
+                    b.call(pack, [xn, i64(P), p0, pc, i64(K), buf, i64(0), i64(K)])
+                else:
+                    xn = gep(b, x, b.mul(n, i64(win.C * win.IP)))
+                    if special:
+                        im2col = im2col_cf_fn(b.module, win, cc)
+                    else:
+                        im2col = im2col_cf_fn(b.module)
+                        geo = geom_args(win, Cg)[1:]
+                    with for_range(b, 0, Cg, cc, name="cc") as c0:
+                        ncc = imin(b, i64(cc), b.sub(i64(Cg), c0))
+                        xc = gep(b, xn, b.mul(c0, i64(win.IP)))
+                        if special:
+                            b.call(im2col, [xc, tmp, i64(ldt), p0, pc])
+                        else:
+                            b.call(im2col, [xc, tmp, i64(ldt), p0, pc, ncc, *geo])
+                        rows, k0 = b.mul(ncc, i64(win.KK)), b.mul(c0, i64(win.KK))
+                        b.call(pack, [tmp, i64(ldt), i64(0), pc, rows, buf, k0, i64(K)])
+                b.store(nr_, have)
+            o0 = b.mul(cb, i64(CB))
+            o1 = imin(b, b.add(o0, i64(CB)), i64(O))
+            yn = gep(b, y, b.mul(n, i64(O * P)))
+            ns = b.udiv(b.add(pc, i64(mr - 1)), i64(mr))
+            with for_range(b, 0, ns, name="st") as s:
+                ps = b.add(p0, b.mul(s, i64(mr)))
+                mv = imin(b, i64(mr), b.sub(p1, ps))
+                a = gep(b, buf, b.mul(s, i64(sst)))
+                with for_range(b, o0, o1, nr, name="jp") as o:
+                    nj = imin(b, i64(nr), b.sub(i64(O), o))
+                    bpan = gep(b, wp, b.mul(o, i64(K)))  # panel o / nr starts at o * K
+                    c = gep(b, yn, b.add(b.mul(o, i64(P)), ps))
+                    b.call(ukr, [i64(K), a, bpan, c, i64(P), mv, nj])
+            if kf.ep:
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+        sh.end(b)
+        free(b, buf)
+        if tmp is not None:
+            free(b, tmp)
+
+    parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)
+
+    def prepack(wc):
+        return pack_b_panels(wc.reshape(O, K).T, nr).ravel()
+
+    return prepack
