@@ -524,9 +524,10 @@ def _slab_offset(fn: Function) -> int | None:
     of an unrolled RNN's input projection), else None. The offset must be a multiple of
     _VIEW_ALIGN."""
     e = fn.body
-    if not (type(e) is Call and isinstance(e.op, Op) and e.op.name == "take"):
+    take = type(e) is Call and isinstance(e.op, Op) and e.op.name == "take"  # a pattern, one node
+    if not take or not fn.params or e.args[0] is not fn.params[0]:
         return None
-    if not fn.params or e.args[0] is not fn.params[0] or type(e.args[1]) is not Constant:
+    if type(e.args[1]) is not Constant:
         return None
     t, idx = fn.params[0].checked_type, e.args[1].data
     if not isinstance(t, TensorType) or idx.ndim != 0 or idx.dtype.kind not in "iu":
