@@ -170,7 +170,15 @@ class WorkerPool:
             self._busy.add(w)
             try:
                 w = self._fresh(w)
-                return self._run_on(w, stage, task, kwargs, timeout or self.timeout)
+                try:
+                    return self._run_on(w, stage, task, kwargs, timeout or self.timeout)
+                except _NotStarted:
+                    # it died before taking the job (killed while idle: its exit status can
+                    # arrive after the job was sent): the job runs once more, on a new worker
+                    self._busy.discard(w)
+                    w = self._replace(w, "died")
+                    self._busy.add(w)
+                    return self._run_on(w, stage, task, kwargs, timeout or self.timeout)
             finally:
                 self._busy.discard(w)
                 self._idle.put(self._after(w))
@@ -207,8 +215,14 @@ class WorkerPool:
         t0 = time.perf_counter()
         job_id = uuid.uuid4().hex[:12]
         try:
-            w.conn.send((job_id, task, kwargs, self.cpu))
-            if not w.conn.poll(timeout):
+            deadline = time.monotonic() + timeout
+            try:  # the worker acknowledges the job before it runs it
+                w.conn.send((job_id, task, kwargs, self.cpu))
+                ack = w.conn.recv() if w.conn.poll(timeout) else None
+            except (EOFError, OSError):
+                w.proc.join(5)
+                raise _NotStarted from None
+            if ack is None or not w.conn.poll(max(0.0, deadline - time.monotonic())):
                 w.proc.kill()
                 raise ApiError(
                     "worker_timeout",
@@ -235,6 +249,10 @@ class WorkerPool:
         if payload.get("code") == "memory_limit":
             w.jobs = self.recycle_after  # a heap that hit its limit is not reused
         raise ApiError(stage=stage, **payload)
+
+
+class _NotStarted(Exception):
+    """The worker died before it acknowledged the job."""
 
 
 def _death(stage: str, exitcode: int | None) -> ApiError:
@@ -295,6 +313,10 @@ def _worker_main(conn, memory: int, tmp: str, env: dict, method: str = "forkserv
         if msg is None:
             return
         job_id, task, kwargs, cpu = msg
+        try:
+            conn.send(("started", job_id))
+        except OSError:
+            return
         if cpu:
             used = resource.getrusage(resource.RUSAGE_SELF)
             soft = int(used.ru_utime + used.ru_stime + cpu) + 1

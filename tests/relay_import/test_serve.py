@@ -398,6 +398,21 @@ def test_slow_and_half_sent_requests_are_cut_off(srv):
     assert closed == 200
 
 
+def test_workers_killed_while_idle_are_replaced_before_the_next_job(srv):
+    """A job sent right after its idle worker died goes to a fresh one: the dead worker's pipe
+    is at end of file before its exit status reaches the forkserver (CI saw the job fail)."""
+    model = mlp(seed=8, width=16, depth=2)
+    status, info = jrequest(srv.url + "/v1/models", model)
+    assert status == 201
+    for _ in range(3):
+        pids = srv.worker_pids()
+        assert pids
+        for p in pids:
+            os.kill(p, signal.SIGKILL)
+        status, art = jrequest(srv.url + f"/v1/models/{info['id']}/compile", b"", method="POST")
+        assert status == 200, art
+
+
 def test_worker_killed_mid_compile_is_a_5xx_naming_the_stage(srv):
     model = mlp(seed=7, width=96, depth=12)
     status, info = jrequest(srv.url + "/v1/models", model)
