@@ -64,7 +64,8 @@ def build() -> nn.Module:
     return m.eval()
 
 
-def main(out: Path = Path(__file__).resolve().parent / "demo_cnn.onnx") -> Path:
+def main(out: Path | None = None) -> Path:
+    out = out or Path(__file__).resolve().parent / "demo_cnn.onnx"
     m = build()
     x = torch.randn(1, 3, 32, 32)
     torch.onnx.export(
