@@ -63,6 +63,23 @@ def _pow2i(b, n_int):
     return b.bitcast(bits, _vec(t, F32))
 
 
+EXP_POLY = [  # exp(r) = 1 + r + r^2 * p(r) on [-ln2/2, ln2/2] (Cephes expf)
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+]
+
+
+def _exp_reduced(b: ir.IRBuilder, r):
+    """exp(r) for the reduced argument r = x - n*ln2."""
+    p = _fma_poly(b, r, EXP_POLY)
+    rr = b.fmul(r, r, flags=_FM)
+    return b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(r.type, 1.0), flags=_FM)
+
+
 def exp_f32(b: ir.IRBuilder, x):
     t = x.type
     it = _vec(t, I32)
@@ -74,20 +91,7 @@ def exp_f32(b: ir.IRBuilder, x):
     # Cody-Waite: r = x - n*ln2 with ln2 split in two parts
     r = b.fsub(xc, b.fmul(fn, _c(t, 0.693359375)))
     r = b.fsub(r, b.fmul(fn, _c(t, -2.12194440e-4)))
-    p = _fma_poly(
-        b,
-        r,
-        [
-            1.9875691500e-4,
-            1.3981999507e-3,
-            8.3334519073e-3,
-            4.1665795894e-2,
-            1.6666665459e-1,
-            5.0000001201e-1,
-        ],
-    )
-    rr = b.fmul(r, r, flags=_FM)
-    y = b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(t, 1.0), flags=_FM)
+    y = _exp_reduced(b, r)
     n = b.fptosi(fn_safe, it)
     n1 = b.ashr(n, _c(it, 1))
     n2 = b.sub(n, n1)
@@ -195,20 +199,7 @@ def _exp_bounded(b: ir.IRBuilder, z):
     fma_ = _intr(b, "fma", t, 3)
     r = b.call(fma_, [b.fneg(n), _c(t, 0.693359375), z])  # n * 0.693359375 is exact
     r = b.call(fma_, [b.fneg(n), _c(t, -2.12194440e-4), r])
-    p = _fma_poly(
-        b,
-        r,
-        [
-            1.9875691500e-4,
-            1.3981999507e-3,
-            8.3334519073e-3,
-            4.1665795894e-2,
-            1.6666665459e-1,
-            5.0000001201e-1,
-        ],
-    )
-    rr = b.fmul(r, r, flags=_FM)
-    y = b.fadd(b.fadd(b.fmul(p, rr, flags=_FM), r, flags=_FM), _c(t, 1.0), flags=_FM)
+    y = _exp_reduced(b, r)
     # y * 2**n: n added to y's exponent field (y in [0.7, 1.5]: exponent 126 or 127; with
     # n in [-124, 127] the sum stays a normal exponent)
     it = _vec(t, I32)
