@@ -8,24 +8,21 @@ The default schedule, applied to every fused group:
   into a register ("compute_at"); other reductions get a temporary buffer;
 - the outer loops of each stage are fused and split across threads when there is enough work;
   the innermost loop is left simple so that LLVM vectorises it.
+The loop-nest transformations themselves (fusing loops, partitioning, parallelising, cost
+estimates) are in loop_nest.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te.expr import INDEX, Binary, Compare, Const, Load, PrimExpr, Read, Reduce, Select, Var
+from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
 from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
+from . import loop_nest
 from . import tir as T
-
-# Estimated operations below which a stage stays on one thread. A pool dispatch costs ~1-3 us on
-# an idle machine (waking a sleeping worker more), so small stages (a 128 KB copy) are not worth
-# it.
-PARALLEL_MIN_WORK = 1 << 18
-# Rough cost per element of expression nodes (transcendentals are polynomials or libm calls).
-_NODE_COST = {"Call": 16, "Load": 1, "Read": 1, "Binary": 1, "Select": 1, "Cast": 1, "Compare": 1}
+from .loop_nest import expr_cost, fused_var, linear_in, parallelize, static_work
 
 
 @dataclass(eq=False)
@@ -528,16 +525,18 @@ class Scheduler:
                 value = self.to_loads(expr, local)
                 index = self.simp(flat_index(shape, axes))
             if not pre and not inner:
-                pieces = self._partition(axes, shape, value, index, out_buf, expr)
+                pieces = loop_nest.partition(
+                    self.simp, self.nthreads, axes, shape, value, index, out_buf, expr
+                )
                 if pieces is not None:
                     return pieces
             body = T.Store(out_buf, index, value)
-        work = _static_work(shape, expr)
+        work = static_work(shape, expr)
         if work is not None:
-            work *= _expr_cost(expr)
+            work *= expr_cost(expr)
         for r in inner:
-            w, depth = _static_work([], stage_exprs[r.id]), placed[r.id][1]
-            outer = _static_work(shape[:depth], None)
+            w, depth = static_work([], stage_exprs[r.id]), placed[r.id][1]
+            outer = static_work(shape[:depth], None)
             work = None if None in (work, w, outer) else work + w * outer
         # build loops inside out, inserting placed reductions at their depth
         n = len(axes)
@@ -551,70 +550,7 @@ class Scheduler:
                     body = T.Allocate(acc, body)
             if k > 0:
                 body = T.For(axes[k - 1], shape[k - 1], body)
-        return self._parallelize(body, axes, shape, work, min(pre) if pre else n)
-
-    def _partition(self, axes, shape, value, index, out_buf, expr) -> T.Stmt | None:
-        """Loop partitioning: when the value selects on a loop variable against constants (a
-        concatenation or a stack along that axis: selects that are branches per element and
-        keep LLVM from vectorising), the loop over that variable becomes one loop per range of
-        it, with the selects resolved, inside the loops over the axes before it; None when there
-        is nothing to cut. An unrolled LSTM's output (64 steps of 8 x 256 stacked) took
-        200-400 us as one nest of selects."""
-        if not all(isinstance(d, int) for d in shape):
-            return None
-        value = self.simp(value)  # the conditions in terms of the loop variables
-        pos = {id(a): k for k, a in enumerate(axes)}
-        found: dict[int, set] = {}
-        for n in post_order(value):
-            if type(n) is not Select:
-                continue
-            for a in (n.cond.a, n.cond.b) if type(n.cond) is Compare else ():
-                k = pos.get(id(a))
-                side = _compare_const(n.cond, a) if k is not None else None
-                if side is not None:
-                    op, c = side
-                    cut = {c, c + 1} if op in ("eq", "ne") else {c + (op in ("le", "gt"))}
-                    found.setdefault(k, set()).update(cut)
-        p = min((k for k in found if any(0 < c < shape[k] for c in found[k])), default=None)
-        if p is None:
-            return None
-        v = axes[p]
-        cuts = sorted(c for c in found[p] if 0 < c < shape[p])
-        if len(cuts) >= _MAX_PARTITIONS:
-            return None
-        bounds = [0, *cuts, shape[p]]
-        cost = _expr_cost(expr)
-        nests = []
-        for lo, hi in zip(bounds, bounds[1:]):
-
-            def resolve(orig, new, lo=lo, hi=hi):
-                if type(new) is Select:
-                    known = _known_over(new.cond, v, lo, hi)
-                    if known is not None:
-                        return new.t if known else new.f
-                return new
-
-            w = T.index_var(f"{v.name}_{lo}")
-            self.simp.set_bound(w, 0, hi - lo - 1)
-            at = {v: w + Const(lo, INDEX) if lo else w}
-            pv = self.simp(substitute(rewrite(value, resolve), at))
-            pi = self.simp(substitute(index, at))
-            paxes = [w] + list(axes[p + 1 :])
-            pshape = [hi - lo] + list(shape[p + 1 :])
-            body: T.Stmt = T.Store(out_buf, pi, pv)
-            for a, d in zip(reversed(paxes), reversed(pshape)):
-                body = T.For(a, d, body)
-            if p == 0:  # each range on the threads by itself, by its own work
-                work = _static_work(pshape, None) * _expr_cost(pv)
-                body = self._parallelize(body, paxes, pshape, work, len(paxes))
-            nests.append(body)
-        body = T.seq(*nests)
-        if p == 0:
-            return body
-        for a, d in zip(reversed(axes[:p]), reversed(shape[:p])):
-            body = T.For(a, d, body)
-        work = _static_work(shape, None) * cost
-        return self._parallelize(body, list(axes[:p]), list(shape[:p]), work, p)
+        return parallelize(self.nthreads, body, axes, shape, work, min(pre) if pre else n)
 
     def _fuse_trailing(self, expr, axes, shape, local, first: int):
         """(axes, shape, value, store index) with the trailing loops from some axis >= `first`
@@ -626,10 +562,10 @@ class Scheduler:
         if n - first < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
             return None
         for j in range(first, n - 1):
-            f, total, m = self._fused_var("fl_" + axes[j].name, axes[j:], shape[j:])
+            f, total, m = fused_var(self.simp, "fl_" + axes[j].name, axes[j:], shape[j:])
             value = self.to_loads(substitute(expr, m), local)
             index = self.simp(substitute(flat_index(shape, axes), m))
-            if _linear_in(f, (value, index)):
+            if linear_in(f, (value, index)):
                 return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
         return None
 
@@ -674,130 +610,15 @@ class Scheduler:
         if len(axes) < 2 or not all(isinstance(a.extent, int) and a.extent > 0 for a in axes):
             return None
         for j in range(len(axes) - 1):  # the longest fusion first
-            f, total, m = self._fused_var("rf", axes[j:], [a.extent for a in axes[j:]])
+            f, total, m = fused_var(self.simp, "rf", axes[j:], [a.extent for a in axes[j:]])
             full = {**sub, **m} if sub else m
             src = self.to_loads(substitute(red.source, full), local)
             where = red.where
             if where is not None:
                 where = self.to_loads(substitute(where, full), local)
-            if _linear_in(f, (src, where)):
+            if linear_in(f, (src, where)):
                 return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
         return None
-
-    def _fused_var(self, name: str, axes, extents):
-        """(f, total, {axis: index from f}): one bounded loop variable over the nest of `axes`
-        (outermost first) with the given static extents."""
-        total = 1
-        for d in extents:
-            total *= d
-        f = T.index_var(name)
-        self.simp.set_bound(f, 0, total - 1)
-        m, stride = {}, total
-        for k, (a, d) in enumerate(zip(axes, extents)):
-            stride //= d
-            q = f // stride if stride > 1 else f
-            m[a] = q % d if k else q
-        return f, total, m
-
-    def _parallelize(self, nest: T.Stmt, axes, shape, work, max_depth: int) -> T.Stmt:
-        """Fuse the leading loops (at most `max_depth`) into one parallel loop."""
-        if self.nthreads <= 1 or not axes or max_depth == 0:
-            return nest
-        if work is not None and work < PARALLEL_MIN_WORK:
-            return nest
-        # choose the prefix: enough iterations for the threads, keeping the innermost loop
-        # serial when it is long enough to vectorise
-        p, ext = 0, 1
-        limit = min(max_depth, len(axes))
-        while p < limit:
-            d = shape[p]
-            if not isinstance(d, int):
-                p = max(p, 1)
-                break
-            ext *= d
-            p += 1
-            if ext >= 4 * self.nthreads:
-                break
-        if p == len(axes) and len(axes) > 1 and isinstance(shape[-1], int) and shape[-1] >= 16:
-            p -= 1
-        if p == 0:
-            return nest
-        # peel p For loops
-        loops, body = [], nest
-        for _ in range(p):
-            if not isinstance(body, T.For):
-                return nest
-            loops.append(body)
-            body = body.body
-        if p == 1:
-            f = loops[0]
-            return T.For(f.var, f.extent, f.body, "parallel")
-        fused = T.index_var("f" + "_".join(lp.var.name for lp in loops))
-        total = 1
-        for lp in loops:
-            total = total * lp.extent
-        # recover each index from the fused one
-        rem = fused
-        lets = []
-        strides = []
-        s = 1
-        for lp in reversed(loops):
-            strides.append(s)
-            s = s * lp.extent
-        strides.reverse()
-        for lp, st in zip(loops, strides):
-            v = rem // st if not (isinstance(st, int) and st == 1) else rem
-            lets.append((lp.var, v % lp.extent if lp is not loops[0] else v))
-        for var, val in reversed(lets):
-            body = T.LetStmt(var, val, body)
-        return T.For(fused, total, body, "parallel")
-
-
-def _linear_in(v: Var, exprs) -> bool:
-    """Whether no division or remainder of `v` is left in `exprs` (None entries skipped)."""
-    divs = (
-        x
-        for e in exprs
-        if e is not None
-        for x in post_order(e)
-        if type(x) is Binary and x.op in ("floordiv", "floormod")
-    )
-    return not any(n is v for x in divs for n in post_order(x))
-
-
-# At most this many loop nests from one partitioned stage (_partition).
-_MAX_PARTITIONS = 256
-_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
-
-
-def _compare_const(cond, v: Var):
-    """(op, k) when `cond` compares `v` with integer constant k as `v op k`, else None."""
-    if type(cond) is not Compare or cond.op not in _FLIP:
-        return None
-    if cond.a is v and type(cond.b) is Const and isinstance(cond.b.value, int):
-        return cond.op, cond.b.value
-    if cond.b is v and type(cond.a) is Const and isinstance(cond.a.value, int):
-        return _FLIP[cond.op], cond.a.value
-    return None
-
-
-def _known_over(cond, v: Var, lo: int, hi: int) -> bool | None:
-    """The value of `cond` for every v in [lo, hi) when it is the same for all, else None."""
-    side = _compare_const(cond, v)
-    if side is None:
-        return None
-    op, k = side
-    first, last = lo, hi - 1
-    tests = {
-        "lt": (last < k, first >= k),
-        "le": (last <= k, first > k),
-        "gt": (first > k, last <= k),
-        "ge": (first >= k, last < k),
-        "eq": (first == k == last, last < k or first > k),
-        "ne": (last < k or first > k, first == k == last),
-    }
-    yes, no = tests[op]
-    return True if yes else False if no else None
 
 
 def _batch_slice(buf: T.Buffer, n) -> T.Offset:
@@ -836,30 +657,6 @@ def _identity_read(read, stage) -> bool:
             continue
         return False
     return len(read.indices) == len(stage.op.axes)
-
-
-def _expr_cost(expr) -> int:
-    """Operations per output element (at least 1), counted over the expression DAG."""
-    src = expr.source if type(expr) is Reduce else expr
-    # index arithmetic (int64) is not counted: it is mostly hoisted or strength-reduced
-    return max(
-        1,
-        sum(_NODE_COST.get(type(n).__name__, 0) for n in post_order(src) if n.dtype != INDEX),
-    )
-
-
-def _static_work(shape, expr) -> int | None:
-    n = 1
-    for d in shape:
-        if not isinstance(d, int):
-            return None
-        n *= d
-    if expr is not None and type(expr) is Reduce:
-        for a in expr.axes:
-            if not isinstance(a.extent, int):
-                return None
-            n *= max(a.extent, 1)
-    return n
 
 
 def schedule(outputs: list[Tensor], buffers: dict, nthreads: int = 2, llctx=None) -> T.Stmt:

@@ -1,4 +1,4 @@
-"""Loop partitioning (schedule.Scheduler._partition): a fused stage that selects on a loop
+"""Loop partitioning (loop_nest.partition): a fused stage that selects on a loop
 variable against constants (concatenate, stack) is compiled as one loop per range of that
 variable. Compiled against numpy on concatenations and stacks along the first, a middle and the
 last axis, with elementwise ops and transposes fused around them (an unrolled LSTM's output), on
@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 
 import relay_core
-from relay_core.backend import schedule
+from relay_core.backend import loop_nest
 from relay_core.ir import Function, IRModule, call, const, var
 
 
 @pytest.fixture
 def partitions(monkeypatch):
-    """The number of stages compiled through _partition in the test."""
+    """The number of stages compiled through loop_nest.partition in the test."""
     made = []
-    orig = schedule.Scheduler._partition
+    orig = loop_nest.partition
 
-    def spy(self, *args):
-        r = orig(self, *args)
+    def spy(*args):
+        r = orig(*args)
         made.append(r is not None)
         return r
 
-    monkeypatch.setattr(schedule.Scheduler, "_partition", spy)
+    monkeypatch.setattr(loop_nest, "partition", spy)
     return made
 
 
