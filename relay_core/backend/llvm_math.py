@@ -191,20 +191,40 @@ def _rcp_intrinsic(b: ir.IRBuilder, t: ir.Type):
     return fn, [_c(t, 0.0), ir.Constant(mask, -1)]
 
 
+def _reduce_exp(b: ir.IRBuilder, z):
+    """(n, r) with z = n ln2 + r, n = roundeven(z / ln2), |r| <= ln2 / 2 (Cody-Waite: ln2 in two
+    parts; n * 0.693359375 is exact)."""
+    t = z.type
+    n = b.call(_intr(b, "roundeven", t), [b.fmul(z, _c(t, 1.4426950408889634))])
+    fma_ = _intr(b, "fma", t, 3)
+    r = b.call(fma_, [b.fneg(n), _c(t, 0.693359375), z])
+    return n, b.call(fma_, [b.fneg(n), _c(t, -2.12194440e-4), r])
+
+
 def _exp_bounded(b: ir.IRBuilder, z):
     """exp(z) for z in [-86, 88] (NaN: an unspecified value): exp_f32 without its clamps and
     NaN handling, the power-of-two scaling an integer add to the exponent field."""
     t = z.type
-    n = b.call(_intr(b, "roundeven", t), [b.fmul(z, _c(t, 1.4426950408889634))])
-    fma_ = _intr(b, "fma", t, 3)
-    r = b.call(fma_, [b.fneg(n), _c(t, 0.693359375), z])  # n * 0.693359375 is exact
-    r = b.call(fma_, [b.fneg(n), _c(t, -2.12194440e-4), r])
+    n, r = _reduce_exp(b, z)
     y = _exp_reduced(b, r)
     # y * 2**n: n added to y's exponent field (y in [0.7, 1.5]: exponent 126 or 127; with
     # n in [-124, 127] the sum stays a normal exponent)
     it = _vec(t, I32)
     bits = b.add(b.bitcast(y, it), b.shl(b.fptosi(n, it), _c(it, 23)))
     return b.bitcast(bits, t)
+
+
+def exp_nonpos_f32(b: ir.IRBuilder, x):
+    """exp(x) for x <= 0 or NaN (softmax's x - max): exp_f32 without the overflow handling;
+    below -87.34 (a subnormal result) 0."""
+    t = x.type
+    lo = -87.33654
+    uno = b.fcmp_unordered("uno", x, x)
+    small = b.fcmp_ordered("<", x, _c(t, lo))
+    z = b.select(uno, _c(t, 0.0), b.select(small, _c(t, lo), x))
+    n, r = _reduce_exp(b, z)
+    y = b.fmul(_exp_reduced(b, r), _pow2i(b, b.fptosi(n, _vec(t, I32))))  # n in [-126, 0]
+    return b.select(uno, x, b.select(small, _c(t, 0.0), y))
 
 
 def sigmoid_f32(b: ir.IRBuilder, x):

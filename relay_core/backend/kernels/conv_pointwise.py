@@ -32,7 +32,6 @@ from .llvm_util import (
     F32P,
     I64,
     V8F,
-    VOID,
     const,
     entry_alloca,
     fma,
@@ -44,6 +43,7 @@ from .llvm_util import (
     imin,
     load,
     malloc,
+    new_function,
     splat,
     store,
     vload,
@@ -111,10 +111,7 @@ def _ukr_fn(llmod: ir.Module, mr: int) -> ir.Function:
     if fn is not None:
         return fn
     args = [I64, F32P, I64, F32P, I64, F32P, I64, I64]
-    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = new_function(llmod, name, args, internal=True)
     K, ap, lda, bp, ldb, cp, ldc, nv = fn.args
     sets = {1: 4, 2: 2, 3: 2}.get(mr, 1)  # independent accumulators against the FMA latency
     zero = const(V8F, 0.0)

@@ -43,6 +43,7 @@ from .llvm_util import (
     imin,
     load,
     malloc,
+    new_function,
     splat,
     store,
     vload,
@@ -101,10 +102,7 @@ def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
     if fn is not None:
         return fn
     args = [I64, F32P, F32P, F32P, I64, I64, I64]
-    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = new_function(llmod, name, args, internal=True)
     K, ap, bp, cp, ldc, mv, nj = fn.args
     nr = nv * w
     vt = ir.VectorType(F32, w)
@@ -215,10 +213,7 @@ def _pack_strips_fn(llmod: ir.Module, mr: int) -> ir.Function:
     if fn is not None:
         return fn
     args = [F32P, I64, I64, I64, I64, F32P, I64, I64]
-    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = new_function(llmod, name, args, internal=True)
     src, ld, pos0, npos, nrows, dst, k0, K = fn.args
     ns = b.udiv(b.add(npos, i64(mr - 1)), i64(mr))
     sst = b.add(b.mul(K, i64(mr)), i64(8))

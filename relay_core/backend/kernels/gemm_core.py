@@ -49,6 +49,7 @@ from .llvm_util import (
     imin,
     load,
     malloc,
+    new_function,
     splat,
     store,
     vload,
@@ -176,10 +177,7 @@ def _shared(llmod: ir.Module, name: str, args: list, build: Callable) -> ir.Func
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(llmod, ir.FunctionType(VOID, args), name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = new_function(llmod, name, args, internal=True)
     build(b, *fn.args)
     b.ret_void()
     return fn

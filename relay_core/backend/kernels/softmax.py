@@ -1,7 +1,7 @@
 """nn.softmax, nn.log_softmax and nn.hardmax along any axis.
 
 The tensor is viewed as (outer, L, inner) around the axis. inner == 1: each row is reduced with
-8-wide vectors (max, then sum of exp(x - max) with the IR exp of vmath, then a scale pass).
+8-wide vectors (max, then sum of exp(x - max) with the IR exp of llvm_math, then a scale pass).
 inner > 1: the L rows of `inner` contiguous values are combined elementwise into max / sum rows,
 again 8-wide. float64 / float16 use scalar code (libm exp / log for float64).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..llvm_math import exp_f32, exp_nonpos_f32, log_f32
 from .common import KernelInfo, attr, epilogue_block, kernel_function, shape_of
 from .llvm_util import (
     F32,
@@ -32,7 +33,6 @@ from .llvm_util import (
     vstore,
 )
 from .parallel import clamp_threads, parallel
-from .vmath import exp_f32, exp_nonpos_f32, log_f32
 
 
 class _Ops:

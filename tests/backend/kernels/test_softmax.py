@@ -16,7 +16,7 @@ from relay_core.backend.kernels.llvm_util import (
     vload,
     vstore,
 )
-from relay_core.backend.kernels.vmath import exp_f32, exp_nonpos_f32, log_f32
+from relay_core.backend.llvm_math import exp_f32, exp_nonpos_f32, log_f32
 from tools.kernel_jit import KernelModule
 
 from .helpers import assert_close, index_epilogue, index_expected, run_batch
