@@ -13,6 +13,8 @@ multipliers (Og > 1) are supported.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import llvmlite.ir as ir
 
 from .common import KernelInfo, epilogue_plane, epilogue_row, kernel_function, shape_of
@@ -198,6 +200,26 @@ def _rows_usable(win, Og) -> bool:
     )
 
 
+@contextmanager
+def _plane_units(b, sh, x, win, G, pad_n: int, scratch_n: int = 0):
+    """The per-thread frame of the channel-first paths: a zeroed scratch plane of pad_n floats
+    (its border stays zero: only the interior is rewritten per plane), an optional scratch of
+    scratch_n floats, and the loop over this thread's (image, channel) units. Yields
+    (u, n, c, src plane, pad, scratch)."""
+    pad = b.bitcast(malloc(b, i64(4 * pad_n)), F32P)
+    memset0(b, pad, i64(4 * pad_n))
+    scratch = b.bitcast(malloc(b, i64(4 * scratch_n)), F32P) if scratch_n else None
+    u0, u1 = sh.range(b, win.N * G)
+    with for_range(b, u0, u1, name="u") as u:
+        n = b.udiv(u, i64(G))
+        c = b.urem(u, i64(G))
+        yield u, n, c, gep(b, x, b.mul(u, i64(win.IP))), pad, scratch
+    sh.end(b)
+    free(b, pad)
+    if scratch is not None:
+        free(b, scratch)
+
+
 def _row_vector(OW: int) -> int:
     """Lanes per vector of an output row: 16 (one zmm with AVX-512) when it wastes no more
     lanes than 8 would (14, 28, 112: yes; 7, 56: no)."""
@@ -236,14 +258,7 @@ def _cf_rows(kf, w, win, G):
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        pad = b.bitcast(malloc(b, i64(4 * pad_n)), F32P)
-        memset0(b, pad, i64(4 * pad_n))
-        tile = b.bitcast(malloc(b, i64(4 * V)), F32P)
-        u0, u1 = sh.range(b, units)
-        with for_range(b, u0, u1, name="u") as u:
-            n = b.udiv(u, i64(G))
-            c = b.urem(u, i64(G))
-            src = gep(b, x, b.mul(u, i64(win.IP)))
+        with _plane_units(b, sh, x, win, G, pad_n, V) as (u, n, c, src, pad, tile):
             # interior copy, split into column phases (the border stays zero: the interior is
             # the same for every plane)
             with for_range(b, 0, H, name="cr") as r:
@@ -291,9 +306,6 @@ def _cf_rows(kf, w, win, G):
                 with for_range(b, 0, OH, name="er") as r:
                     yrow = gep(b, plane, b.mul(r, i64(OW)))
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, r], 0)
-        sh.end(b)
-        free(b, pad)
-        free(b, tile)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
@@ -340,14 +352,7 @@ def _cf_flat(kf, w, win, G):
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        pad = b.bitcast(malloc(b, i64(4 * pad_n)), F32P)
-        memset0(b, pad, i64(4 * pad_n))
-        wbuf = b.bitcast(malloc(b, i64(4 * wide)), F32P)
-        u0, u1 = sh.range(b, units)
-        with for_range(b, u0, u1, name="u") as u:
-            n = b.udiv(u, i64(G))
-            c = b.urem(u, i64(G))
-            src = gep(b, x, b.mul(u, i64(win.IP)))
+        with _plane_units(b, sh, x, win, G, pad_n, wide) as (u, n, c, src, pad, wbuf):
             with for_range(b, 0, H, name="cr") as r:
                 dst = gep(b, pad, b.add(b.mul(b.add(r, i64(win.pb[1])), i64(Wp)), i64(win.pb[2])))
                 memcpy(b, dst, gep(b, src, b.mul(r, i64(W))), i64(4 * W))
@@ -368,9 +373,6 @@ def _cf_flat(kf, w, win, G):
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, r], 0)
             if kf.ep and invariant:
                 epilogue_plane(b, kf.ep, extras, plane, P, [n, c], 2)
-        sh.end(b)
-        free(b, pad)
-        free(b, wbuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
@@ -393,13 +395,7 @@ def _cf(kf, w, win, G, Og, O):
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
-        pad = b.bitcast(malloc(b, i64(4 * Dp * Hp * Wp)), F32P)
-        memset0(b, pad, i64(4 * Dp * Hp * Wp))
-        u0, u1 = sh.range(b, units)
-        with for_range(b, u0, u1, name="u") as u:
-            n = b.udiv(u, i64(G))
-            c = b.urem(u, i64(G))
-            src = gep(b, x, b.mul(u, i64(win.IP)))
+        with _plane_units(b, sh, x, win, G, Dp * Hp * Wp) as (u, n, c, src, pad, _):
             # interior copy (the border stays zero: the interior is the same for every plane)
             with for_range(b, 0, D * H, name="cr") as r:
                 dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
@@ -430,8 +426,6 @@ def _cf(kf, w, win, G, Og, O):
                         epilogue_row(b, kf.ep, extras, yrow, OW, [n, o, *sp], 0)
                 if plane_ep:
                     epilogue_plane(b, kf.ep, extras, plane, win.P, [n, o], win.nd)
-        sh.end(b)
-        free(b, pad)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
