@@ -3,6 +3,7 @@
 Every pass is reachable as `relay_core.passes.<Name>()` and callable on a module.
 """
 
+from .channels_first import ChannelsFirst
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .defaults import default_pipeline, optimize
@@ -29,6 +30,7 @@ from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 
 __all__ = [
+    "ChannelsFirst",
     "DeadCodeElimination",
     "DynamicToStatic",
     "EliminateCommonSubexpr",

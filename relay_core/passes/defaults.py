@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir.module import IRModule
+from .channels_first import ChannelsFirst
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .dynamic_to_static import DynamicToStatic
@@ -18,7 +19,7 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
     """The passes the backend runs before fusion, those up to `opt_level`:
 
     InferType, SimplifyInference, FoldConstant, DynamicToStatic, SimplifyExpr, FoldScaleAxis,
-    EliminateCommonSubexpr, DeadCodeElimination, InferType.
+    ChannelsFirst, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination, InferType.
 
     >>> mod = default_pipeline(3)(mod)
     """
@@ -29,6 +30,7 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
         DynamicToStatic(),
         SimplifyExpr(),
         FoldScaleAxis(),
+        ChannelsFirst(),
         FoldConstant(),
         EliminateCommonSubexpr(),
         DeadCodeElimination(),

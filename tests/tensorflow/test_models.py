@@ -122,6 +122,45 @@ def test_keras_zero_padding_before_valid_convolutions_folds_and_matches():
         assert err <= REL, f"batch {n}: relative error {err:.2e}"
 
 
+def test_keras_file_with_unknown_batch_runs_channels_first(tmp_path):
+    # A .keras file loaded as users save it (unknown batch): ChannelsFirst turns the NHWC
+    # convolutions and pools into NCHW ones (transposes cancel between them: one is left,
+    # after the input); convolution biases, batch norm, ReLU6, a residual add, a channel
+    # concatenation, pools and the global average pool all run on NCHW values. Batch sizes
+    # 1, 3 and 9 against Keras.
+    import relay_core
+    import relay_import as ri
+    from relay_core.backend.compiler import prepare
+
+    keras.utils.set_random_seed(6)
+    inp = keras.Input((40, 40, 3))
+    x = keras.layers.Conv2D(16, 3, strides=2, padding="same")(inp)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.ReLU(6.0)(x)
+    y = keras.layers.DepthwiseConv2D(3, padding="same")(x)
+    y = keras.layers.BatchNormalization()(y)
+    y = keras.layers.Conv2D(16, 1, use_bias=False)(keras.layers.ReLU()(y))
+    x = keras.layers.Add()([x, y])
+    z = keras.layers.MaxPooling2D(3, strides=1, padding="same")(x)
+    x = keras.layers.Concatenate()([x, keras.layers.Conv2D(8, 1, activation="sigmoid")(z)])
+    x = keras.layers.AveragePooling2D(2)(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    out = keras.layers.Dense(5)(x)
+    model = keras.Model(inp, out)
+    _randomize_bn(model)
+    path = str(tmp_path / "cf.keras")
+    model.save(path)
+    mod = ri.load(path)
+    text = prepare(mod).astext(show_meta_data=False)
+    assert 'layout="NHWC"' not in text and text.count("transpose(") == 1
+    lib = relay_core.build(mod)
+    rng = np.random.default_rng(7)
+    for n in (1, 3, 9):
+        x = rng.normal(size=(n, 40, 40, 3)).astype("f4")
+        err = rel_error(flat(lib(x)), _expected(model, [x]))
+        assert err <= REL, f"batch {n}: relative error {err:.2e}"
+
+
 def test_keras_lstm_gru_text_model():
     keras.utils.set_random_seed(2)
     model = keras.Sequential(
