@@ -104,6 +104,7 @@ def test_default_pipeline_order():
         "DynamicToStatic",
         "SimplifyExpr",
         "FoldScaleAxis",
+        "ChannelsFirst",
         "FoldConstant",
         "EliminateCommonSubexpr",
         "DeadCodeElimination",
