@@ -311,6 +311,8 @@ class _FunctionEmitter(ExprFunctor):
         self.regions: list[_Region] = []
         self.b: ir.IRBuilder | None = None
         self.loop = None  # (header block, param phis) when the function loops on itself
+        # a dataflow body: uses left of each node (see _plain_dataflow)
+        self.uses_left: dict[int, int] | None = None
 
     def rt(self, name, args):
         return self.b.call(self.vm.rt(name), args)
@@ -345,6 +347,7 @@ class _FunctionEmitter(ExprFunctor):
         self.loop = (header, phis)
         self.rt("relay_tick", [])  # the loop budget: once per call and per iteration
         self.regions.append(_Region())
+        self.uses_left = _plain_dataflow(f.body, self.children)
         v = self.eval_region(f.body, tail=True)
         if v is not None:
             self.rt("relay_retain", [v])
@@ -454,7 +457,29 @@ class _FunctionEmitter(ExprFunctor):
             if type(n) is Var or self.lookup(n) is not None:
                 continue
             self.node(n)
+            if self.uses_left is not None:
+                self._drop_operands(n)
         return self.env.get(root) if type(root) is Var else self.lookup(root)
+
+    def _drop_operands(self, n) -> None:
+        """Release the tensors `n` was the last user of (dataflow bodies only): their
+        buffers go back to the runtime's block cache while they are still in the CPU's
+        caches, for the next kernel's output (kept to the end of the function, a Keras
+        MobileNetV2 with a run-time batch ran ~15% slower than its static build)."""
+        r = self.regions[-1]
+        for c in self.children(n):
+            k = self.uses_left.get(id(c))
+            if k is None:
+                continue
+            self.uses_left[id(c)] = k - 1
+            if k != 1 or type(c) is not Call or not isinstance(c.checked_type, TensorType):
+                continue
+            v = r.memo.get(id(c))
+            if v is None or not any(o is v for o in r.owned):
+                continue
+            r.owned = [o for o in r.owned if o is not v]
+            del r.memo[id(c)]
+            self.rt("relay_release", [v])
 
     def val(self, e):
         if type(e) is Var:
@@ -722,6 +747,27 @@ _STATIC_CALLEES = frozenset({Op, GlobalVar, Constructor, Function})
 
 def _no_operands(e) -> tuple:
     return ()
+
+
+_DATAFLOW = (Call, Tuple, TupleGetItem, Constant, Var)
+
+
+def _plain_dataflow(body, children) -> dict[int, int] | None:
+    """Per node of `body` (by id) its number of uses, when the body is plain dataflow: calls
+    of operators or primitive functions, tuples, projections, constants and variables (no
+    control flow, closures or references, so every node is evaluated once, in one region);
+    else None."""
+    uses: dict[int, int] = {}
+    for n in post_order(body, children):
+        if type(n) not in _DATAFLOW:
+            return None
+        if type(n) is Call and not (
+            type(n.op) is Op or (type(n.op) is Function and n.op.attr("Primitive"))
+        ):
+            return None
+        for c in children(n):
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    return uses
 
 
 def _flatten_tuples(t) -> list:

@@ -144,6 +144,34 @@ def @main(%x: Tensor[(n, 8), float32], %w: Tensor[(4, 8), float32]) {
         lib(np.zeros((2, 7), np.float32), w)
 
 
+def test_dataflow_releases_each_tensor_after_its_last_use():
+    # A dataflow @main releases an intermediate after its last user, so the runtime hands
+    # its block (>= 64 KB) to the next output of that size. %0 is used by the second and the
+    # last convolution: released (and still looked up) after the second, %2 would be written
+    # over it before the last reads it. The output %1 must survive too.
+    text = """
+#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 16, 32, 32), float32], %w: Tensor[(16, 16, 3, 3), float32]) {
+  %0 = nn.relu(nn.conv2d(%x, %w, padding=[1, 1, 1, 1]));
+  %1 = nn.conv2d(%0, %w, padding=[1, 1, 1, 1]);
+  %2 = nn.conv2d(sigmoid(%1), %w, padding=[1, 1, 1, 1]);
+  %3 = nn.conv2d(%0, %w, padding=[1, 1, 1, 1]);
+  (add(%3, %2), %1)
+}
+"""
+    mod = relay_core.parse(text)
+    lib = relay_core.build(mod)
+    assert lib.kind == "vm"
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((16, 16, 3, 3)) / 12).astype(np.float32)
+    for batch in (1, 3, 9, 3):
+        x = rng.standard_normal((batch, 16, 32, 32)).astype(np.float32)
+        got = lib(x, w)
+        want = relay_core.evaluate(mod, x, w)
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(g, v, rtol=1e-4, atol=1e-5)
+
+
 def test_shape_variables_must_agree():
     text = """
 #[version = "0.0.5"]
