@@ -104,6 +104,7 @@ def test_default_pipeline_order():
         "DynamicToStatic",
         "SimplifyExpr",
         "FoldScaleAxis",
+        "SinkReshape",
         "FoldConstant",
         "EliminateCommonSubexpr",
         "DeadCodeElimination",
@@ -145,7 +146,7 @@ def test_dump_ir_and_timings():
     seen = []
     ctx = passes.PassContext(opt_level=3, dump_ir=lambda name, mod: seen.append(name))
     passes.default_pipeline(3)(parse(SRC), ctx)
-    assert seen[0] == "InferType" and "SimplifyExpr" in seen and len(seen) == 10
+    assert seen[0] == "InferType" and "SimplifyExpr" in seen and len(seen) == 11
     assert all(t >= 0 for t in ctx.timings.values())
 
 
