@@ -52,14 +52,14 @@ def _gemm(m, n, k):
     )
 
 
-def _bmm(b, m, n, k):
+def _bmm(b, m, n, k, group=None):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((b, m, k), np.float32)
     c = rng.standard_normal((b, n, k), np.float32)
     ct = np.ascontiguousarray(np.swapaxes(c, 1, 2))
     return dict(
         name=f"batch_matmul {b}x{m}x{n}x{k}",
-        group="gemv" if m <= small_m() else "gemm",
+        group=group or ("gemv" if m <= small_m() else "gemm"),
         op="nn.batch_matmul",
         inputs=[a, c],
         const=(),
@@ -70,6 +70,38 @@ def _bmm(b, m, n, k):
         torch=(lambda t, at, ct_: t.matmul(at, ct_.transpose(1, 2)), [a, c]),
         onnx=("MatMul", {}, [a, ct], []),
     )
+
+
+def _bmm_nn(b, m, n, k, group="gemm"):
+    """A batched product with B not transposed (attention probabilities @ values)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((b, m, k), np.float32)
+    c = rng.standard_normal((b, k, n), np.float32)
+    return dict(
+        name=f"matmul {b}x{m}x{n}x{k}",
+        group=group,
+        op="nn.batch_matmul",
+        inputs=[a, c],
+        const=(),
+        attrs=dict(transpose_b=False),
+        out=(b, m, n),
+        flops=2.0 * b * m * n * k,
+        numpy=lambda out: np.matmul(a, c, out=out),
+        torch=(lambda t, at, ct_: t.matmul(at, ct_), [a, c]),
+        onnx=("MatMul", {}, [a, c], []),
+    )
+
+
+def transformer_cases():
+    """ViT-S/16 and GPT-2 small at batch 8 (group "tfm"): attention products (scores, then
+    probabilities @ values) and the dense layers (QKV, projection, MLP)."""
+    c = [_bmm(48, 197, 197, 64, "tfm"), _bmm_nn(48, 197, 64, 197, "tfm")]
+    c += [_bmm(96, 128, 128, 64, "tfm"), _bmm_nn(96, 128, 64, 128, "tfm")]
+    for m, dims in ((1576, (1152, 384, 1536)), (1024, (2304, 768, 3072))):
+        qkv, h, f = dims
+        for n, k in ((qkv, h), (h, h), (f, h), (h, f)):
+            c.append(dict(_gemm(m, n, k), group="tfm"))
+    return c
 
 
 def _conv(n, c, h, o, k, s, p, g=1, w_=None, group="conv"):
@@ -289,6 +321,9 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
     if only and only.startswith("mbv2"):  # "mbv2" (batch 1 and 8), "mbv2 1x", "mbv2 8x"
         pool = mobilenet_v2_cases(1) + mobilenet_v2_cases(8)
         only = only[4:].strip()
+    elif only and only.startswith("tfm"):  # "tfm", "tfm batch_matmul", "tfm dense", ...
+        pool = transformer_cases()
+        only = only[3:].strip()
     sel = [c for c in pool if not only or only in c["group"] or only in c["name"]]
     km = KernelModule()
     built = []
@@ -352,7 +387,11 @@ def markdown(rows, threads, compile_s) -> str:
             if n not in med:
                 cells.append("")
                 continue
-            gf = f" ({c['flops'] / med[n] / 1e6:.0f})" if c["group"] in ("gemm", "conv") else ""
+            gf = (
+                f" ({c['flops'] / med[n] / 1e6:.0f})"
+                if c["group"] in ("gemm", "conv", "tfm")
+                else ""
+            )
             cells.append(f"{med[n]:.3f}{gf}")
         best = min(v for k, v in med.items() if k != "ours")
         lines.append(f"| {c['name']} | " + " | ".join(cells) + f" | {med['ours'] / best:.2f} |")

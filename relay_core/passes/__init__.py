@@ -26,7 +26,7 @@ from .manager import (
     register_pass,
 )
 from .normal_form import ToANormalForm, ToGraphNormalForm
-from .simplify_expr import SimplifyExpr
+from .simplify_expr import SimplifyExpr, SinkReshape
 from .simplify_inference import SimplifyInference
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "PassContext",
     "Sequential",
     "SimplifyExpr",
+    "SinkReshape",
     "SimplifyInference",
     "ToANormalForm",
     "ToGraphNormalForm",

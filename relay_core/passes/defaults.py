@@ -11,7 +11,7 @@ from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
 from .infer_type import InferType
 from .manager import PassContext, Sequential
-from .simplify_expr import SimplifyExpr
+from .simplify_expr import SimplifyExpr, SinkReshape
 from .simplify_inference import SimplifyInference
 
 
@@ -19,7 +19,7 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
     """The passes the backend runs before fusion, those up to `opt_level`:
 
     InferType, SimplifyInference, FoldConstant, DynamicToStatic, SimplifyExpr, FoldScaleAxis,
-    ChannelsFirst, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination, InferType.
+    ChannelsFirst, SinkReshape, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination, InferType.
 
     >>> mod = default_pipeline(3)(mod)
     """
@@ -31,6 +31,7 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
         SimplifyExpr(),
         FoldScaleAxis(),
         ChannelsFirst(),
+        SinkReshape(),
         FoldConstant(),
         EliminateCommonSubexpr(),
         DeadCodeElimination(),

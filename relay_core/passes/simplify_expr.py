@@ -98,6 +98,51 @@ def _identity_reshape(root, x, **_):
     return x if _static(x) is not None and type_of(x) == type_of(root) else None
 
 
+def _elementwise(od) -> bool:
+    # An op computing each output element from the same element of its (broadcast) inputs,
+    # whatever the shape: no axis attribute (bias_add), no data-dependent shape or state.
+    from ..ops.registry import OpPattern
+
+    return (
+        od.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST)
+        and not od.data_dependent_shape
+        and not od.stateful
+    )
+
+
+# Attributes that do not depend on the shape (broadcast_to's shape, bias_add's axis do).
+_SHAPELESS_ATTRS = {"dtype", "out_dtype", "a_min", "a_max", "alpha", "approximate"}
+
+
+def _sink_reshape(root, **_):
+    """f(reshape(a), reshape(b), scalar constants) -> reshape(f(a, b, ...)): a, b of one static
+    shape, their reshapes of the result's shape. An anchor (dense, conv) then meets the
+    elementwise ops in its own shape and fuses them (GPT-2's Conv1D: dense, reshape to
+    (batch, seq, units), GELU's tanh chain, reshape back)."""
+    t = _static(root)
+    if t is None or not root.args or not set(_attrs(root)) <= _SHAPELESS_ATTRS:
+        return None
+    inner, args = None, []
+    for a in root.args:
+        ta = _static(a)
+        if ta is None or ta.dtype != _dtype(a):
+            return None
+        if type(a) is Constant and a.data.size == 1:
+            args.append(Constant(np.asarray(a.data).reshape(())))
+            continue
+        is_reshape = getattr(getattr(a, "op", None), "name", None) == "reshape"
+        if not is_reshape or ta.shape != t.shape:
+            return None
+        src = _static(a.args[0])
+        if src is None or (inner is not None and src.shape != inner):
+            return None
+        inner = src.shape
+        args.append(a.args[0])
+    if inner is None or inner == t.shape:
+        return None
+    return call("reshape", call(root.op.name, *args, **_attrs(root)), newshape=t.shape)
+
+
 def _same_cast(root, x, **_):
     return x if _dtype(x) == root.attrs.dtype else None
 
@@ -478,4 +523,44 @@ class SimplifyExpr(Pass):
         return out
 
 
-__all__ = ["SimplifyExpr", "DEFAULT_RULES", "ARITH", "SHAPE", "SLICES", "FOLD"]
+# Run apart from (after) the rules above and FoldScaleAxis: there `dense(x, W) * s` becomes a
+# second dense with W*s when the dense has other uses (a sunk GELU's x * 0.5 would copy it).
+SINK = [
+    # f(reshape(a), reshape(b), scalars) -> reshape(f(a, b, scalars)) (f elementwise)
+    rule(op(_elementwise, any_args=True), _sink_reshape, "elementwise of reshapes -> reshape"),
+    rule(op("reshape", op("reshape", X)), _reshape_of_reshape, "reshape of reshape -> reshape"),
+    rule(op("reshape", X), _identity_reshape, "reshape to the same shape -> x"),
+]
+
+
+@register_pass
+@dataclass
+class SinkReshape(Pass):
+    """Move reshapes below the elementwise ops that read them (the SINK rules), so that a
+    matrix product or convolution meets its elementwise consumers in its own shape and fuses
+    them as an epilogue.
+
+    >>> mod = SinkReshape()(mod)   # tanh(reshape(dense(x, W))) -> reshape(tanh(dense(x, W)))
+    """
+
+    max_iterations: int = 8
+    opt_level = 2
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = ensure_typed(mod)
+        driver = RewriteDriver(SINK, max_iterations=self.max_iterations)
+        out = map_functions(mod, lambda gv, f: driver.rewrite_function(f, mod))
+        ctx.config.setdefault("SinkReshape.stats", {}).update(driver.stats)
+        return out
+
+
+__all__ = [
+    "SimplifyExpr",
+    "SinkReshape",
+    "DEFAULT_RULES",
+    "ARITH",
+    "SHAPE",
+    "SLICES",
+    "FOLD",
+    "SINK",
+]

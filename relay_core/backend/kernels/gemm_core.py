@@ -98,7 +98,7 @@ def _tile_for(features: str) -> Tile:
     return AVX512_TILE if "avx512f" in on else AVX2_TILE
 
 
-A_RAW, A_PACKED = 0, 1
+A_RAW, A_PACKED, A_ROWS = 0, 1, 2
 B_RAW, B_PACKED, B_STRIDED = 0, 1, 2
 
 # ---------------------------------------------------------------------------------------------
@@ -227,6 +227,67 @@ def _ukr_fn(llmod, t: Tile, mr: int) -> ir.Function:
     return _shared(llmod, f"relay.sgemm.ukr{mr}", [I64, F32P, F32P, I64, F32P], build)
 
 
+def _ukr_rows_fn(llmod, t: Tile, mr: int) -> ir.Function:
+    """tile[0:mr, 0:NR] = A (mr rows of kc, row stride lda, read in place) @ B-panel (kc rows of
+    NR, row stride ldb): the microkernel of `_ukr_fn` for an unpacked A (A_ROWS). Its loads
+    are the same (one broadcast per row and k), from mr row pointers instead of one panel."""
+    nv, w, NR = t.nv, t.width, t.nr
+    n = nv * mr
+    sets = 1 if n >= 8 else -(-8 // n)
+
+    def build(b, kc, a_ptr, lda, b_ptr, ldb, tile):
+        zero = const(t.vec, 0.0)
+        rows = [gep(b, a_ptr, b.mul(lda, i64(i))) for i in range(mr)]
+
+        def one(k, accs):
+            bk = b.mul(k, ldb)
+            bv = [vload(b, b_ptr, b.add(bk, i64(w * v)), w) for v in range(nv)]
+            out = []
+            for i in range(mr):
+                av = splat(b, load(b, rows[i], k), w)
+                out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
+            return out
+
+        def step(k, accs):
+            out = []
+            for s_ in range(sets):
+                out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
+            return out
+
+        main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
+        accs = for_carry(b, 0, main, [zero] * (n * sets), step, step=sets, name="kk")
+        _no_unroll(b.block.parent, "kk.body")
+        if sets > 1:
+            first = for_carry(b, main, kc, accs[:n], one, name="kt")
+            accs = list(first) + list(accs[n:])
+            total = accs[:n]
+            for s_ in range(1, sets):
+                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * n : (s_ + 1) * n])]
+            accs = total
+        for j, v in enumerate(accs):
+            vstore(b, v, tile, (j // nv) * NR + w * (j % nv))
+
+    return _shared(llmod, f"relay.sgemm.ukrrows{mr}", [I64, F32P, I64, F32P, I64, F32P], build)
+
+
+def _no_unroll(fn: ir.Function, body: str) -> None:
+    """llvm.loop.unroll.disable on the back edge of the loop whose body block is named `body`
+    (the last block branching to its head)."""
+    head = body.replace(".body", ".head")
+    latch = [
+        blk
+        for blk in fn.blocks
+        if blk.is_terminated
+        and blk.terminator.opname == "br"
+        and any(getattr(o, "name", None) == head for o in blk.terminator.operands)
+    ]
+    mod = fn.module
+    off = mod.add_metadata([ir.MetaDataString(mod, "llvm.loop.unroll.disable")])
+    loop_id = mod.add_metadata([off])
+    loop_id.operands = (loop_id, off)  # a loop ID refers to itself
+    latch[-1].terminator.set_metadata("llvm.loop", loop_id)
+
+
 def pack_a_fn(llmod, t: Tile) -> ir.Function:
     """abuf <- A[i0:i0+mc, p0:p0+kc] (A[m,k] = a[m*rs + k*cs]) as MR-row panels, the last one
     mc % MR rows; panel r starts at r * kc."""
@@ -321,7 +382,8 @@ _DRIVER_ARGS = [
 def _driver_fn(llmod, t: Tile) -> ir.Function:
     """The blocked loops (jc, pc, ic, jr, ir) calling packers, microkernels and `store`.
 
-    a_kind: A_RAW (a_rs, a_cs strides) or A_PACKED (pack_a_panels over K).
+    a_kind: A_RAW (a_rs, a_cs strides), A_PACKED (pack_a_panels over K) or A_ROWS (rows of
+    stride a_rs, columns contiguous: read in place by the microkernel, never packed).
     b_kind: B_RAW (b_rs, b_cs), B_PACKED (pack_b_panels over K) or B_STRIDED (row stride b_rs).
     """
 
@@ -349,8 +411,10 @@ def _driver_fn(llmod, t: Tile) -> ir.Function:
         MR, NR, MC = t.mr, t.nr, t.mc
         pack_a, pack_b = pack_a_fn(llmod, t), _pack_b_fn(llmod, t)
         ukrs = [_ukr_fn(llmod, t, r) for r in range(1, MR + 1)]
+        ukrs_rows = [_ukr_rows_fn(llmod, t, r) for r in range(1, MR + 1)]
         tile = entry_alloca(b, F32, MR * NR, name="tile")
         a_raw = b.icmp_signed("==", a_kind, i32(A_RAW))
+        a_rows = b.icmp_signed("==", a_kind, i32(A_ROWS))
         b_raw = b.icmp_signed("==", b_kind, i32(B_RAW))
         b_packed = b.icmp_signed("==", b_kind, i32(B_PACKED))
         with for_range(b, n0, n1, NC, name="jc") as jc:
@@ -383,7 +447,12 @@ def _driver_fn(llmod, t: Tile) -> ir.Function:
                                 gep(b, abuf, b.mul(ir_, kc)),
                                 gep(b, a, b.add(b.mul(row, K), b.mul(pc, mr))),
                             )
-                            _call_ukr(b, ukrs, mr, [kc, ap, bpan, ldb, tile])
+                            with b.if_else(a_rows) as (in_place, panels):
+                                with in_place:
+                                    ar = gep(b, a, b.add(b.mul(row, a_rs), pc))
+                                    _call_ukr(b, ukrs_rows, mr, [kc, ar, a_rs, bpan, ldb, tile])
+                                with panels:
+                                    _call_ukr(b, ukrs, mr, [kc, ap, bpan, ldb, tile])
                             b.call(store_fn, [ctx, tile, row, col, mr, nv, first, last])
 
     return _shared(llmod, "relay.sgemm.block", [t for _, t in _DRIVER_ARGS], build)
@@ -522,10 +591,13 @@ def gemm_call(
     abuf=None,
     bbuf=None,
     kc_block: int = KC,
+    a_in_place: bool = False,
 ) -> None:
     """Emit a call of the shared driver: C[m0:m1, n0:n1] = A @ B through `store_fn`, whose
     context struct holds `ctx_values`. m0 must be a multiple of MR for PackedA, n0 a multiple
-    of NR for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB."""
+    of NR for PackedB; abuf / bbuf are thread buffers (thread_buffers) for RawA / RawB.
+    a_in_place: a RawA with contiguous rows (cs == 1) is read in place by the microkernel
+    (A_ROWS), not packed (see a_in_place_pays)."""
     llmod = b.module
     driver = _driver_fn(llmod, gemm_tile())
     st = ir.LiteralStructType([v.type for v in ctx_values])
@@ -533,7 +605,11 @@ def gemm_call(
     for k, v in enumerate(ctx_values):
         b.store(v, b.gep(slot, [i32(0), i32(k)]))
     null = ir.Constant(F32P, None)
-    if isinstance(a, RawA):
+    if isinstance(a, RawA) and a_in_place:
+        if not (isinstance(a.cs, int) and a.cs == 1):
+            raise ValueError("a_in_place needs A's columns contiguous (cs == 1)")
+        a_args = [a.ptr, as_i64(b, a.rs), i64(1), i32(A_ROWS)]
+    elif isinstance(a, RawA):
         a_args = [a.ptr, as_i64(b, a.rs), as_i64(b, a.cs), i32(A_RAW)]
     else:
         a_args = [a.ptr, i64(0), i64(0), i32(A_PACKED)]

@@ -287,6 +287,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     # cutting a product by columns shares A between the parts, by rows B: many parts (shards,
     # taken dynamically) cost nothing more when that operand is packed once
     fine = FINE_PARTS and nbatch == 1 and (shared_a is not None if split == "n" else packed)
+    in_place = shared_a is None and plan.a_cs == 1 and a_in_place_pays(plan)
 
     def body(b, vals, sh):
         a_ptr, b_ptr, c_ptr = vals[0], vals[1], vals[2]
@@ -323,7 +324,20 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
                 n0, n1 = i64(0), i64(N)
             ctx = [gep(b, c_ptr, b.mul(bidx, i64(M * N))), bidx, *extras]
             gemm_call(
-                b, a_src(bidx), b_src(bidx), K, m0, m1, n0, n1, store_fn, ctx, abuf, bbuf, kcb
+                b,
+                a_src(bidx),
+                b_src(bidx),
+                K,
+                m0,
+                m1,
+                n0,
+                n1,
+                store_fn,
+                ctx,
+                abuf,
+                bbuf,
+                kcb,
+                a_in_place=in_place,
             )
         sh.end(b)
         free_buffers(b, abuf, bbuf)
@@ -332,6 +346,26 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     parallel(kf.b, kf.fn.name, shared, nt, body)
     if shared_a is not None:
         free(kf.b, shared_a)
+
+
+# None: a_in_place_pays decides; True / False: always / never (kept for A/B measurements).
+A_IN_PLACE = None
+
+
+def a_in_place_pays(plan: MatmulPlan) -> bool:
+    """Read A's rows in place (gemm_core.A_ROWS) rather than pack them. Packing is a scalar
+    copy of A that pays off only over many NR-column panels of B; the in-place microkernel
+    issues the same loads (a broadcast per row and k) from MR row pointers. Kernel-level A/B,
+    1 thread, load ~5 (2026-12-02): attention products 197 x 197 x 64 / 197 x 64 x 197 (ViT-S)
+    0.92 / 0.74x, 128 x 128 x 64 / 128 x 64 x 128 (GPT-2) 0.86 / 0.78x; dense 1576 x
+    384..1536 x 384..1536 and 1024 x 768 x 768 0.92-0.98x; 1024 x 768 x 3072 1.35x (below)."""
+    if A_IN_PLACE is not None:
+        return A_IN_PLACE
+    # the microkernel's MR row streams must not fall into few L1 sets (4 KB apart: 32 KB,
+    # 8-way): K = 3072 (rows 12 KB apart) was 1.35x slower in place, K <= 1536 0.92-0.97x
+    row_bytes = 4 * plan.a_rs
+    per_set = -(-gemm_tile().mr * math.gcd(row_bytes, 4096) // 4096)
+    return per_set <= 4
 
 
 SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)

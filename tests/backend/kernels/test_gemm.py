@@ -170,6 +170,47 @@ def test_batch_matmul_default_transpose_b(sa, sb, packed):
     assert_close(y, want, **_tol(sa[-1]))
 
 
+@pytest.mark.parametrize(
+    "sa,sb,tb",
+    [
+        ((3, 25, 64), (3, 25, 64), True),  # attention scores: 12-row tiles and a 1-row rest
+        ((3, 25, 25), (3, 25, 64), False),  # probabilities @ values
+        ((2, 13, 300), (2, 300, 40), False),  # K over two KC blocks, a 1-row rest
+        ((37, 1025), (70, 1025), True),  # odd row stride
+        ((47, 512), (33, 512), True),  # rows 2 KB apart: packed by the rule
+    ],
+)
+@pytest.mark.parametrize("in_place", [False, True, None])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_matmul_a_in_place(monkeypatch, sa, sb, tb, in_place, nthreads):
+    """A's rows read in place by the microkernel (gemm_core.A_ROWS), packed, and as the rule
+    chooses, against numpy; with an epilogue, which the tile store applies either way."""
+    from relay_core.backend.kernels import gemm_ops
+
+    monkeypatch.setattr(gemm_ops, "A_IN_PLACE", in_place)
+    a, b = _rand(sa), _rand(sb)
+    want = _np_matmul(a, b, False, tb)
+    wts = tuple(0.5 ** (i + 1) for i in range(want.ndim))
+    y = run_kernel(
+        "nn.matmul",
+        [a, b],
+        want.shape,
+        {"transpose_b": tb},
+        epilogue=index_epilogue(wts),
+        nthreads=nthreads,
+    )
+    assert_close(y, index_expected(want, wts), **_tol(sa[-1]))
+
+
+def test_a_in_place_rule():
+    from relay_core.backend.kernels.gemm_ops import a_in_place_pays, plan_matmul
+
+    assert a_in_place_pays(plan_matmul((8, 6, 197, 64), (8, 6, 197, 64), False, True))
+    assert a_in_place_pays(plan_matmul((1576, 384), (1152, 384), False, True))
+    # rows 12 KB apart (K = 3072) would share a few L1 sets: packed
+    assert not a_in_place_pays(plan_matmul((1024, 3072), (768, 3072), False, True))
+
+
 def test_batch_matmul_no_transpose():
     a, b = _rand((2, 5, 17)), _rand((2, 17, 9))
     y = run_kernel("nn.batch_matmul", [a, b], (2, 5, 9), {"transpose_b": False})
