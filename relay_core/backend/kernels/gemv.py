@@ -12,7 +12,11 @@ few independent accumulators. Here each thread walks its columns directly:
   P * 16 columns, P chosen so that M * P * 16 / width accumulators are enough to cover the FMA
   latency (8 or more) and fit the register file;
 - dot form (B[k, n] contiguous in k: a transposed run-time B, as in q @ k^T or a dense layer
-  with non-constant weights): for each (m, n) a dot product over K with 4 vector accumulators.
+  with non-constant weights): for each (m, n) a dot product over K with 4 vector accumulators;
+- rows form (AVX-512, more rows against a constant B of at most ROWS_MAX_B_BYTES, no batch):
+  blocks of small_m() rows, each the panel form over all of B, which stays in the core's L2;
+  threads take whole blocks. Faster than the blocked engine there (no per-call packing of A,
+  no per-tile store callbacks; the epilogue in registers).
 
 The epilogue is applied in registers (8-wide pieces) before the one store of each element.
 Threads split the columns (or the batch) into the pool's shards only when B is large.
