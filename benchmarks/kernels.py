@@ -188,6 +188,7 @@ def cases():
         _gemm(1, 4096, 1024),
         _gemm(1, 1024, 256),  # an LSTM cell at batch 1 (hidden 256)
         _gemm(4, 1024, 256),
+        _gemm(512, 1024, 256),  # an LSTM's input projection, 64 steps at batch 8 (gemv row blocks)
         _gemm(128, 768, 768),
         _gemm(128, 3072, 768),
         _bmm(12, 128, 128, 64),

@@ -104,6 +104,39 @@ def test_every_shard_runs_once(pool, nthreads):
                 assert n == 1  # one thread: the loop is one shard, run inline
 
 
+def _first_shards(so, nthreads: int, nshards: int) -> dict[int, int]:
+    """{worker: its first shard} of one region in which no thread asks for a second shard before
+    every thread has taken its first (each waits, at most 10 s)."""
+    import time
+
+    first: dict[int, int] = {}
+    lock = threading.Lock()
+    t_end = time.monotonic() + 10.0
+
+    def body(ctx, task, n, worker):
+        while True:
+            s = so.relay_task_next(task)
+            if s < 0:
+                break
+            with lock:
+                first.setdefault(worker, s)
+            while len(first) < nthreads and time.monotonic() < t_end:
+                time.sleep(0.0005)
+
+    so.relay_parallel(TASK(body), None, nthreads, nshards)
+    return first
+
+
+@pytest.mark.parametrize("nthreads", [2, 3])
+def test_each_thread_takes_its_own_block_first(pool, nthreads):
+    """Shards are dealt in contiguous blocks, one per thread, and each thread starts with its own
+    (with one shared counter, worker 1 would take shard 1)."""
+    nshards = 4 * nthreads
+    for _ in range(5):
+        first = _first_shards(pool, nthreads, nshards)
+        assert first == {w: w * nshards // nthreads for w in range(nthreads)}
+
+
 def test_region_inside_a_region_runs_inline(pool):
     inner_counts = []
 

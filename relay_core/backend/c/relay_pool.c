@@ -13,9 +13,17 @@
  * - one pool per shared library (static state), workers created lazily, up to 63;
  * - one region at a time per pool: a call made while the pool is busy (another thread's region,
  *   or a region inside a region) runs all its shards inline on the calling thread;
- * - the shard counter and the region's generation share one 64-bit word; a participant claims a
- *   shard with a compare-and-swap that checks the generation, so a late worker never touches a
- *   finished region (it reads fn/ctx, and the CAS proves they belonged to a live region);
+ * - shards are dealt in contiguous blocks, one per participant (worker w owns block w); a
+ *   participant takes its own block's shards first, in order, then takes what is left of the
+ *   others' (block w+1, w+2, ...). Consecutive regions over the same data (the steps of a
+ *   recurrence reading one weight matrix) so give each thread the same part as before, still in
+ *   its own core's cache, while a thread that is late still only delays the shard it holds;
+ * - each block's next shard, its end and the region's generation share one 64-bit word (a
+ *   cache line of its own; at most RELAY_MAX_SHARDS shards); a participant claims a shard with
+ *   a compare-and-swap that checks the generation, so a late worker never touches a finished
+ *   region (it reads fn/ctx, and the CAS proves they belonged to a live region: a word holds
+ *   its block's end, so a count read from the next region cannot make a finished block look
+ *   unfinished);
  * - workers wait for a region spinning for RELAY_SPIN_US microseconds, then sleep on a futex;
  *   the caller waits for shards still held by workers the same way. Knobs (read when the pool
  *   starts): RELAY_WAIT_POLICY=passive (no spinning) | spin (spin 100 ms) | unset (spin
@@ -41,25 +49,34 @@
 typedef void (*relay_task_fn)(void *ctx, void *task, int64_t nshards, int64_t worker);
 
 typedef struct {
-  int pooled;     /* claims go through the pool's word (else: next / n below) */
+  int pooled;     /* claims go through the pool's block words (else: next / n below) */
   int held;       /* a claimed shard is not finished yet */
   uint32_t gen;   /* the region's generation */
+  int32_t nblk;   /* blocks (participants) of the region */
+  int32_t blk;    /* the block claimed from now (starts at the participant's own) */
+  int32_t left;   /* blocks not yet found empty, the current one included */
   int64_t first;  /* a shard claimed before fn was called (-1: none) */
   int64_t next, n;
 } relay_task;
 
 #define RELAY_MAX_WORKERS 63
+#define RELAY_MAX_SHARDS 0xffff /* a block word's shard fields are 16 bits */
 #define RELAY_DEFAULT_SPIN_US 20
 #define RELAY_IDLE_EXIT_MS 5000
 
 typedef struct {
   _Atomic uint32_t seq;      /* bumped to call this worker to a region (futex word) */
+  uint32_t seen0;            /* seq when the worker was created (its first region bumps it) */
   _Atomic int32_t sleeping;  /* waiting in the futex */
   _Atomic int32_t alive;
 } relay_worker;
 
+typedef struct {
+  _Alignas(64) _Atomic uint64_t word; /* generation << 32 | end << 16 | next shard */
+} relay_block;
+
 static struct {
-  _Atomic uint64_t word;  /* generation << 32 | next shard */
+  _Atomic uint64_t word;  /* generation << 32: the current region's */
   _Atomic uint32_t done;  /* shards finished in the current region (futex word) */
   _Atomic int32_t caller_sleeping;
   _Atomic(relay_task_fn) fn;
@@ -72,6 +89,7 @@ static struct {
   _Atomic int started;
   int64_t spin_ns;
   relay_worker w[RELAY_MAX_WORKERS + 1];
+  relay_block blk[RELAY_MAX_WORKERS + 1];
 } P = {.busy = ATOMIC_FLAG_INIT, .grow = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread int relay_in_region;
@@ -111,13 +129,26 @@ static int spin_while(_Atomic uint32_t *addr, uint32_t val) {
   }
 }
 
-/* Claims the next shard of generation `gen`; -1 when none is left. */
-static int64_t claim(uint32_t gen, int64_t n) {
-  uint64_t w = atomic_load(&P.word);
-  for (;;) {
-    if ((uint32_t)(w >> 32) != gen || (int64_t)(w & 0xffffffffu) >= n) return -1;
-    if (atomic_compare_exchange_weak(&P.word, &w, w + 1)) return (int64_t)(w & 0xffffffffu);
+/* Block i of n shards among k participants: [i * n / k, (i + 1) * n / k). */
+static inline int64_t block_start(int64_t i, int64_t n, int64_t k) { return i * n / k; }
+
+/* Claims the next shard of generation t->gen for task t: from its current block while that has
+ * shards, then from the following blocks; -1 when none is left. A block's word holds its own
+ * end, so a late worker that read another region's shard count or block count still only claims
+ * a shard of a region that is not over (every shard of a finished region was claimed). */
+static int64_t claim(relay_task *t) {
+  while (t->left > 0) {
+    relay_block *bk = &P.blk[t->blk];
+    uint64_t w = atomic_load(&bk->word);
+    for (;;) {
+      if ((uint32_t)(w >> 32) != t->gen) return -1; /* the region is over */
+      if ((w & 0xffffu) >= ((w >> 16) & 0xffffu)) break;
+      if (atomic_compare_exchange_weak(&bk->word, &w, w + 1)) return (int64_t)(w & 0xffffu);
+    }
+    t->blk = t->blk + 1 == t->nblk ? 0 : t->blk + 1;
+    t->left--;
   }
+  return -1;
 }
 
 static void finish_shard(int64_t n) {
@@ -136,7 +167,7 @@ int64_t relay_task_next(void *task) {
   if (s >= 0) {
     t->first = -1;
   } else {
-    s = claim(t->gen, t->n);
+    s = claim(t);
   }
   t->held = s >= 0;
   return s;
@@ -149,11 +180,13 @@ static void join_region(int64_t id) {
   relay_task_fn fn = atomic_load(&P.fn);
   void *ctx = atomic_load(&P.ctx);
   int64_t n = atomic_load(&P.n);
-  if (id >= atomic_load(&P.nthreads)) return;
+  int32_t k = atomic_load(&P.nthreads);
+  if (id >= k) return;
   uint32_t gen = (uint32_t)(w >> 32);
-  int64_t s = claim(gen, n);
+  relay_task t = {1, 0, gen, k, (int32_t)id, k, -1, 0, n};
+  int64_t s = claim(&t);
   if (s < 0) return;
-  relay_task t = {1, 0, gen, s, 0, n};
+  t.first = s;
   fn(ctx, &t, n, id);
   if (t.held) finish_shard(n); /* fn stopped before asking for another shard */
 }
@@ -162,7 +195,7 @@ static void *worker_main(void *arg) {
   int64_t id = (int64_t)(intptr_t)arg;
   relay_worker *me = &P.w[id];
   relay_in_region = 1; /* regions started inside a shard run inline */
-  uint32_t seen = atomic_load(&me->seq);
+  uint32_t seen = me->seen0; /* the region that created this worker is one to join */
   for (;;) {
     if (!spin_while(&me->seq, seen)) {
       struct timespec idle = {RELAY_IDLE_EXIT_MS / 1000, (RELAY_IDLE_EXIT_MS % 1000) * 1000000L};
@@ -226,6 +259,7 @@ static void ensure_workers(int k) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 8 << 20);
     pthread_t th;
+    P.w[i].seen0 = atomic_load(&P.w[i].seq);
     if (pthread_create(&th, &attr, worker_main, (void *)(intptr_t)i) == 0)
       atomic_store(&P.w[i].alive, 1);
     pthread_attr_destroy(&attr);
@@ -234,9 +268,9 @@ static void ensure_workers(int k) {
 }
 
 void relay_parallel(relay_task_fn fn, void *ctx, int32_t nthreads, int64_t nshards) {
-  if (nshards > INT32_MAX) nshards = INT32_MAX;
+  if (nshards > RELAY_MAX_SHARDS) nshards = RELAY_MAX_SHARDS;
   if (nthreads <= 1 || nshards <= 1 || relay_in_region || atomic_flag_test_and_set(&P.busy)) {
-    relay_task t = {0, 0, 0, -1, 0, 1}; /* inline: the whole loop as one shard */
+    relay_task t = {0, 0, 0, 1, 0, 1, -1, 0, 1}; /* inline: the whole loop as one shard */
     fn(ctx, &t, 1, 0);
     return;
   }
@@ -246,16 +280,22 @@ void relay_parallel(relay_task_fn fn, void *ctx, int32_t nthreads, int64_t nshar
   atomic_store(&P.fn, fn);
   atomic_store(&P.ctx, ctx);
   atomic_store(&P.n, nshards);
-  atomic_store(&P.nthreads, nw + 1);
   atomic_store(&P.done, 0);
   uint32_t gen = ++P.gen;
+  int k = nw + 1;
+  if (nshards < k) k = (int)nshards; /* every block holds a shard */
+  for (int i = 0; i < k; i++)
+    atomic_store(&P.blk[i].word, (uint64_t)gen << 32 |
+                                     (uint64_t)block_start(i + 1, nshards, k) << 16 |
+                                     (uint64_t)block_start(i, nshards, k));
+  atomic_store(&P.nthreads, k);
   atomic_store(&P.word, (uint64_t)gen << 32);
   for (int i = 1; i <= nw; i++) {
     atomic_fetch_add(&P.w[i].seq, 1);
     if (atomic_load(&P.w[i].sleeping)) futex_wake(&P.w[i].seq, 1);
   }
   relay_in_region = 1;
-  relay_task t = {1, 0, gen, -1, 0, nshards};
+  relay_task t = {1, 0, gen, k, 0, k, -1, 0, nshards};
   fn(ctx, &t, nshards, 0);
   if (t.held) finish_shard(nshards);
   relay_in_region = 0;

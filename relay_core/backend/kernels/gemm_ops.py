@@ -3,7 +3,8 @@
 All three are one matrix product with numpy matmul semantics (1-D promotion, batch
 broadcasting, optional transposes): dense is matmul(x, w, transpose_b=True), batch_matmul defaults
 to transpose_b=True as in TVM. float32 runs on the packed microkernel engine (gemm_core), or,
-with at most gemv.small_m() rows, on the streaming kernels of gemv (batch-1 layers); other
+with at most gemv.small_m() rows, on the streaming kernels of gemv (batch-1 layers; also taller
+products against a small constant B, in blocks of small_m() rows); other
 dtypes (float64, float16, integer -> int32 / int64) on the simple loops of gemm_generic.
 A constant right-hand side (`const_inputs` containing 1) is packed into panels at compile time.
 When B has no batch dims and A is not transposed, A's batch dims fold into M: one large GEMM.

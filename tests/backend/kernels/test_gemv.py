@@ -158,6 +158,70 @@ def test_dense_small_m_bias_relu(m, n, k, nthreads, features):
     assert_close(y, np.maximum(x @ w.T + bias, 0), **_tol(k))
 
 
+ROWS_CASES = [(12, 40, 33), (16, 1024, 256), (21, 5, 300), (64, 100, 7), (100, 16, 130)]
+
+
+@pytest.mark.parametrize("m,n,k", ROWS_CASES)
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_row_blocks_bias_relu(m, n, k, nthreads):
+    """More rows than small_m() against a constant B: blocks of small_m() rows (the 'rows' form
+    with AVX-512), the last block shorter, threads taking blocks; the epilogue gets each row's
+    own index."""
+    x, w, bias = _rand((m, k)), _rand((n, k)), _rand((n,))
+    cases = [
+        dict(
+            inputs=[x, w],
+            out_shape=(m, n),
+            epilogue=bias_relu_epilogue(n, -1),
+            const_inputs=(1,),
+            nthreads=nthreads,
+            extras=[bias],
+        )
+    ]
+    (y,) = run_batch("nn.dense", cases)
+    assert_close(y, np.maximum(x @ w.T + bias, 0), **_tol(k))
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 7, 40), (40, 21)), ((50, 300), (300, 33))])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_matmul_row_blocks_index_epilogue(sa, sb, nthreads):
+    """Row blocks over A's folded batch dims (3 x 7 -> M = 21): the epilogue's indices of every
+    row of every block."""
+    a, b = _rand(sa), _rand(sb)
+    want = a @ b
+    wts = tuple(0.5 ** (i + 1) for i in range(want.ndim))
+    cases = [
+        dict(
+            inputs=[a, b],
+            out_shape=want.shape,
+            epilogue=index_epilogue(wts),
+            const_inputs=(1,),
+            nthreads=nthreads,
+        )
+    ]
+    (y,) = run_batch("nn.matmul", cases)
+    assert_close(y, index_expected(want, wts), **_tol(sa[-1]))
+
+
+def test_row_blocks_form_is_chosen():
+    """The cases above take the 'rows' form on an AVX-512 target, and not with a B too large
+    for a core's L2, a batch of B matrices, or one block and a row or two."""
+    from types import SimpleNamespace
+
+    def form(m, n, k, batch=(), packed=True):
+        return gemv.form(SimpleNamespace(M=m, N=n, K=k, batch=batch), packed)
+
+    if gemv.vector_width() != 16:
+        assert form(64, 100, 7) is None
+        return
+    for m, n, k in ROWS_CASES + [(21, 21, 40), (50, 33, 300)]:
+        assert form(m, n, k) == "rows"
+    assert form(64, 1024, 512) is None  # 2 MB of B
+    assert form(64, 100, 7, batch=(2,)) is None
+    assert form(64, 100, 7, packed=False) is None
+    assert form(9, 1024, 256) is None
+
+
 def test_vector_width_follows_the_features(monkeypatch):
     from relay_core.backend.llvm_target import host
 
