@@ -19,7 +19,8 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
     """The passes the backend runs before fusion, those up to `opt_level`:
 
     InferType, SimplifyInference, FoldConstant, DynamicToStatic, SimplifyExpr, FoldScaleAxis,
-    ChannelsFirst, SinkReshape, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination, InferType.
+    ChannelsFirst, SinkReshape, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
+    InferType.
 
     >>> mod = default_pipeline(3)(mod)
     """
