@@ -752,6 +752,11 @@ def _no_operands(e) -> tuple:
 _DATAFLOW = (Call, Tuple, TupleGetItem, Constant, Var)
 
 
+def _plain_callee(op) -> bool:
+    """An operator or a primitive function."""
+    return type(op) is Op or (type(op) is Function and bool(op.attr("Primitive")))
+
+
 def _plain_dataflow(body, children) -> dict[int, int] | None:
     """Per node of `body` (by id) its number of uses, when the body is plain dataflow: calls
     of operators or primitive functions, tuples, projections, constants and variables (no
@@ -761,9 +766,7 @@ def _plain_dataflow(body, children) -> dict[int, int] | None:
     for n in post_order(body, children):
         if type(n) not in _DATAFLOW:
             return None
-        if type(n) is Call and not (
-            type(n.op) is Op or (type(n.op) is Function and n.op.attr("Primitive"))
-        ):
+        if type(n) is Call and not _plain_callee(n.op):
             return None
         for c in children(n):
             uses[id(c)] = uses.get(id(c), 0) + 1
