@@ -182,6 +182,7 @@ CONSUMERS = sorted(
         "backend/lower.py",
         "interp.py",
         "backend/vm.py",
+        "backend/vm_emit.py",
         "typing/infer.py",
     ]
     + [f"passes/{p.name}" for p in (ROOT / "passes").glob("*.py")]
