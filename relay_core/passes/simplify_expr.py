@@ -516,11 +516,17 @@ class SimplifyExpr(Pass):
     opt_level = 1
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = ensure_typed(mod)
-        driver = RewriteDriver(DEFAULT_RULES, max_iterations=self.max_iterations)
-        out = map_functions(mod, lambda gv, f: driver.rewrite_function(f, mod))
-        ctx.config.setdefault("SimplifyExpr.stats", {}).update(driver.stats)
-        return out
+        return _rewrite(mod, ctx, DEFAULT_RULES, self.max_iterations, "SimplifyExpr.stats")
+
+
+def _rewrite(mod: IRModule, ctx: PassContext, rules, max_iterations: int, stats: str) -> IRModule:
+    """Every function of `mod` rewritten with `rules` to a fixed point; the rule counts go to
+    ctx.config[stats]."""
+    mod = ensure_typed(mod)
+    driver = RewriteDriver(rules, max_iterations=max_iterations)
+    out = map_functions(mod, lambda gv, f: driver.rewrite_function(f, mod))
+    ctx.config.setdefault(stats, {}).update(driver.stats)
+    return out
 
 
 # Run apart from (after) the rules above and FoldScaleAxis: there `dense(x, W) * s` becomes a
@@ -547,11 +553,7 @@ class SinkReshape(Pass):
     opt_level = 2
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = ensure_typed(mod)
-        driver = RewriteDriver(SINK, max_iterations=self.max_iterations)
-        out = map_functions(mod, lambda gv, f: driver.rewrite_function(f, mod))
-        ctx.config.setdefault("SinkReshape.stats", {}).update(driver.stats)
-        return out
+        return _rewrite(mod, ctx, SINK, self.max_iterations, "SinkReshape.stats")
 
 
 __all__ = [

@@ -183,89 +183,68 @@ def _shared(llmod: ir.Module, name: str, args: list, build: Callable) -> ir.Func
     return fn
 
 
-def _ukr_fn(llmod, t: Tile, mr: int) -> ir.Function:
-    """tile[0:mr, 0:NR] = A-panel (kc x mr) @ B-panel (kc rows of NR, row stride ldb).
+def _ukr_body(b, t: Tile, mr: int, kc, a_elem, b_ptr, ldb, tile, unroll: bool = True) -> None:
+    """tile[0:mr, 0:NR] = A (mr x kc, element (i, k) loaded by a_elem(k, i)) @ B-panel (kc rows
+    of NR, row stride ldb): one broadcast of A per row and k, nv vectors of B per k.
 
     Fewer than 8 independent accumulators and the FMA latency (4 cycles, 2 ports) would bound
     the loop: those keep `sets` copies of the accumulators, one per k modulo `sets`, added up
-    at the end."""
+    at the end. unroll=False keeps LLVM from unrolling the k loop."""
     nv, w, NR = t.nv, t.width, t.nr
     n = nv * mr
     sets = 1 if n >= 8 else -(-8 // n)
+    zero = const(t.vec, 0.0)
+
+    def one(k, accs):
+        bk = b.mul(k, ldb)
+        bv = [vload(b, b_ptr, b.add(bk, i64(w * v)), w) for v in range(nv)]
+        out = []
+        for i in range(mr):
+            av = splat(b, a_elem(k, i), w)
+            out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
+        return out
+
+    def step(k, accs):  # `sets` consecutive k, each into its own accumulators
+        out = []
+        for s_ in range(sets):
+            out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
+        return out
+
+    main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
+    accs = for_carry(b, 0, main, [zero] * (n * sets), step, step=sets, name="kk")
+    if not unroll:
+        _no_unroll(b.block.parent, "kk.body")
+    if sets > 1:
+        first = for_carry(b, main, kc, accs[:n], one, name="kt")
+        accs = list(first) + list(accs[n:])
+        total = accs[:n]
+        for s_ in range(1, sets):
+            total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * n : (s_ + 1) * n])]
+        accs = total
+    for j, v in enumerate(accs):
+        vstore(b, v, tile, (j // nv) * NR + w * (j % nv))
+
+
+def _ukr_fn(llmod, t: Tile, mr: int) -> ir.Function:
+    """tile[0:mr, 0:NR] = A-panel (kc x mr) @ B-panel (kc rows of NR, row stride ldb)."""
 
     def build(b, kc, a_ptr, b_ptr, ldb, tile):
-        zero = const(t.vec, 0.0)
+        def a_elem(k, i):
+            return load(b, a_ptr, b.add(b.mul(k, i64(mr)), i64(i)))
 
-        def one(k, accs):
-            bk = b.mul(k, ldb)
-            bv = [vload(b, b_ptr, b.add(bk, i64(w * v)), w) for v in range(nv)]
-            ak = b.mul(k, i64(mr))
-            out = []
-            for i in range(mr):
-                av = splat(b, load(b, a_ptr, b.add(ak, i64(i))), w)
-                out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
-            return out
-
-        def step(k, accs):  # `sets` consecutive k, each into its own accumulators
-            out = []
-            for s_ in range(sets):
-                out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
-            return out
-
-        main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
-        accs = for_carry(b, 0, main, [zero] * (n * sets), step, step=sets, name="kk")
-        if sets > 1:
-            first = for_carry(b, main, kc, accs[:n], one, name="kt")
-            accs = list(first) + list(accs[n:])
-            total = accs[:n]
-            for s_ in range(1, sets):
-                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * n : (s_ + 1) * n])]
-            accs = total
-        for j, v in enumerate(accs):
-            vstore(b, v, tile, (j // nv) * NR + w * (j % nv))
+        _ukr_body(b, t, mr, kc, a_elem, b_ptr, ldb, tile)
 
     return _shared(llmod, f"relay.sgemm.ukr{mr}", [I64, F32P, F32P, I64, F32P], build)
 
 
 def _ukr_rows_fn(llmod, t: Tile, mr: int) -> ir.Function:
-    """tile[0:mr, 0:NR] = A (mr rows of kc, row stride lda, read in place) @ B-panel (kc rows of
-    NR, row stride ldb): the microkernel of `_ukr_fn` for an unpacked A (A_ROWS). Its loads
-    are the same (one broadcast per row and k), from mr row pointers instead of one panel."""
-    nv, w, NR = t.nv, t.width, t.nr
-    n = nv * mr
-    sets = 1 if n >= 8 else -(-8 // n)
+    """The microkernel of `_ukr_fn` for an unpacked A (A_ROWS): mr rows of kc read in place
+    (row stride lda), the same loads from mr row pointers instead of one panel. Its k loop is
+    not unrolled (unrolled by 2 in the shared driver it spilled accumulators: 30 GFLOP/s)."""
 
     def build(b, kc, a_ptr, lda, b_ptr, ldb, tile):
-        zero = const(t.vec, 0.0)
         rows = [gep(b, a_ptr, b.mul(lda, i64(i))) for i in range(mr)]
-
-        def one(k, accs):
-            bk = b.mul(k, ldb)
-            bv = [vload(b, b_ptr, b.add(bk, i64(w * v)), w) for v in range(nv)]
-            out = []
-            for i in range(mr):
-                av = splat(b, load(b, rows[i], k), w)
-                out += [fma(b, av, bv[v], accs[nv * i + v]) for v in range(nv)]
-            return out
-
-        def step(k, accs):
-            out = []
-            for s_ in range(sets):
-                out += one(b.add(k, i64(s_)), accs[s_ * n : (s_ + 1) * n])
-            return out
-
-        main = b.mul(b.udiv(kc, i64(sets)), i64(sets)) if sets > 1 else kc
-        accs = for_carry(b, 0, main, [zero] * (n * sets), step, step=sets, name="kk")
-        _no_unroll(b.block.parent, "kk.body")
-        if sets > 1:
-            first = for_carry(b, main, kc, accs[:n], one, name="kt")
-            accs = list(first) + list(accs[n:])
-            total = accs[:n]
-            for s_ in range(1, sets):
-                total = [b.fadd(x, y) for x, y in zip(total, accs[s_ * n : (s_ + 1) * n])]
-            accs = total
-        for j, v in enumerate(accs):
-            vstore(b, v, tile, (j // nv) * NR + w * (j % nv))
+        _ukr_body(b, t, mr, kc, lambda k, i: load(b, rows[i], k), b_ptr, ldb, tile, unroll=False)
 
     return _shared(llmod, f"relay.sgemm.ukrrows{mr}", [I64, F32P, I64, F32P, I64, F32P], build)
 

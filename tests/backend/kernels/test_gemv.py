@@ -143,19 +143,7 @@ def test_matmul_small_m_index_epilogue(sa, sb, ta, tb, packed, features):
 )
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_dense_small_m_bias_relu(m, n, k, nthreads, features):
-    x, w, bias = _rand((m, k)), _rand((n, k)), _rand((n,))
-    cases = [
-        dict(
-            inputs=[x, w],
-            out_shape=(m, n),
-            epilogue=bias_relu_epilogue(n, -1),
-            const_inputs=(1,),
-            nthreads=nthreads,
-            extras=[bias],
-        )
-    ]
-    (y,) = run_batch("nn.dense", cases)
-    assert_close(y, np.maximum(x @ w.T + bias, 0), **_tol(k))
+    _check_dense_bias_relu(m, n, k, nthreads)
 
 
 ROWS_CASES = [(12, 40, 33), (16, 1024, 256), (21, 5, 300), (64, 100, 7), (100, 16, 130)]
@@ -167,6 +155,11 @@ def test_dense_row_blocks_bias_relu(m, n, k, nthreads):
     """More rows than small_m() against a constant B: blocks of small_m() rows (the 'rows' form
     with AVX-512), the last block shorter, threads taking blocks; the epilogue gets each row's
     own index."""
+    _check_dense_bias_relu(m, n, k, nthreads)
+
+
+def _check_dense_bias_relu(m, n, k, nthreads):
+    """relu(x @ w.T + bias) with w constant, against numpy."""
     x, w, bias = _rand((m, k)), _rand((n, k)), _rand((n,))
     cases = [
         dict(
