@@ -44,6 +44,28 @@ def opdef_of(e: Expr):
     return None
 
 
+# Attributes of elementwise ops that hold scalars or dtypes (not an axis, a shape or a layout).
+_SCALAR_ATTRS = frozenset(
+    """dtype out_dtype saturate a_min a_max alpha beta gamma approximate bias lambd threshold
+    keys values default pattern""".split()
+)
+
+
+def is_layout_free(e: Expr) -> bool:
+    """A call of an elementwise or broadcast op (its registry pattern; no data-dependent shape,
+    no state) whose attributes are scalars: each output element comes from the same element of
+    its (broadcast) inputs whatever their shape or layout, so a reshape or transpose of all its
+    tensor inputs can move to its output (SinkReshape, ChannelsFirst)."""
+    from ..ops.registry import OpPattern, attrs_to_dict
+
+    od = opdef_of(e)
+    if od is None or od.pattern not in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+        return False
+    if od.data_dependent_shape or od.stateful:
+        return False
+    return set(attrs_to_dict(e.attrs)) <= _SCALAR_ATTRS
+
+
 def type_of(e: Expr) -> Type | None:
     """The checked type if inference has run on `e`, else None (constants know theirs)."""
     t = e._checked_type

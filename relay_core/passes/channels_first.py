@@ -4,11 +4,12 @@ TensorFlow and Keras models keep their channel-last layout through the frontend;
 convolution kernels are faster channel-first (the NCHW paths: strips, im2col GEMM, Winograd,
 depthwise rows; measured 15-20% on Keras MobileNetV2 and ResNet-50). Each NHWC `nn.conv2d`
 (constant weights) and 2-D pool becomes `transpose(op_nchw(transpose(x)))`, and the transposes
-this pass made move forward through what does not care about the layout: elementwise ops,
-broadcasts with constants or with another such transpose, `nn.bias_add`, `nn.pad`,
-`concatenate`, reductions (when the kept axes stay in order). Where two meet (a convolution
-fed by a transposed value) they cancel. What is left transposes once at the edges: after the
-input, and before a consumer that needs NHWC (a reshape, the output).
+this pass made move forward through what does not care about the layout: elementwise ops
+(registry pattern, scalar attributes: _util.is_layout_free), broadcasts with constants or
+with another such transpose, `nn.bias_add`, `nn.pad`, `concatenate`, reductions (when the
+kept axes stay in order). Where two meet (a convolution fed by a transposed value) they
+cancel. What is left transposes once at the edges: after the input, and before a consumer
+that needs NHWC (a reshape, the output).
 
 Only transposes made here move, so models without NHWC convolutions or pools are unchanged.
 
@@ -26,19 +27,12 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import Rewriter
 from ..ops.registry import attrs_to_dict
-from ._util import ensure_typed, map_functions, type_of
+from ._util import ensure_typed, is_layout_free, map_functions, type_of
 from .manager import Pass, PassContext, register_pass
 
 TO_NHWC = (0, 2, 3, 1)  # transpose(nchw, TO_NHWC) is NHWC
 TO_NCHW = (0, 3, 1, 2)
 
-# Elementwise ops of one tensor whose attributes do not name axes.
-_UNARY = frozenset(
-    """abs clip copy cos erf exp negative nn.celu nn.elu nn.gelu nn.hard_sigmoid nn.hard_swish
-    nn.leaky_relu nn.mish nn.relu nn.selu nn.silu nn.softplus nn.softsign reciprocal rsqrt
-    sigmoid sin sqrt square tanh""".split()
-)
-_BINARY = frozenset("add subtract multiply divide maximum minimum power".split())
 _REDUCE = frozenset("mean sum max min prod".split())
 _POOLS = frozenset(
     """nn.max_pool2d nn.avg_pool2d nn.lp_pool2d nn.global_max_pool2d nn.global_avg_pool2d
@@ -115,9 +109,9 @@ class _Convert(Rewriter):
         if not any(made):
             return new
         ot = type_of(orig)
-        if name in _UNARY and len(new.args) == 1:
+        if is_layout_free(orig) and len(new.args) == 1:
             return self.nhwc(Call(new.op, (new.args[0].args[0],), new.attrs))
-        if name in _BINARY:
+        if is_layout_free(orig) and len(new.args) == 2:
             return self._binary(orig, new, made, ot)
         if name == "nn.bias_add" and made[0]:
             axis = orig.attrs.axis % 4

@@ -16,7 +16,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Constant, Expr, call
 from ..ir.module import IRModule
 from ..ir.types import TensorType
-from ._util import ensure_typed, map_functions, type_of
+from ._util import ensure_typed, is_layout_free, map_functions, type_of
 from .manager import Pass, PassContext, register_pass
 from .pattern import RewriteDriver, all_equal, const, op, rule, tuple_, tuple_get, wild
 
@@ -98,20 +98,10 @@ def _identity_reshape(root, x, **_):
     return x if _static(x) is not None and type_of(x) == type_of(root) else None
 
 
-def _elementwise(od) -> bool:
-    # An op computing each output element from the same element of its (broadcast) inputs,
-    # whatever the shape: no axis attribute (bias_add), no data-dependent shape or state.
+def _pointwise(od) -> bool:
     from ..ops.registry import OpPattern
 
-    return (
-        od.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST)
-        and not od.data_dependent_shape
-        and not od.stateful
-    )
-
-
-# Attributes that do not depend on the shape (broadcast_to's shape, bias_add's axis do).
-_SHAPELESS_ATTRS = {"dtype", "out_dtype", "a_min", "a_max", "alpha", "approximate"}
+    return od.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST)
 
 
 def _sink_reshape(root, **_):
@@ -120,7 +110,7 @@ def _sink_reshape(root, **_):
     elementwise ops in its own shape and fuses them (GPT-2's Conv1D: dense, reshape to
     (batch, seq, units), GELU's tanh chain, reshape back)."""
     t = _static(root)
-    if t is None or not root.args or not set(_attrs(root)) <= _SHAPELESS_ATTRS:
+    if t is None or not root.args or not is_layout_free(root):
         return None
     inner, args = None, []
     for a in root.args:
@@ -533,7 +523,7 @@ def _rewrite(mod: IRModule, ctx: PassContext, rules, max_iterations: int, stats:
 # second dense with W*s when the dense has other uses (a sunk GELU's x * 0.5 would copy it).
 SINK = [
     # f(reshape(a), reshape(b), scalars) -> reshape(f(a, b, scalars)) (f elementwise)
-    rule(op(_elementwise, any_args=True), _sink_reshape, "elementwise of reshapes -> reshape"),
+    rule(op(_pointwise, any_args=True), _sink_reshape, "elementwise of reshapes -> reshape"),
     rule(op("reshape", op("reshape", X)), _reshape_of_reshape, "reshape of reshape -> reshape"),
     rule(op("reshape", X), _identity_reshape, "reshape to the same shape -> x"),
 ]
