@@ -15,6 +15,8 @@ estimates) are in loop_nest.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Number
+from types import FunctionType
 
 from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
@@ -38,6 +40,11 @@ class ExternOp:
     scalar_args: tuple = ()
     info: object = None  # what emit returned (prepacking of constant inputs)
     call: object = None  # the Relay call it computes (to fall back to tensor expressions)
+    batch: object = None  # run-time batch extent: the kernel computes one element per call
+    # (images, kernel name, emit) of a second kernel computing blocks of `images` elements
+    # (called for whole blocks, the per-element kernel for the rest); None when not wanted or
+    # when it cannot share the per-element kernel's prepacked constants
+    block: tuple | None = None
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -327,20 +334,15 @@ class Scheduler:
                 fused = getattr(op, "fused", None)
                 if fused is None:
                     self._emit_kernel(op, None)
+                    if op.block is not None:
+                        self._emit_block(op, None)
                     outs = [self.buffer(x) for x in op.outputs]
                     extra = []
                 else:
                     stage, extra = fused
                     outs = [self.buffer(stage)]
-                batch = getattr(op, "batch", None)
-                if batch is not None:  # once per element of a run-time batch
-                    n = T.index_var("batch")
-                    ins = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
-                    outs = [_batch_slice(b, n) for b in outs]
-                    extra = [_batch_slice(b, n) if _has_run_time_batch(b) else b for b in extra]
-                    args = ins + outs + extra + list(op.scalar_args)
-                    call = T.CallKernel(op.name, args, None)
-                    stmts.append(T.For(n, batch, call))
+                if op.batch is not None:  # per element (and per block) of a run-time batch
+                    stmts.append(_batch_calls(op, ins, outs, extra))
                     continue
                 stmts.append(T.CallKernel(op.name, ins + outs + extra + list(op.scalar_args), None))
                 continue
@@ -367,6 +369,27 @@ class Scheduler:
         self.llctx.externs.add(op.name)
         return True
 
+    def _emit_block(self, op, epilogue) -> None:
+        """Define the block kernel of a batch-split op after its per-element kernel; drop
+        the block (op.block = None) when the kernel refuses it or would read a constant in
+        another layout than the per-element kernel (the module stores each constant once)."""
+        _, name, emit = op.block
+        try:
+            info = emit(self.llctx.llmod, name, epilogue)
+        except NotImplementedError:
+            info = None
+        pp1 = (op.info.prepack or {}) if op.info is not None else {}
+        ppk = (info.prepack or {}) if info is not None else {}
+        if info is None or pp1.keys() != ppk.keys():
+            ok = False
+        else:
+            ok = all(same_transform(pp1[i], ppk[i]) for i in pp1)
+        if not ok:
+            self._forget(name)
+            op.block = None
+            return
+        self.llctx.externs.add(name)
+
     def _forget(self, name: str) -> None:
         g = self.llctx.llmod.globals
         if name in g:
@@ -383,7 +406,7 @@ class Scheduler:
             op = t.attrs.get("extern") if _is_extern(t) else None
             if op is None or isinstance(op, LoopOp) or len(op.outputs) != 1 or t.id in out_ids:
                 continue
-            batched = getattr(op, "batch", None) is not None
+            batched = op.batch is not None
             rd = readers.get(t.id, [])
             if not rd or any(r is None or r is not rd[0][0] for r, _ in rd):
                 continue
@@ -418,26 +441,40 @@ class Scheduler:
                         break
             if not ok:
                 continue
-            from .epilogue import epilogue_for
-
-            value_buf = T.Buffer("epi_value", t.dtype, _size(shape), "param", shape)
-            saved = self.buffers.get(t.id)
-            self.buffers[t.id] = value_buf
-            for v, d in zip(c.op.axes, shape):
-                self.simp.set_bound(v, 0, d - 1)
-            loads = self.to_loads(expr, {})
-            if saved is None:
-                del self.buffers[t.id]
-            else:
-                self.buffers[t.id] = saved
-            made = epilogue_for(self.llctx, loads, value_buf, c.op.axes)
+            made = self._epilogue(t, c, expr, shape)
             if made is None:
                 continue
             epi, extras = made
             if self._emit_kernel(op, epi):
                 op.fused = (c, extras)
                 absorbed.add(c.id)
+                if op.block is not None:  # the same epilogue for blocks of elements
+                    shape = (op.block[0],) + shape[1:]
+                    saved, self.simp = self.simp, Simplifier()  # its memo assumes the bounds
+                    made = self._epilogue(t, c, expr, shape)
+                    self.simp = saved
+                    if made is None or [b.id for b in made[1]] != [b.id for b in extras]:
+                        op.block = None
+                    else:
+                        self._emit_block(op, made[0])
         return absorbed
+
+    def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple):
+        """(Epilogue, extra Buffers) applying stage `c` (expression `expr`) to kernel output `t`
+        seen with `shape`, or None when it cannot be fused."""
+        from .epilogue import epilogue_for
+
+        value_buf = T.Buffer("epi_value", t.dtype, _size(shape), "param", shape)
+        saved = self.buffers.get(t.id)
+        self.buffers[t.id] = value_buf
+        for v, d in zip(c.op.axes, shape):
+            self.simp.set_bound(v, 0, d - 1)
+        loads = self.to_loads(expr, {})
+        if saved is None:
+            del self.buffers[t.id]
+        else:
+            self.buffers[t.id] = saved
+        return epilogue_for(self.llctx, loads, value_buf, c.op.axes)
 
     def _compute_at_host(self, r: Tensor, reads: list, placed: dict):
         """(host stage, depth, mapping) when every read of `r` is by one stage at that stage's
@@ -627,6 +664,62 @@ def _batch_slice(buf: T.Buffer, n) -> T.Offset:
     for d in buf.shape[1:]:
         per = per * d
     return T.Offset(buf, n * per)
+
+
+def _batch_calls(op: ExternOp, ins: list, outs: list, extra: list) -> T.Stmt:
+    """The calls of a batch-split kernel: the block kernel for each whole block of elements
+    (when there is one), then the per-element kernel for the rest."""
+
+    def call(name, n):
+        ins_n = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
+        outs_n = [_batch_slice(b, n) for b in outs]
+        ext_n = [_batch_slice(b, n) if _has_run_time_batch(b) else b for b in extra]
+        return T.CallKernel(name, ins_n + outs_n + ext_n + list(op.scalar_args), None)
+
+    n = T.index_var("batch")
+    if op.block is None:
+        return T.For(n, op.batch, call(op.name, n))
+    k, name, _ = op.block
+    blk = T.index_var("block")
+    whole = op.batch // k * k
+    return T.seq(
+        T.For(blk, op.batch // k, call(name, blk * k)),
+        T.For(n, op.batch, call(op.name, n), begin=whole),
+    )
+
+
+def same_transform(a, b) -> bool:
+    """Whether two prepack transforms certainly compute the same array: the same object,
+    DerivedPrepacks with the same routine and parameters, or functions with the same code whose
+    captured values (and defaults) are equal (closures of the same kernel generator built with
+    the same layout parameters). False when unsure."""
+    from .derived import DerivedPrepack
+
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, DerivedPrepack) and isinstance(y, DerivedPrepack):
+            # the runtime derives it from these alone (the numpy fn mirrors them)
+            if (x.routine, x.params, x.shape) != (y.routine, y.params, y.shape):
+                return False
+        elif isinstance(x, FunctionType) and isinstance(y, FunctionType):
+            if x.__code__ is not y.__code__ or x.__globals__ is not y.__globals__:
+                return False
+            cx, cy = x.__closure__ or (), y.__closure__ or ()
+            stack.append((x.__defaults__ or (), y.__defaults__ or ()))
+            stack.extend((p.cell_contents, q.cell_contents) for p, q in zip(cx, cy))
+        elif isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, (Number, str, type(None))) and type(x) is type(y):
+            if x != y:  # numpy scalars too (numbers.Number)
+                return False
+        else:
+            return False
+    return True
 
 
 def _has_run_time_batch(buf: T.Buffer) -> bool:
