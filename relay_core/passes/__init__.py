@@ -25,6 +25,7 @@ from .manager import (
     pipeline,
     register_pass,
 )
+from .matmul_layout import FoldMatmulLayout
 from .normal_form import ToANormalForm, ToGraphNormalForm
 from .simplify_expr import SimplifyExpr, SinkReshape
 from .simplify_inference import SimplifyInference
@@ -35,6 +36,7 @@ __all__ = [
     "DynamicToStatic",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FoldMatmulLayout",
     "FoldScaleAxis",
     "FuseOps",
     "Gradient",

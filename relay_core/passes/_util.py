@@ -6,6 +6,7 @@ Everything here is iterative (explicit stacks), so 10,000-node programs are fine
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 
 from ..ir import dtype as dt
@@ -194,6 +195,16 @@ def is_pure(e: Expr, calls_pure: bool) -> bool:
 # Typing.
 
 
+def use_counts(func: Expr) -> Counter:
+    """How many times each node of `func` is an operand (identity-keyed: a node read by two
+    consumers counts 2); passes that move work along single-use chains ask it."""
+    uses: Counter = Counter()
+    for n in post_order(func, child_exprs):
+        for c in child_exprs(n):
+            uses[c] += 1
+    return uses
+
+
 def map_functions(mod: IRModule, fn) -> IRModule:
     """Apply `fn(gv, func) -> func` to every global; the same module when nothing changed."""
     funcs = {}
@@ -208,6 +219,7 @@ def map_functions(mod: IRModule, fn) -> IRModule:
 __all__ = [
     "Rewriter",
     "child_exprs",
+    "use_counts",
     "copy_fresh",
     "ensure_typed",
     "fresh_global",

@@ -11,6 +11,7 @@ from .fold_constant import FoldConstant
 from .fold_scale_axis import FoldScaleAxis
 from .infer_type import InferType
 from .manager import PassContext, Sequential
+from .matmul_layout import FoldMatmulLayout
 from .simplify_expr import SimplifyExpr, SinkReshape
 from .simplify_inference import SimplifyInference
 
@@ -19,8 +20,8 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
     """The passes the backend runs before fusion, those up to `opt_level`:
 
     InferType, SimplifyInference, FoldConstant, DynamicToStatic, SimplifyExpr, FoldScaleAxis,
-    ChannelsFirst, SinkReshape, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-    InferType.
+    ChannelsFirst, FoldMatmulLayout, SinkReshape, FoldConstant, EliminateCommonSubexpr,
+    DeadCodeElimination, InferType.
 
     >>> mod = default_pipeline(3)(mod)
     """
@@ -32,6 +33,7 @@ def default_pipeline(opt_level: int = 3) -> Sequential:
         SimplifyExpr(),
         FoldScaleAxis(),
         ChannelsFirst(),
+        FoldMatmulLayout(),
         SinkReshape(),
         FoldConstant(),
         EliminateCommonSubexpr(),

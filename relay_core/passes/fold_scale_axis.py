@@ -9,9 +9,8 @@ import numpy as np
 from ..ir import dtype as dt
 from ..ir.expr import Call, Constant, Expr, Op, call
 from ..ir.module import IRModule
-from ..ir.visitor import post_order
 from ..ops.registry import attrs_to_dict
-from ._util import Rewriter, child_exprs, ensure_typed, map_functions, op_name, type_of
+from ._util import Rewriter, ensure_typed, map_functions, op_name, type_of, use_counts
 from .manager import Pass, PassContext, register_pass
 from .simplify_expr import _channel_scale, _is_conv
 
@@ -36,14 +35,6 @@ class FoldScaleAxis(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = ensure_typed(mod)
         return map_functions(mod, lambda gv, f: _fold(f))
-
-
-def _uses(func: Expr) -> dict[int, int]:
-    rc: dict[int, int] = {}
-    for n in post_order(func, child_exprs):
-        for c in child_exprs(n):
-            rc[id(c)] = rc.get(id(c), 0) + 1
-    return rc
 
 
 def _ndim(e: Expr) -> int | None:
@@ -81,10 +72,10 @@ def _along(vec: np.ndarray, ndim: int, axis: int) -> np.ndarray:
 
 
 def _fold(func: Expr) -> Expr:
-    rc = _uses(func)
+    rc = use_counts(func)
 
     def single(e: Expr) -> bool:
-        return rc.get(id(e), 0) == 1
+        return rc[e] == 1
 
     def backward(orig: Expr, new: Expr, vec: np.ndarray, axis: int) -> Expr | None:
         """An expression equal to `new * vec` (vec along `axis`), folded into a layer (found

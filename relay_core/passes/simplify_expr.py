@@ -180,7 +180,103 @@ def _expand_squeeze(root, x, inner, **_):
     return x if a == s else None
 
 
+def _take_one(root) -> tuple[int, int] | None:
+    """(axis, index) of a take of one constant index along an axis of a static input."""
+    a, idx = root.attrs, root.args[1]
+    n = _ndim(root.args[0])
+    if type(idx) is not Constant or idx.data.ndim != 0 or a.axis is None or n is None:
+        return None
+    if a.batch_dims or not np.issubdtype(idx.data.dtype, np.integer):
+        return None
+    return a.axis % n, int(idx.data)
+
+
+def _retake(root, x, axis: int):
+    return call("take", x, root.args[1], axis=axis, batch_dims=0, mode=root.attrs.mode)
+
+
+def _take_of_transpose(root, x, inner, **_):
+    """take(transpose(x, p), i, axis=a) -> transpose(take(x, i, axis=p[a]), q): the one slice
+    read where it lies, so that a transpose shared by takes of its slices (ViT's q, k, v out of
+    one (3, L, N, E) copy) is not materialised."""
+    t, n = _take_one(root), _ndim(x)
+    if t is None or n is None:
+        return None
+    b = _perm(inner.attrs.axes, n)[t[0]]
+    q = [r - (r > b) for j, r in enumerate(_perm(inner.attrs.axes, n)) if j != t[0]]
+    out = _retake(root, x, b)
+    return out if q == sorted(q) else call("transpose", out, axes=q)
+
+
+def _take_of_squeeze(root, x, inner, **_):
+    # take(squeeze(x, S), i, axis=a) -> squeeze(take(x, i, axis=a'), S')
+    t, tx = _take_one(root), _static(x)
+    if t is None or tx is None:
+        return None
+    m = len(tx.shape)
+    sq = inner.attrs.axis
+    sq = [k for k, d in enumerate(tx.shape) if d == 1] if sq is None else [s % m for s in sq]
+    kept = [k for k in range(m) if k not in sq]
+    b = kept[t[0]]
+    return call("squeeze", _retake(root, x, b), axis=[s - (s > b) for s in sq])
+
+
+def _take_of_expand_dims(root, x, inner, **_):
+    # take(expand_dims(x, e, k), i, axis=a) -> expand_dims(take(x, i, axis=a'), e', k) (a not new)
+    t, m = _take_one(root), _ndim(x)
+    if t is None or m is None:
+        return None
+    k = inner.attrs.num_newaxis
+    e = inner.attrs.axis % (m + 1)
+    a = t[0]
+    if e <= a < e + k:
+        if t[1] != 0:
+            return None
+        return x if k == 1 else call("expand_dims", x, axis=e, num_newaxis=k - 1)
+    b = a if a < e else a - k
+    return call("expand_dims", _retake(root, x, b), axis=e - (b < e), num_newaxis=k)
+
+
+def _split_part(root, x, inner, **_):
+    """split(x)[i] -> strided_slice(x): each part read where it lies by its consumers (GPT-2's
+    q, k, v out of the qkv dense: the split was a copy of the whole product)."""
+    from ..ops.transform_concat import split_sizes
+
+    tx = _static(x)
+    if tx is None:
+        return None
+    axis = inner.attrs.axis % len(tx.shape)
+    sizes = split_sizes(tx.shape[axis], inner.attrs.indices_or_sections)
+    start = sum(sizes[: root.index])
+    end = start + sizes[root.index]
+    return call("strided_slice", x, begin=(start,), end=(end,), strides=(1,), axes=(axis,))
+
+
 SHAPE = [
+    # split(x)[i] -> strided_slice(x)
+    rule(
+        tuple_get(op("split", X, name="inner")),
+        _split_part,
+        "part of a split -> strided_slice",
+    ),
+    # take(transpose(x), i) -> transpose(take(x, i)): the slice read in place
+    rule(
+        op("take", op("transpose", X, name="inner"), wild()),
+        _take_of_transpose,
+        "take of transpose -> transpose of take",
+    ),
+    # take(squeeze(x), i) -> squeeze(take(x, i))
+    rule(
+        op("take", op("squeeze", X, name="inner"), wild()),
+        _take_of_squeeze,
+        "take of squeeze -> squeeze of take",
+    ),
+    # take(expand_dims(x), i) -> expand_dims(take(x, i))
+    rule(
+        op("take", op("expand_dims", X, name="inner"), wild()),
+        _take_of_expand_dims,
+        "take of expand_dims -> expand_dims of take",
+    ),
     # transpose(transpose(x, a), b) -> transpose(x, a∘b), or x when that is the identity
     rule(
         op("transpose", op("transpose", X, name="inner")),

@@ -105,6 +105,7 @@ def test_default_pipeline_order():
         "SimplifyExpr",
         "FoldScaleAxis",
         "ChannelsFirst",
+        "FoldMatmulLayout",
         "SinkReshape",
         "FoldConstant",
         "EliminateCommonSubexpr",
@@ -147,7 +148,7 @@ def test_dump_ir_and_timings():
     seen = []
     ctx = passes.PassContext(opt_level=3, dump_ir=lambda name, mod: seen.append(name))
     passes.default_pipeline(3)(parse(SRC), ctx)
-    assert seen[0] == "InferType" and "SimplifyExpr" in seen and len(seen) == 12
+    assert seen[0] == "InferType" and "SimplifyExpr" in seen and len(seen) == 13
     assert all(t >= 0 for t in ctx.timings.values())
 
 
