@@ -334,7 +334,11 @@ def _softmax_op(name: str, fn: Callable, doc: str):
                 for axis in sorted({-1, 0, len(shape) // 2}):
                     yield Sample([random_array(rng, shape, dtype, (-5, 5))], {"axis": axis})
 
-    register(OpDef(name, rel, ref, OpPattern.OPAQUE, SoftmaxAttrs, (1, 1), doc, samples=samples))
+    register(
+        OpDef(
+            name, rel, ref, OpPattern.OUT_EWISE_FUSABLE, SoftmaxAttrs, (1, 1), doc, samples=samples
+        )
+    )
 
 
 _softmax_op("nn.softmax", _softmax, "exp(x) / sum(exp(x)) along axis")

@@ -81,3 +81,22 @@ def test_elementwise_trailing_loops():
     want = 1 / (1 + np.exp(-a)) * sv + rv + 0.5 * a.transpose(0, 1, 3, 2)
     lib = relay_core.build(mod, num_threads=1, cache=False)
     np.testing.assert_allclose(lib(*xs)[0], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+@pytest.mark.parametrize("shape, axis", [((2, 3, 5, 197), -1), ((4, 9, 6), 1)])
+def test_softmax_with_its_elementwise_consumers(op, shape, axis):
+    # Hugging Face attention: where(isnan(softmax(s)), 0, softmax(s)) * c, one kernel; a row of
+    # -inf (softmax NaN) becomes 0, log_softmax's -inf stays
+    rng = np.random.default_rng(len(shape))
+    xv = (rng.standard_normal(shape) * 3).astype("float32")
+    xv[0, 1] = -np.inf
+    x = var("x", shape)
+    p = call(op, x, axis=axis)
+    y = call(
+        "multiply", call("where", call("isnan", p), const(np.float32(0)), p), const(np.float32(2))
+    )
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
+    fused = relay_core.passes.FuseOps()(relay_core.passes.optimize(mod)).astext()
+    assert fused.count("Primitive=1") == 1, fused
+    _check(mod, xv)

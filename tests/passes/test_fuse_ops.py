@@ -67,7 +67,7 @@ def @main(%x: Tensor[(4, 8), float32]) {
   %2(%1)
 }""",
     ),
-    # injective chains fuse (phase 1); an opaque op stays alone
+    # injective chains fuse (phase 1); softmax (an anchor: only what follows it fuses) stays apart
     "injective": (
         """
 def @main(%x: Tensor[(4, 8), float32], %y: Tensor[(8, 4), float32]) {

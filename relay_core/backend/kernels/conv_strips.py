@@ -27,10 +27,8 @@ from .im2col import geom_args, im2col_cf_fn
 from .llvm_util import (
     F32,
     F32P,
-    I1,
     I32,
     I64,
-    VOID,
     const,
     entry_alloca,
     fma,
@@ -43,6 +41,8 @@ from .llvm_util import (
     imin,
     load,
     malloc,
+    masked_load,
+    masked_store,
     new_function,
     splat,
     store,
@@ -135,7 +135,7 @@ def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
                     ]
                     cols = _transpose8(b, rows + [zero8] * (8 - mr))
                     for j, col in enumerate(cols):
-                        _masked_store8(b, col, gep(b, cp, b.mul(i64(v * w + 8 * g + j), ldc)), mask)
+                        masked_store(b, col, cp, b.mul(i64(v * w + 8 * g + j), ldc), mask)
         with part:  # a partial panel (the last output channels)
             t = entry_alloca(b, F32, mr * nr, name="tile")
             for j, v in enumerate(accs):
@@ -178,32 +178,6 @@ def _lanes_below(b: ir.IRBuilder, n):
     return b.icmp_signed("<", ir.Constant(vi, list(range(8))), nv)
 
 
-def _masked_store8(b: ir.IRBuilder, v, p, mask) -> None:
-    v8 = ir.VectorType(F32, 8)
-    name = "llvm.masked.store.v8f32.p0v8f32"
-    fn = b.module.globals.get(name)
-    if fn is None:
-        fnt = ir.FunctionType(VOID, [v8, v8.as_pointer(), I32, ir.VectorType(I1, 8)])
-        fn = ir.Function(b.module, fnt, name=name)
-    b.call(fn, [v, b.bitcast(p, v8.as_pointer()), i32(4), mask])
-
-
-def _masked_load8(b: ir.IRBuilder, p, valid):
-    """p[0:8] with lanes >= valid read as 0 (and not read: no fault past a buffer's end)."""
-    v8 = ir.VectorType(F32, 8)
-    fn = b.module.globals.get("llvm.masked.load.v8f32.p0v8f32")
-    if fn is None:
-        fnt = ir.FunctionType(v8, [v8.as_pointer(), I32, ir.VectorType(I1, 8), v8])
-        fn = ir.Function(b.module, fnt, name="llvm.masked.load.v8f32.p0v8f32")
-    vi = ir.VectorType(I64, 8)
-    nv = b.insert_element(ir.Constant(vi, ir.Undefined), valid, i32(0))
-    nv = b.shuffle_vector(
-        nv, ir.Constant(vi, ir.Undefined), ir.Constant(ir.VectorType(I32, 8), [0] * 8)
-    )
-    mask = b.icmp_signed("<", ir.Constant(vi, list(range(8))), nv)
-    return b.call(fn, [b.bitcast(p, v8.as_pointer()), i32(4), mask, const(v8, 0.0)])
-
-
 def _pack_strips_fn(llmod: ir.Module, mr: int) -> ir.Function:
     """dst[s * sst + (k0 + k) * mr + i] = src[k * ld + pos0 + s * mr + i] for k < nrows and
     the strips s of npos positions (0 past npos). Strips are sst = K * mr + 8 floats apart: each
@@ -223,7 +197,7 @@ def _pack_strips_fn(llmod: ir.Module, mr: int) -> ir.Function:
         sp = gep(b, src, b.add(pos0, ps))
         dp = gep(b, dst, b.add(b.mul(s, sst), b.mul(k0, i64(mr))))
         with for_range(b, 0, nrows, name="k") as k:
-            v = _masked_load8(b, gep(b, sp, b.mul(k, ld)), valid)
+            v = masked_load(b, sp, b.mul(k, ld), _lanes_below(b, valid), 0.0)
             vstore(b, v, dp, b.mul(k, i64(mr)))
     b.ret_void()
     return fn

@@ -44,6 +44,7 @@ from .llvm_util import (
     load,
     splat,
     store,
+    vector_width,
     vload,
     vstore,
 )
@@ -64,13 +65,6 @@ PARALLEL_MIN_FLOPS = 2e6
 # at ~105 as 8-row blocks (1 thread, Zen 4), as fast as the recurrent 8-row steps. B must stay
 # in a core's L2 across the blocks.
 ROWS_MAX_B_BYTES = 1 << 20
-
-
-def vector_width() -> int:
-    """Floats per vector register on the target (RELAY_CPU_FEATURES applies)."""
-    from ..llvm_target import host
-
-    return 16 if "+avx512f" in host()[2].split(",") else 8
 
 
 def small_m() -> int:

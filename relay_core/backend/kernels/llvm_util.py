@@ -194,6 +194,42 @@ def vstore(b: ir.IRBuilder, v: ir.Value, p: ir.Value, idx) -> None:
     b.store(v, b.bitcast(gep(b, p, idx), ptr(v.type)), align=_align(v.type.element))
 
 
+def vector_width() -> int:
+    """Floats per vector register on the target being built (llvm_target.host(), after
+    RELAY_CPU_FEATURES): 16 with AVX-512, else 8."""
+    from ..llvm_target import host
+
+    return 16 if "+avx512f" in host()[2].split(",") else 8
+
+
+def _masked_intrinsic(b: ir.IRBuilder, name: str, vt: ir.VectorType) -> ir.Function:
+    """llvm.masked.load / llvm.masked.store of float vectors `vt` (declared once per module)."""
+    full = f"llvm.masked.{name}.v{vt.count}f32.p0v{vt.count}f32"
+    fn = b.module.globals.get(full)
+    if fn is None:
+        mt = ir.VectorType(I1, vt.count)
+        if name == "load":
+            fnt = ir.FunctionType(vt, [vt.as_pointer(), I32, mt, vt])
+        else:
+            fnt = ir.FunctionType(VOID, [vt, vt.as_pointer(), I32, mt])
+        fn = ir.Function(b.module, fnt, name=full)
+    return fn
+
+
+def masked_load(b: ir.IRBuilder, p: ir.Value, idx, mask: ir.Value, fill: float) -> ir.Value:
+    """The float32 lanes of p[idx:idx + len(mask)] where `mask` is set, `fill` elsewhere (the
+    others are not read: no fault past a buffer's end)."""
+    vt = ir.VectorType(F32, mask.type.count)
+    fn = _masked_intrinsic(b, "load", vt)
+    return b.call(fn, [b.bitcast(gep(b, p, idx), vt.as_pointer()), i32(4), mask, const(vt, fill)])
+
+
+def masked_store(b: ir.IRBuilder, v: ir.Value, p: ir.Value, idx, mask: ir.Value) -> None:
+    """Store the lanes of float32 vector `v` where `mask` is set to p[idx:idx + len(mask)]."""
+    fn = _masked_intrinsic(b, "store", v.type)
+    b.call(fn, [v, b.bitcast(gep(b, p, idx), v.type.as_pointer()), i32(4), mask])
+
+
 def splat(b: ir.IRBuilder, x: ir.Value, n: int = 8) -> ir.Value:
     """A vector of n copies of scalar x."""
     vt = ir.VectorType(x.type, n)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 
+import llvmlite.ir as ir
+
 from ..llvm_math import exp_f32, exp_nonpos_f32, log_f32
 from .common import KernelInfo, attr, epilogue_block, kernel_function, shape_of
 from .llvm_util import (
     F32,
+    I1,
     V8F,
     call_intrinsic,
     compute_type,
@@ -26,9 +29,12 @@ from .llvm_util import (
     load,
     load_as,
     malloc,
+    masked_load,
+    masked_store,
     splat,
     store,
     store_from,
+    vector_width,
     vload,
     vstore,
 )
@@ -90,7 +96,7 @@ def _vec_loop(b, n: int, dtype: str, body):
 
 def _hreduce(b, ops8, v, kind):
     s = b.extract_element(v, i64(0))
-    for k in range(1, 8):
+    for k in range(1, v.type.count):
         e = b.extract_element(v, i64(k))
         s = b.fadd(s, e) if kind == "sum" else b.select(b.fcmp_unordered(">", e, s), e, s)
     return s
@@ -124,6 +130,8 @@ def emit_softmax_family(kind: str):
                     yo = gep(b, y, b.mul(o, i64(L * inner)))
                     if kind == "hardmax":
                         _hardmax(b, xo, yo, L, inner, dtype)
+                    elif inner == 1 and dtype == "float32" and WIDE_ROWS:
+                        _row_f32(b, kind, xo, yo, L)
                     elif inner == 1:
                         _row(b, kind, xo, yo, L, dtype)
                     else:
@@ -140,6 +148,66 @@ def emit_softmax_family(kind: str):
         return KernelInfo(kf.fn)
 
     return emit
+
+
+# False: float32 rows on the 8-lane loops with a scalar tail (kept for A/B measurements)
+WIDE_ROWS = True
+
+
+def _row_f32(b, kind, x, y, L: int):
+    """Softmax / log_softmax of one contiguous float32 row at the target's vector width (16
+    lanes with AVX-512): the L % width last values as one masked vector (lanes past the row
+    read as -inf, which adds exp(-inf) = 0 to the sum), not one scalar exp each (ViT's rows of
+    197: 5 scalar exps, each as dear as a vector one, beside 12 vectors)."""
+    W = vector_width()
+    vt = ir.VectorType(F32, W)
+    nfull, tail = divmod(L, W)
+    mask = ir.Constant(ir.VectorType(I1, W), [int(k < tail) for k in range(W)])
+
+    def each(body):  # body(j, masked) over the row: whole vectors, then the masked rest
+        if nfull:
+            with for_range(b, 0, nfull * W, W, name="v") as j:
+                body(j, False)
+        if tail:
+            body(i64(nfull * W), True)
+
+    def ld(p, j, masked, fill):
+        if not masked:
+            return vload(b, p, j, W)
+        return masked_load(b, p, j, mask, fill)
+
+    def st(v, p, j, masked):
+        if masked:
+            masked_store(b, v, p, j, mask)
+        else:
+            vstore(b, v, p, j)
+
+    acc = entry_alloca(b, vt)
+    b.store(const(vt, float("-inf")), acc)
+
+    def pmax(j, masked):
+        v, a = ld(x, j, masked, float("-inf")), b.load(acc)
+        b.store(b.select(b.fcmp_unordered(">", v, a), v, a), acc)
+
+    each(pmax)
+    mx = _hreduce(b, None, b.load(acc), "max")
+    mv = splat(b, mx, W)
+    b.store(const(vt, 0.0), acc)
+
+    def psum(j, masked):
+        e = exp_nonpos_f32(b, b.fsub(ld(x, j, masked, float("-inf")), mv))
+        if kind == "softmax":
+            st(e, y, j, masked)
+        b.store(b.fadd(b.load(acc), e), acc)
+
+    each(psum)
+    total = _hreduce(b, None, b.load(acc), "sum")
+    if kind == "softmax":
+        inv = splat(b, b.fdiv(const(F32, 1.0), total), W)
+        each(lambda j, masked: st(b.fmul(ld(y, j, masked, 0.0), inv), y, j, masked))
+    else:
+        ll = splat(b, log_f32(b, total), W)
+        each(lambda j, masked: st(b.fsub(b.fsub(ld(x, j, masked, 0.0), mv), ll), y, j, masked))
 
 
 def _row(b, kind, x, y, L, dtype):

@@ -55,6 +55,10 @@ SHAPES = [
     ((16, 64), 0),
     ((64, 1000), -1),
     ((8, 300, 40), 1),
+    # float32 rows at 16 lanes: whole vectors only, whole vectors and a masked rest (ViT's 197)
+    ((5, 16), -1),
+    ((3, 197), -1),
+    ((2, 31), -1),
 ]
 REFS = {"nn.softmax": np_softmax, "nn.log_softmax": np_log_softmax, "nn.hardmax": np_hardmax}
 
