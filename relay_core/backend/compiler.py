@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 
 import numpy as np
 
@@ -313,6 +314,8 @@ def build(
                 t = time.perf_counter()
                 evict_models(cdir, spare=(entry,))
                 report.add("model cache eviction", time.perf_counter() - t)
+        if lib.path == os.path.abspath(tmp):  # not in the cache: the files go with the module
+            weakref.finalize(lib, shutil.rmtree, tmp, True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

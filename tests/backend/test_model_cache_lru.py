@@ -158,3 +158,32 @@ def test_processes_building_and_evicting_at_once_under_a_tiny_limit(cache_dir):
         assert sorted(os.listdir(p)) == ["lib.so", "manifest.json", "weights.bin"]
     leftovers = [n for n in os.listdir(cache_dir) if n.startswith((".evicted-", "relay-build-"))]
     assert not leftovers
+
+
+def test_uncached_build_removes_its_files_with_the_module():
+    """A build outside the cache (cache=False) lives in a temporary directory: it stays while the
+    module is alive (export reads it) and goes when the module is collected, so a long-running
+    process compiling uncached models does not fill the disk."""
+    import gc
+
+    mod = _model(7)
+    lib = relay_core.build(mod, cache=False)
+    path = lib.path
+    assert os.path.exists(os.path.join(path, "lib.so"))
+    _check(lib, mod)
+    del lib
+    gc.collect()
+    assert not os.path.exists(path)
+
+
+def test_cached_build_keeps_its_entry_after_the_module_goes(tmp_path, monkeypatch):
+    import gc
+
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    mod = _model(8)
+    lib = relay_core.build(mod)
+    path = lib.path
+    assert os.path.dirname(path) == str(tmp_path)
+    del lib
+    gc.collect()
+    assert os.path.exists(os.path.join(path, "manifest.json"))
