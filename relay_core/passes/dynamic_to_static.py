@@ -21,16 +21,23 @@ class DynamicToStatic(Pass):
     (`shape_of` of a now-static tensor, arithmetic on it), which can make more shape inputs
     constant: `dyn.reshape(%x, shape_of(%y))` becomes `reshape(%x, newshape=[...])`.
 
+    Rounds repeat until one changes nothing: a chain of dyn ops, each shaped by the one before
+    (ShuffleNet's channel shuffles: reshape and slices per block, 16 blocks deep), becomes
+    static one link per round. Every round that continues removes a dyn call, so this ends;
+    `max_iterations` caps the rounds when set.
+
     >>> mod = DynamicToStatic()(mod)
     """
 
-    max_iterations: int = 8
+    max_iterations: int | None = None
     fold_constants: bool = True
     opt_level = 1
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = ensure_typed(mod)
-        for _ in range(self.max_iterations):
+        rounds = 0
+        while self.max_iterations is None or rounds < self.max_iterations:
+            rounds += 1
             if self.fold_constants:
                 mod = FoldConstant(on_limit="skip")(mod, PassContext(opt_level=ctx.opt_level))
                 mod = ensure_typed(mod)

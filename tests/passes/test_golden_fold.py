@@ -155,6 +155,21 @@ def test_dynamic_to_static():
     )
 
 
+def test_dynamic_to_static_follows_a_chain_of_any_length():
+    # each dyn.reshape's shape comes from the one before it: one link turns static per round,
+    # so a chain longer than any fixed round count (ShuffleNet: 16 shuffle blocks) must still
+    # end static
+    n = 20
+    body = ["%0 = dyn.reshape(%x, shape_of(%x));"]
+    body += [f"%{k} = dyn.reshape(%{k - 1}, shape_of(%{k - 1}));" for k in range(1, n)]
+    text = "def @main(%x: Tensor[(2, 3), float32]) {\n" + "\n".join(body) + f"\n%{n - 1}\n}}"
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    assert "dyn." not in str(out)
+    assert str(out["main"].checked_type.ret_type) == "Tensor[(2, 3), float32]"
+    capped = relay_core.infer_type(passes.DynamicToStatic(max_iterations=3)(parse(text)))
+    assert "dyn.reshape" in str(capped)
+
+
 BN_ARGS = (
     "%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], "
     "%m: Tensor[(3), float32], %v: Tensor[(3), float32]"
