@@ -52,28 +52,40 @@ def linear_in(v: Var, exprs) -> bool:
     return not any(n is v for x in divs for n in post_order(x))
 
 
-# At most this many loop nests from one partitioned stage (partition).
+# At most this many loop nests from one partitioned stage (partition), and this many levels of
+# cuts (a cut of a nest already cut).
 MAX_PARTITIONS = 256
+MAX_CUT_DEPTH = 3
+# A select on v % m or v // m (m at most this, dividing v's extent) cuts v into m residues: a
+# channel shuffle of g groups (ShuffleNet) picks its source by c % g.
+MAX_MODULUS = 8
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
-def compare_const(cond, v: Var):
-    """(op, k) when `cond` compares `v` with integer constant k as `v op k`, else None."""
-    if type(cond) is not Compare or cond.op not in _FLIP:
+def compare_const(simp, cond, pos: dict):
+    """(axis position, op, k) when integer comparison `cond` is `v + c op d`, v the loop axis
+    at that position in `pos` (id -> position) with coefficient +-1 and the rest constant:
+    as `v op k`. None otherwise."""
+    if type(cond) is not Compare or cond.op not in _FLIP or cond.a.dtype != INDEX:
         return None
-    if cond.a is v and type(cond.b) is Const and isinstance(cond.b.value, int):
-        return cond.op, cond.b.value
-    if cond.b is v and type(cond.a) is Const and isinstance(cond.a.value, int):
-        return _FLIP[cond.op], cond.a.value
-    return None
+    ta, ca = simp.linear(cond.a)
+    tb, cb = simp.linear(cond.b)
+    terms = {k: [a, co] for k, (a, co) in ta.items()}
+    for k, (a, co) in tb.items():
+        terms.setdefault(k, [a, 0])[1] -= co
+    live = [(a, co) for a, co in terms.values() if co]
+    if len(live) != 1:
+        return None
+    a, co = live[0]
+    k = pos.get(id(a))
+    if k is None or co not in (1, -1):
+        return None
+    # co * v + (ca - cb) op 0
+    return (k, cond.op, cb - ca) if co == 1 else (k, _FLIP[cond.op], ca - cb)
 
 
-def known_over(cond, v: Var, lo: int, hi: int) -> bool | None:
-    """The value of `cond` for every v in [lo, hi) when it is the same for all, else None."""
-    side = compare_const(cond, v)
-    if side is None:
-        return None
-    op, k = side
+def known_over(op: str, k: int, lo: int, hi: int) -> bool | None:
+    """The value of `v op k` for every v in [lo, hi) when it is the same for all, else None."""
     first, last = lo, hi - 1
     tests = {
         "lt": (last < k, first >= k),
@@ -161,61 +173,115 @@ def partition(simp, nthreads: int, axes, shape, value, index, out_buf, expr) -> 
     """Loop partitioning: when the value selects on a loop variable against constants (a
     concatenation or a stack along that axis: selects that are branches per element and
     keep LLVM from vectorising), the loop over that variable becomes one loop per range of
-    it, with the selects resolved, inside the loops over the axes before it; None when there
-    is nothing to cut. An unrolled LSTM's output (64 steps of 8 x 256 stacked) took
-    200-400 us as one nest of selects."""
-    if not all(isinstance(d, int) for d in shape):
-        return None
-    value = simp(value)  # the conditions in terms of the loop variables
+    it, with the selects resolved, inside the loops over the axes before it; when it selects
+    on `v % m` or `v // m` (a channel shuffle after a concatenation), one loop per residue
+    r of v = m * w + r. The nests are cut again where they still select (a slice of a shuffle
+    picks by ranges of w), and their trailing loops fused where the indices stay linear.
+    None when there is nothing to cut. An unrolled LSTM's output (64 steps of 8 x 256 stacked)
+    took 200-400 us as one nest of selects; a ShuffleNetV2 channel shuffle at batch 8
+    (concatenate, reshape, transpose, slices: 2.9 MB) 10-14 ms."""
+    return _partition(simp, nthreads, list(axes), list(shape), simp(value), index, out_buf, 0)
+
+
+def _find_cut(simp, axes, shape, value):
+    """(position, "range", cuts) or (position, "mod", m) of the outermost axis to cut."""
     pos = {id(a): k for k, a in enumerate(axes)}
-    found: dict[int, set] = {}
+    ranges: dict[int, set] = {}
+    mods: dict[int, int] = {}
     for n in post_order(value):
         if type(n) is not Select:
             continue
-        for a in (n.cond.a, n.cond.b) if type(n.cond) is Compare else ():
-            k = pos.get(id(a))
-            side = compare_const(n.cond, a) if k is not None else None
-            if side is not None:
-                op, c = side
+        side = compare_const(simp, n.cond, pos)
+        if side is not None:
+            k, op, c = side
+            if isinstance(shape[k], int):
                 cut = {c, c + 1} if op in ("eq", "ne") else {c + (op in ("le", "gt"))}
-                found.setdefault(k, set()).update(cut)
-    p = min((k for k in found if any(0 < c < shape[k] for c in found[k])), default=None)
+                ranges.setdefault(k, set()).update(x for x in cut if 0 < x < shape[k])
+            continue
+        for x in post_order(n.cond):
+            if type(x) is Binary and x.op in ("floordiv", "floormod") and type(x.b) is Const:
+                k, m = pos.get(id(x.a)), x.b.value
+                if k is None or not isinstance(shape[k], int) or not isinstance(m, int):
+                    continue
+                if 1 < m <= MAX_MODULUS and shape[k] % m == 0 and shape[k] > m:
+                    mods[k] = min(m, mods.get(k, m))
+    p = min([k for k, cuts in ranges.items() if cuts] + list(mods), default=None)
     if p is None:
         return None
-    v = axes[p]
-    cuts = sorted(c for c in found[p] if 0 < c < shape[p])
-    if len(cuts) >= MAX_PARTITIONS:
-        return None
-    bounds = [0, *cuts, shape[p]]
-    cost = expr_cost(expr)
-    nests = []
-    for lo, hi in zip(bounds, bounds[1:]):
+    if ranges.get(p):
+        cuts = sorted(ranges[p])
+        return None if len(cuts) >= MAX_PARTITIONS else (p, "range", cuts)
+    return p, "mod", mods[p]
 
-        def resolve(orig, new, lo=lo, hi=hi):
-            if type(new) is Select:
-                known = known_over(new.cond, v, lo, hi)
+
+def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
+    cut = _find_cut(simp, axes, shape, value)
+    if cut is None:
+        return None
+    p, kind, arg = cut
+    v = axes[p]
+    pieces = []  # (new variable, its extent, v in terms of it, v's range or None)
+    if kind == "range":
+        bounds = [0, *arg, shape[p]]
+        for lo, hi in zip(bounds, bounds[1:]):
+            w = T.index_var(f"{v.name}_{lo}")
+            simp.set_bound(w, 0, hi - lo - 1)
+            pieces.append((w, hi - lo, w + Const(lo, INDEX) if lo else w, (lo, hi)))
+    else:
+        m = arg
+        for r in range(m):
+            w = T.index_var(f"{v.name}_{r}m{m}")
+            simp.set_bound(w, 0, shape[p] // m - 1)
+            pieces.append((w, shape[p] // m, w * Const(m, INDEX) + Const(r, INDEX), None))
+    pos = {id(v): 0}
+    threads = nthreads if p == 0 else 1  # a cut of the outermost axis: each nest in parallel
+    nests = []
+    for w, ext, at, span in pieces:
+
+        def resolve(orig, new, span=span):
+            if type(new) is Select and span is not None:
+                side = compare_const(simp, new.cond, pos)
+                known = None if side is None else known_over(side[1], side[2], *span)
                 if known is not None:
                     return new.t if known else new.f
             return new
 
-        w = T.index_var(f"{v.name}_{lo}")
-        simp.set_bound(w, 0, hi - lo - 1)
-        at = {v: w + Const(lo, INDEX) if lo else w}
-        pv = simp(substitute(rewrite(value, resolve), at))
-        pi = simp(substitute(index, at))
-        paxes = [w] + list(axes[p + 1 :])
-        pshape = [hi - lo] + list(shape[p + 1 :])
-        body: T.Stmt = T.Store(out_buf, pi, pv)
-        for a, d in zip(reversed(paxes), reversed(pshape)):
-            body = T.For(a, d, body)
-        if p == 0:  # each range on the threads by itself, by its own work
-            work = static_work(pshape, None) * expr_cost(pv)
-            body = parallelize(nthreads, body, paxes, pshape, work, len(paxes))
+        pv = simp(substitute(rewrite(value, resolve), {v: at}))
+        pi = simp(substitute(index, {v: at}))
+        paxes = [w] + axes[p + 1 :]
+        pshape = [ext] + shape[p + 1 :]
+        body = None
+        if depth + 1 < MAX_CUT_DEPTH:
+            body = _partition(simp, threads, paxes, pshape, pv, pi, out_buf, depth + 1)
+        if body is None:
+            paxes, pshape, pv, pi = fuse_trailing(simp, paxes, pshape, pv, pi)
+            body = T.Store(out_buf, pi, pv)
+            for a, d in zip(reversed(paxes), reversed(pshape)):
+                body = T.For(a, d, body)
+            work = static_work(pshape, None)
+            work = None if work is None else work * expr_cost(pv)
+            body = parallelize(threads, body, paxes, pshape, work, len(paxes))
         nests.append(body)
     body = T.seq(*nests)
     if p == 0:
         return body
     for a, d in zip(reversed(axes[:p]), reversed(shape[:p])):
         body = T.For(a, d, body)
-    work = static_work(shape, None) * cost
-    return parallelize(nthreads, body, list(axes[:p]), list(shape[:p]), work, p)
+    work = static_work(shape, None)
+    work = None if work is None else work * expr_cost(value)
+    return parallelize(nthreads, body, axes[:p], shape[:p], work, p)
+
+
+def fuse_trailing(simp, axes, shape, value, index):
+    """(axes, shape, value, index) with the longest run of trailing loops (static extents)
+    fused into one variable where the value and store index stay linear in it; unchanged when
+    none can be."""
+    n = len(axes)
+    for j in range(n - 1):
+        if not all(isinstance(d, int) and d > 0 for d in shape[j:]):
+            continue
+        f, total, m = fused_var(simp, "fl_" + axes[j].name, axes[j:], shape[j:])
+        fv, fi = simp(substitute(value, m)), simp(substitute(index, m))
+        if linear_in(f, (fv, fi)):
+            return axes[:j] + [f], shape[:j] + [total], fv, fi
+    return axes, shape, value, index

@@ -596,9 +596,11 @@ class Scheduler:
         fusion; None when none applies. Loops of 7 or 14 (7x7 and 14x14 planes) are unrolled
         and left scalar by LLVM; one loop over the plane (or more) vectorises."""
         n = len(axes)
-        if n - first < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+        if n - first < 2:
             return None
         for j in range(first, n - 1):
+            if not all(isinstance(d, int) and d > 0 for d in shape[j:]):
+                continue  # a run-time extent (the batch) stays a loop of its own
             f, total, m = fused_var(self.simp, "fl_" + axes[j].name, axes[j:], shape[j:])
             value = self.to_loads(substitute(expr, m), local)
             index = self.simp(substitute(flat_index(shape, axes), m))

@@ -101,3 +101,45 @@ def test_where_on_data_is_not_partitioned(partitions):
     got = _build(params, body, 2)(*xs)[0]
     np.testing.assert_allclose(got, np.where(xs[0] > xs[1], xs[0], xs[1]))
     assert partitions and not any(partitions)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("groups,batch", [(2, "8"), (2, "?"), (3, "2"), (4, "?")])
+def test_channel_shuffle(groups, batch, nthreads, monkeypatch):
+    """ShuffleNet's unit: concatenate two branches, shuffle the channels (reshape, transpose,
+    reshape), split in halves. The concatenation then selects on c % groups: the nests are cut
+    by residue (and by range for the halves) until no select is left."""
+    made = []
+    orig = loop_nest.partition
+
+    def spy(*args):
+        r = orig(*args)
+        made.append(r)
+        return r
+
+    monkeypatch.setattr(loop_nest, "partition", spy)
+    half, hw = 6 * groups, (5, 7)
+    c = 2 * half
+    shp = f"{batch}, {half}, {hw[0]}, {hw[1]}"
+    end, st = 2**31 - 1, "strides=[1, 1, 1, 1]"
+    src = f"""
+def @main(%a: Tensor[({shp}), float32], %b: Tensor[({shp}), float32]) {{
+  %0 = concatenate((%a, %b), axis=1);
+  %1 = reshape(%0, newshape=[-1, {groups}, {c // groups}, {hw[0]}, {hw[1]}]);
+  %2 = transpose(%1, axes=[0, 2, 1, 3, 4]);
+  %3 = reshape(%2, newshape=[-1, {c}, {hw[0]}, {hw[1]}]);
+  %4 = strided_slice(%3, begin=[0, 0, 0, 0], end=[{end}, {half}, {end}, {end}], {st});
+  %5 = strided_slice(%3, begin=[0, {half}, 0, 0], end=[{end}, {c}, {end}, {end}], {st});
+  (%4, add(%5, 1f))
+}}
+"""
+    lib = relay_core.build(relay_core.parse(src), num_threads=nthreads, cache=False)
+    n = 3 if batch == "?" else int(batch)
+    a, b = _inputs([(n, half) + hw] * 2, groups)
+    y = np.concatenate([a, b], 1).reshape(n, groups, c // groups, *hw)
+    y = y.transpose(0, 2, 1, 3, 4).reshape(n, c, *hw)
+    got = lib(a, b)
+    np.testing.assert_array_equal(got[0], y[:, :half])
+    np.testing.assert_array_equal(got[1], y[:, half:] + 1)
+    cut = [str(s) for s in made if s is not None]
+    assert cut and not any("select" in s for s in cut), cut
