@@ -285,3 +285,37 @@ def fuse_trailing(simp, axes, shape, value, index):
         if linear_in(f, (fv, fi)):
             return axes[:j] + [f], shape[:j] + [total], fv, fi
     return axes, shape, value, index
+
+
+# split_inner: the inner loop of a split keeps at least this many iterations (a vector of 16).
+MIN_INNER = 16
+
+
+def split_inner(simp, axes, shape, value, index):
+    """(axes, shape, value, index) with the innermost loop v split into v // m and v % m
+    loops when the value reads through `v // m` and `v % m` (m dividing v's extent) and is
+    linear in the new inner loop: a head merge (transpose (0, 2, 1, 3) then reshape) reads
+    in[.., v // 64, .., v % 64], one contiguous run of 64 per head, which LLVM does not
+    vectorise as one loop with the division in it. None when there is no such m."""
+    if not axes or not isinstance(shape[-1], int):
+        return None
+    v, ext = axes[-1], shape[-1]
+    mods = set()
+    for x in post_order(value):
+        if type(x) is Binary and x.op in ("floordiv", "floormod") and x.a is v:
+            m = const_int(x.b)
+            if m is not None and MIN_INNER <= m < ext and ext % m == 0:
+                mods.add(m)
+    for m in sorted(mods, reverse=True):
+        vo, vi = T.index_var(f"{v.name}_o"), T.index_var(f"{v.name}_i")
+        simp.set_bound(vo, 0, ext // m - 1)
+        simp.set_bound(vi, 0, m - 1)
+        at = {v: vo * Const(m, INDEX) + vi}
+        sv, si = simp(substitute(value, at)), simp(substitute(index, at))
+        if linear_in(vi, (sv, si)):
+            return list(axes[:-1]) + [vo, vi], list(shape[:-1]) + [ext // m, m], sv, si
+    return None
+
+
+def const_int(e) -> int | None:
+    return e.value if type(e) is Const and isinstance(e.value, int) else None

@@ -567,6 +567,9 @@ class Scheduler:
                 )
                 if pieces is not None:
                     return pieces
+                split = loop_nest.split_inner(self.simp, axes, shape, value, index)
+                if split is not None:
+                    axes, shape, value, index = split
             body = T.Store(out_buf, index, value)
         work = static_work(shape, expr)
         if work is not None:

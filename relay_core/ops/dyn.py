@@ -81,8 +81,56 @@ def _reshape_ref(xs, attrs):
 def _reshape_static(call):
     ns = _const_ints(call.args[1])
     if ns is None:
-        return None
+        ns = _copied_dims(call.args[0], call.args[1], call.attrs.allowzero)
+        if ns is None:
+            return None
     return _static_call(call, "reshape", call.args[:1], newshape=ns, allowzero=call.attrs.allowzero)
+
+
+def _copied_dims(data, shape, allowzero: bool):
+    """A static newshape for `dyn.reshape(data, shape)` when `shape` concatenates constants
+    and dims read off tensors (`expand_dims(take(shape_of(y), k))`, as exporters write
+    `x.view(x.size(0), g, -1, h, w)`): a static dim is its value, a dim equal to data's at
+    the same position (data itself, or the same named dim) is 0 (copied), one other is -1.
+    None when an entry is anything else or more than one would be -1."""
+    from ..ir.expr import Call, Constant, Tuple
+    from ..ir.types import ShapeVar
+
+    def is_call(e, name):
+        return type(e) is Call and getattr(e.op, "name", None) == name
+
+    def dims_of(e):
+        return (
+            e.checked_type.shape if e.has_type and isinstance(e.checked_type, TensorType) else None
+        )
+
+    dims = dims_of(data)
+    if allowzero or dims is None or not is_call(shape, "concatenate"):
+        return None
+    one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
+    ns = []
+    for piece in shape.args[0].fields if one else shape.args:
+        if type(piece) is Constant:
+            ns.extend(_ints(piece.data))
+            continue
+        if is_call(piece, "expand_dims") or is_call(piece, "reshape"):
+            piece = piece.args[0]
+        if not (is_call(piece, "take") and is_call(piece.args[0], "shape_of")):
+            return None
+        src, k = piece.args[0].args[0], _const_ints(piece.args[1])
+        sdims = dims_of(src)
+        if sdims is None or k is None or len(k) != 1:
+            return None
+        d, i = sdims[k[0] % len(sdims)], len(ns)
+        if isinstance(d, int):
+            ns.append(d)
+        elif i < len(dims) and (
+            (src is data and k[0] % len(sdims) == i) or (isinstance(d, ShapeVar) and dims[i] == d)
+        ):
+            ns.append(0)
+        else:
+            ns.append(-1)
+    return tuple(ns) if ns.count(-1) <= 1 else None
 
 
 def _reshape_samples(rng):

@@ -103,7 +103,7 @@ class _Folder:
         if opdef.shape_only:
             return self._fold_shape_only(orig, new)
         if not all(type(a) is Constant for a in new.args):
-            return new
+            return _static_entries(new) or new
         out_t = type_of(orig)
         size = type_bytes(out_t)
         call = new
@@ -155,3 +155,29 @@ def _to_expr(value, like: Expr) -> Expr:
     if isinstance(value, np.ndarray | np.generic):  # a 0-d result may come back as a scalar
         return Constant(np.array(value, copy=True, order="C"), span=like.span)
     return like
+
+
+def _static_entries(call: Call) -> Constant | None:
+    """`take` / `strided_slice` of `shape_of(x)` that picks only dims of x known statically
+    (x of type (N, 116, 28, 28): `take(shape_of(x), 1)` is 116), as a constant; None when an
+    unknown dim is picked or the call is not such a pick."""
+    if call.op.name not in ("take", "strided_slice") or not call.args:
+        return None
+    src = call.args[0]
+    if getattr(getattr(src, "op", None), "name", None) != "shape_of":
+        return None
+    if not all(_is_const(a) and hasattr(a, "data") for a in call.args[1:]):
+        return None
+    t, st = type_of(src.args[0]), type_of(src)
+    if not isinstance(t, TensorType) or not isinstance(st, TensorType):
+        return None
+    # a stand-in shape vector: -1 marks the unknown dims (every real dim is >= 0)
+    stand = np.array([d if isinstance(d, int) else -1 for d in t.shape], dt.to_numpy(st.dtype))
+    try:
+        value = call.op.opdef.ref([stand] + [a.data for a in call.args[1:]], call.attrs)
+    except Exception:
+        return None
+    value = np.asarray(value)
+    if (value < 0).any():
+        return None
+    return _to_expr(value, call)

@@ -143,3 +143,32 @@ def @main(%a: Tensor[({shp}), float32], %b: Tensor[({shp}), float32]) {{
     np.testing.assert_array_equal(got[1], y[:, half:] + 1)
     cut = [str(s) for s in made if s is not None]
     assert cut and not any("select" in s for s in cut), cut
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 16), (3, 6, 7, 64), (1, 4, 9, 40), (2, 4, 9, 8)])
+def test_head_merge_splits_the_inner_loop(shape, nthreads, monkeypatch):
+    """Attention's head merge (transpose (0, 2, 1, 3), reshape to (b, t, heads * d)) reads
+    in[b, j // d, t, j % d]: the loop over j becomes loops over heads and d (d >= 16: a
+    vector of 16 floats; shorter runs stay one loop)."""
+    made = []
+    orig = loop_nest.split_inner
+
+    def spy(*args):
+        r = orig(*args)
+        made.append(r)
+        return r
+
+    monkeypatch.setattr(loop_nest, "split_inner", spy)
+    b, h, t, d = shape
+    x = var("x", shape)
+    body = call("reshape", call("transpose", x, axes=(0, 2, 1, 3)), newshape=(b, t, h * d))
+    (xv,) = _inputs([shape], d)
+    got = _build([x], call("multiply", body, const(np.float32(2))), nthreads)(xv)[0]
+    want = xv.transpose(0, 2, 1, 3).reshape(b, t, h * d) * 2
+    np.testing.assert_array_equal(got, want)
+    split = [r for r in made if r is not None]
+    if d >= loop_nest.MIN_INNER:
+        assert split and split[0][1][-1] == d, made
+    else:
+        assert not split, split

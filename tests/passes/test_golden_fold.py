@@ -170,6 +170,36 @@ def test_dynamic_to_static_follows_a_chain_of_any_length():
     assert "dyn.reshape" in str(capped)
 
 
+@pytest.mark.parametrize("batch", ["n", "?"])
+def test_dynamic_to_static_reads_known_dims_off_shape_of(batch):
+    # the legacy ONNX exporter's x.view(x.size(0), 2, c // 2, h, w) with an unknown batch:
+    # the shape is a concatenation of x's own dims (read with shape_of / take) and constants.
+    # The static dims fold, the batch is copied (0): one static reshape, no specialisation
+    text = f"""
+def @main(%x: Tensor[({batch}, 8, 3, 5), float32]) {{
+  %0 = shape_of(%x);
+  %1 = expand_dims(take(%0, 0i64, axis=0));
+  %2 = expand_dims(divide(take(%0, 1i64, axis=0), 2i64));
+  %3 = expand_dims(take(%0, 2i64, axis=0));
+  %4 = expand_dims(take(%0, 3i64, axis=0));
+  %5 = concatenate((%1, meta_two, %2, %3, %4));
+  %6 = dyn.reshape(%x, %5);
+  %7 = transpose(%6, axes=[0, 2, 1, 3, 4]);
+  %8 = concatenate((%1, expand_dims(take(%0, 1i64, axis=0)), %3, %4));
+  dyn.reshape(%7, %8)
+}}""".replace("meta_two", "expand_dims(2i64)")
+    mod = parse(text)
+    out = relay_core.infer_type(passes.DynamicToStatic()(mod))
+    txt = str(out)
+    assert "dyn." not in txt, txt
+    assert "newshape=[0, 2, 4, 3, 5]" in txt, txt
+    assert str(out["main"].checked_type.ret_type) == f"Tensor[({batch}, 8, 3, 5), float32]"
+    x = np.random.default_rng(0).standard_normal((3, 8, 3, 5)).astype("float32")
+    want = x.reshape(3, 2, 4, 3, 5).transpose(0, 2, 1, 3, 4).reshape(3, 8, 3, 5)
+    got = relay_core.build(out, cache=False)(x)[0]
+    np.testing.assert_array_equal(got, want)
+
+
 BN_ARGS = (
     "%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], "
     "%m: Tensor[(3), float32], %v: Tensor[(3), float32]"
