@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .creation import full_array, one_hot_array, one_hot_shape
-from .dyn_params import _const_ints, _ints, _static_call  # shared with the other dynamic ops
+from .dyn_params import _const_ints, _ints, _static_call, shape_entries  # shared
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
@@ -89,48 +89,13 @@ def _reshape_static(call):
 
 def _copied_dims(data, shape, allowzero: bool):
     """A static newshape for `dyn.reshape(data, shape)` when `shape` concatenates constants
-    and dims read off tensors (`expand_dims(take(shape_of(y), k))`, as exporters write
-    `x.view(x.size(0), g, -1, h, w)`): a static dim is its value, a dim equal to data's at
-    the same position (data itself, or the same named dim) is 0 (copied), one other is -1.
-    None when an entry is anything else or more than one would be -1."""
-    from ..ir.expr import Call, Constant, Tuple
-    from ..ir.types import ShapeVar
-
-    def is_call(e, name):
-        return type(e) is Call and getattr(e.op, "name", None) == name
-
-    def dims_of(e):
-        return (
-            e.checked_type.shape if e.has_type and isinstance(e.checked_type, TensorType) else None
-        )
-
-    dims = dims_of(data)
-    if allowzero or dims is None or not is_call(shape, "concatenate"):
+    and dims read off tensors (`x.view(x.size(0), g, -1, h, w)`, see shape_entries): a known
+    dim is its value, data's own dim at the same position 0 (copied), one unknown -1. None
+    when more than one is unknown or the shape is not such a concatenation."""
+    entries = None if allowzero else shape_entries(shape, data)
+    if entries is None or entries.count(None) + entries.count(-1) > 1:
         return None
-    one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
-    ns = []
-    for piece in shape.args[0].fields if one else shape.args:
-        if type(piece) is Constant:
-            ns.extend(_ints(piece.data))
-            continue
-        if is_call(piece, "expand_dims") or is_call(piece, "reshape"):
-            piece = piece.args[0]
-        if not (is_call(piece, "take") and is_call(piece.args[0], "shape_of")):
-            return None
-        src, k = piece.args[0].args[0], _const_ints(piece.args[1])
-        sdims = dims_of(src)
-        if sdims is None or k is None or len(k) != 1:
-            return None
-        d, i = sdims[k[0] % len(sdims)], len(ns)
-        if isinstance(d, int):
-            ns.append(d)
-        elif i < len(dims) and (
-            (src is data and k[0] % len(sdims) == i) or (isinstance(d, ShapeVar) and dims[i] == d)
-        ):
-            ns.append(0)
-        else:
-            ns.append(-1)
-    return tuple(ns) if ns.count(-1) <= 1 else None
+    return tuple(0 if e == "same" else -1 if e is None else e for e in entries)
 
 
 def _reshape_samples(rng):

@@ -32,6 +32,71 @@ def _const_ints(e):
     return _ints(e.data) if isinstance(e, Constant) else None
 
 
+def shape_entries(shape, data) -> list | None:
+    """The entries of a 1-D shape expression that concatenates constants and dims read off
+    tensors (`expand_dims(take(shape_of(y), k))`, `strided_slice(shape_of(y), ...)`: what
+    exporters write for `x.view(x.size(0), ...)` or Resize sizes `(*x.shape[:2], h, w)`), as
+    a list of: an int (a constant or a static dim), "same" (the dim of `data` at that
+    position: `data` itself or the same named dim), or None (unknown). None when the
+    expression is not such a concatenation."""
+    from ..ir.expr import Call, Constant, Tuple
+    from ..ir.types import ShapeVar
+
+    def is_call(e, name):
+        return type(e) is Call and getattr(e.op, "name", None) == name
+
+    def dims_of(e):
+        t = e.checked_type if e.has_type else None
+        return t.shape if isinstance(t, TensorType) else None
+
+    dims = dims_of(data)
+    if dims is None or not is_call(shape, "concatenate"):
+        return None
+    one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
+    out: list = []
+    for whole in shape.args[0].fields if one else shape.args:
+        if type(whole) is Constant:
+            out.extend(_ints(whole.data))
+            continue
+        piece = whole
+        if is_call(piece, "expand_dims") or is_call(piece, "reshape"):
+            piece = piece.args[0]
+        if is_call(piece, "take") and is_call(piece.args[0], "shape_of"):
+            picks = _const_ints(piece.args[1])
+            if picks is None or len(picks) != 1:
+                return None
+        elif is_call(piece, "strided_slice") and is_call(piece.args[0], "shape_of"):
+            a = piece.attrs
+            n = len(dims_of(piece.args[0].args[0]) or ())
+            if len(a.begin) != 1 or a.slice_mode != "end" or a.axes not in (None, (0,)):
+                return None
+            if a.strides and tuple(a.strides) != (1,):
+                return None
+            picks = tuple(range(n))[slice(a.begin[0], a.end[0] if a.end else None)]
+        else:  # computed (x.size(0) * 96 * 14): unknown entries, as many as it has
+            wdims = dims_of(whole)
+            if wdims is None or len(wdims) > 1 or not all(isinstance(d, int) for d in wdims):
+                return None
+            out.extend([None] * (wdims[0] if wdims else 1))
+            continue
+        src = piece.args[0].args[0]
+        sdims = dims_of(src)
+        if sdims is None:
+            return None
+        for k in picks:
+            k %= len(sdims)
+            d, i = sdims[k], len(out)
+            if isinstance(d, int):
+                out.append(d)
+            elif i < len(dims) and (
+                (src is data and k == i) or (isinstance(d, ShapeVar) and dims[i] == d)
+            ):
+                out.append("same")
+            else:
+                out.append(None)
+    return out
+
+
 def _static_call(call, name: str, args, **attrs):
     from ..ir.expr import Call, Op
 
@@ -602,12 +667,31 @@ def _resize_static(call):
     from ..ir.expr import Constant
 
     data = call.args[0]
-    if not all(isinstance(a, Constant) for a in call.args[1:]) or not data.has_type:
+    if not data.has_type or not isinstance(data.checked_type, TensorType):
         return None
-    t = data.checked_type
-    if not isinstance(t, TensorType) or not t.is_static:
+    shape = data.checked_type.shape
+    params = list(call.args[1:])
+    if not isinstance(params[2], Constant) and all(isinstance(a, Constant) for a in params[:2]):
+        # sizes = (batch and channels read off the input, constant spatial sizes): the
+        # unknown batch stands in as 1 on both sides (resize_plan keeps axes 0 and 1)
+        entries = shape_entries(params[2], data)
+        if entries is None or len(entries) != len(shape) or call.attrs.axes is not None:
+            return None
+        if any(e is None for e in entries) or any(e == "same" for e in entries[2:]):
+            return None
+        if not all(isinstance(d, int) for d in shape[1:]):
+            return None
+        shape = (1,) + tuple(shape[1:])
+        sizes = [
+            1 if k == 0 and e == "same" else (shape[k] if e == "same" else e)
+            for k, e in enumerate(entries)
+        ]
+        return static_resize_call(call, shape, params[0].data, params[1].data, np.array(sizes))
+    if not all(isinstance(a, Constant) for a in params):
         return None
-    return static_resize_call(call, t.shape, *(a.data for a in call.args[1:]))
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    return static_resize_call(call, shape, *(a.data for a in params))
 
 
 def _resize_samples(rng):

@@ -198,6 +198,34 @@ def @main(%x: Tensor[({batch}, 8, 3, 5), float32]) {{
     want = x.reshape(3, 2, 4, 3, 5).transpose(0, 2, 1, 3, 4).reshape(3, 8, 3, 5)
     got = relay_core.build(out, cache=False)(x)[0]
     np.testing.assert_array_equal(got, want)
+    # an entry computed from the batch (MobileViT's x.size(0) * 8) is the one inferred (-1)
+    flat = f"""
+def @main(%x: Tensor[({batch}, 8, 3, 5), float32]) {{
+  %0 = expand_dims(multiply(take(shape_of(%x), 0i64, axis=0), 8i64));
+  dyn.reshape(%x, concatenate((%0, expand_dims(15i64))))
+}}"""
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(flat)))
+    assert "newshape=[-1, 15]" in str(out), str(out)
+    np.testing.assert_array_equal(relay_core.build(out, cache=False)(x)[0], x.reshape(24, 15))
+
+
+def test_dynamic_to_static_resize_to_constant_sizes_with_an_unknown_batch():
+    # ONNX Resize with sizes (*x.shape[:2], 8, 6) (timm's MobileViT): static spatial sizes, the
+    # batch and channels read off the input; it becomes image.resize2d for any batch
+    text = """
+def @main(%x: Tensor[(?, 3, 4, 5), float32]) {
+  %0 = strided_slice(shape_of(%x), begin=[0], end=[2], strides=[1]);
+  %1 = concatenate((%0, expand_dims(8i64), expand_dims(6i64)));
+  %2 = zeros(shape=[0], dtype="float32");
+  dyn.image.resize(%x, %2, %2, %1, method="linear")
+}"""
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    txt = str(out)
+    assert "dyn." not in txt and "image.resize2d" in txt, txt
+    assert str(out["main"].checked_type.ret_type) == "Tensor[(?, 3, 8, 6), float32]"
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 5)).astype("float32")
+    want = relay_core.build(parse(text.replace("?", "2")), cache=False)(x)[0]
+    np.testing.assert_allclose(relay_core.build(out, cache=False)(x)[0], want, rtol=1e-6)
 
 
 BN_ARGS = (
