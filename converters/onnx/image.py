@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from relay_core.errors import OpTypeError
-from relay_core.ops.dyn_params import resize_plan
+from relay_core.ops.dyn_image import resize_plan
 
 from .table import converter
 from .util import cast

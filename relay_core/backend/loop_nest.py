@@ -254,7 +254,14 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
         if depth + 1 < MAX_CUT_DEPTH:
             body = _partition(simp, threads, paxes, pshape, pv, pi, out_buf, depth + 1)
         if body is None:
-            paxes, pshape, pv, pi = fuse_trailing(simp, paxes, pshape, pv, pi)
+            fused = fuse_trailing(
+                simp,
+                paxes,
+                pshape,
+                lambda m, v=pv, i=pi: (simp(substitute(v, m)), simp(substitute(i, m))),
+            )
+            if fused is not None:
+                paxes, pshape, pv, pi = fused
             body = T.Store(out_buf, pi, pv)
             for a, d in zip(reversed(paxes), reversed(pshape)):
                 body = T.For(a, d, body)
@@ -272,19 +279,21 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
     return parallelize(nthreads, body, axes[:p], shape[:p], work, p)
 
 
-def fuse_trailing(simp, axes, shape, value, index):
-    """(axes, shape, value, index) with the longest run of trailing loops (static extents)
-    fused into one variable where the value and store index stay linear in it; unchanged when
-    none can be."""
+def fuse_trailing(simp, axes, shape, remap, first: int = 0):
+    """(axes, shape, value, store index) with the trailing loops from some axis >= `first`
+    fused into one variable f, the longest run of static extents for which `remap({axis:
+    index from f})` (the value and store index with the axes replaced) stays linear in f: no
+    division or remainder of f is left. None when none can be. Loops of 7 or 14 (7x7 and
+    14x14 planes) are unrolled and left scalar by LLVM; one loop over the plane vectorises."""
     n = len(axes)
-    for j in range(n - 1):
+    for j in range(first, n - 1):
         if not all(isinstance(d, int) and d > 0 for d in shape[j:]):
-            continue
+            continue  # a run-time extent (the batch) stays a loop of its own
         f, total, m = fused_var(simp, "fl_" + axes[j].name, axes[j:], shape[j:])
-        fv, fi = simp(substitute(value, m)), simp(substitute(index, m))
-        if linear_in(f, (fv, fi)):
-            return axes[:j] + [f], shape[:j] + [total], fv, fi
-    return axes, shape, value, index
+        value, index = remap(m)
+        if linear_in(f, (value, index)):
+            return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
+    return None
 
 
 # split_inner: the inner loop of a split keeps at least this many iterations (a vector of 16).

@@ -555,7 +555,16 @@ class Scheduler:
             )
             body = T.Allocate(acc, body)
         else:
-            fused = self._fuse_trailing(expr, axes, shape, local, max(pre) if pre else 0)
+            fused = loop_nest.fuse_trailing(
+                self.simp,
+                axes,
+                shape,
+                lambda m: (
+                    self.to_loads(substitute(expr, m), local),
+                    self.simp(substitute(flat_index(shape, axes), m)),
+                ),
+                max(pre) if pre else 0,
+            )
             if fused is not None:
                 axes, shape, value, index = fused
             else:
@@ -591,25 +600,6 @@ class Scheduler:
             if k > 0:
                 body = T.For(axes[k - 1], shape[k - 1], body)
         return parallelize(self.nthreads, body, axes, shape, work, min(pre) if pre else n)
-
-    def _fuse_trailing(self, expr, axes, shape, local, first: int):
-        """(axes, shape, value, store index) with the trailing loops from some axis >= `first`
-        fused into one when every index stays linear in it (elementwise over contiguous
-        elements: no division or remainder of the fused variable is left), the longest such
-        fusion; None when none applies. Loops of 7 or 14 (7x7 and 14x14 planes) are unrolled
-        and left scalar by LLVM; one loop over the plane (or more) vectorises."""
-        n = len(axes)
-        if n - first < 2:
-            return None
-        for j in range(first, n - 1):
-            if not all(isinstance(d, int) and d > 0 for d in shape[j:]):
-                continue  # a run-time extent (the batch) stays a loop of its own
-            f, total, m = fused_var(self.simp, "fl_" + axes[j].name, axes[j:], shape[j:])
-            value = self.to_loads(substitute(expr, m), local)
-            index = self.simp(substitute(flat_index(shape, axes), m))
-            if linear_in(f, (value, index)):
-                return list(axes[:j]) + [f], list(shape[:j]) + [total], value, index
-        return None
 
     def _reduction(self, red: Reduce, sub: dict, acc: T.Buffer, local: dict) -> T.Stmt:
         """Statements leaving the reduction's value in `acc` (axes substituted by `sub`)."""

@@ -13,6 +13,7 @@ from . import (
     complex,
     creation,
     dyn,
+    dyn_image,
     dyn_params,
     elemwise,
     grad_support,

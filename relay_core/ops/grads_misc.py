@@ -37,7 +37,7 @@ def _via_static(call_, types):
 
 def _dyn_resize(call_, types):
     """The static resize when the parameters are constants, or statically empty (absent)."""
-    from .dyn_params import static_resize_call
+    from .dyn_image import static_resize_call
 
     if not _static(types[0]):
         return None

@@ -13,6 +13,7 @@ from ..ir.expr import Call, Constant, Expr, Let, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import post_order
+from ..ops.dyn_params import picked_dims
 from ..typing import infer_expr
 from ._util import Rewriter, child_exprs, ensure_typed, map_functions, type_bytes, type_of
 from .manager import Pass, PassContext, register_pass
@@ -161,23 +162,12 @@ def _static_entries(call: Call) -> Constant | None:
     """`take` / `strided_slice` of `shape_of(x)` that picks only dims of x known statically
     (x of type (N, 116, 28, 28): `take(shape_of(x), 1)` is 116), as a constant; None when an
     unknown dim is picked or the call is not such a pick."""
-    if call.op.name not in ("take", "strided_slice") or not call.args:
+    pos = picked_dims(call)
+    if pos is None:
         return None
     src = call.args[0]
-    if getattr(getattr(src, "op", None), "name", None) != "shape_of":
+    dims, st = type_of(src.args[0]).shape, type_of(src)
+    if not all(isinstance(dims[k], int) for k in pos.reshape(-1)):
         return None
-    if not all(_is_const(a) and hasattr(a, "data") for a in call.args[1:]):
-        return None
-    t, st = type_of(src.args[0]), type_of(src)
-    if not isinstance(t, TensorType) or not isinstance(st, TensorType):
-        return None
-    # a stand-in shape vector: -1 marks the unknown dims (every real dim is >= 0)
-    stand = np.array([d if isinstance(d, int) else -1 for d in t.shape], dt.to_numpy(st.dtype))
-    try:
-        value = call.op.opdef.ref([stand] + [a.data for a in call.args[1:]], call.attrs)
-    except Exception:
-        return None
-    value = np.asarray(value)
-    if (value < 0).any():
-        return None
+    value = np.array([dims[k] for k in pos.reshape(-1)], dt.to_numpy(st.dtype)).reshape(pos.shape)
     return _to_expr(value, call)

@@ -14,19 +14,25 @@ from relay_core.backend import loop_nest
 from relay_core.ir import Function, IRModule, call, const, var
 
 
-@pytest.fixture
-def partitions(monkeypatch):
-    """The number of stages compiled through loop_nest.partition in the test."""
+def _spy(monkeypatch, name: str) -> list:
+    """What each call of loop_nest.<name> returned during the test."""
     made = []
-    orig = loop_nest.partition
+    orig = getattr(loop_nest, name)
 
     def spy(*args):
         r = orig(*args)
-        made.append(r is not None)
+        made.append(r)
         return r
 
-    monkeypatch.setattr(loop_nest, "partition", spy)
+    monkeypatch.setattr(loop_nest, name, spy)
     return made
+
+
+@pytest.fixture
+def partitions(monkeypatch):
+    """What loop_nest.partition returned for each stage compiled in the test (a loop nest,
+    always true, or None: not cut)."""
+    return _spy(monkeypatch, "partition")
 
 
 def _build(params, body, nthreads):
@@ -109,15 +115,7 @@ def test_channel_shuffle(groups, batch, nthreads, monkeypatch):
     """ShuffleNet's unit: concatenate two branches, shuffle the channels (reshape, transpose,
     reshape), split in halves. The concatenation then selects on c % groups: the nests are cut
     by residue (and by range for the halves) until no select is left."""
-    made = []
-    orig = loop_nest.partition
-
-    def spy(*args):
-        r = orig(*args)
-        made.append(r)
-        return r
-
-    monkeypatch.setattr(loop_nest, "partition", spy)
+    made = _spy(monkeypatch, "partition")
     half, hw = 6 * groups, (5, 7)
     c = 2 * half
     shp = f"{batch}, {half}, {hw[0]}, {hw[1]}"
@@ -151,15 +149,7 @@ def test_head_merge_splits_the_inner_loop(shape, nthreads, monkeypatch):
     """Attention's head merge (transpose (0, 2, 1, 3), reshape to (b, t, heads * d)) reads
     in[b, j // d, t, j % d]: the loop over j becomes loops over heads and d (d >= 16: a
     vector of 16 floats; shorter runs stay one loop)."""
-    made = []
-    orig = loop_nest.split_inner
-
-    def spy(*args):
-        r = orig(*args)
-        made.append(r)
-        return r
-
-    monkeypatch.setattr(loop_nest, "split_inner", spy)
+    made = _spy(monkeypatch, "split_inner")
     b, h, t, d = shape
     x = var("x", shape)
     body = call("reshape", call("transpose", x, axes=(0, 2, 1, 3)), newshape=(b, t, h * d))
