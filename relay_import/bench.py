@@ -275,8 +275,8 @@ def bench(
     compile_s = time.perf_counter() - t0
     if profile and not lib.manifest.get("profile"):
         raise RelayError(
-            "--profile needs a statically shaped model (graph executor): this one compiled "
-            f"to the {lib.manifest.get('kind', 'vm')} executor, which has no per-step timers"
+            f"--profile: the module ({lib.manifest.get('kind', 'vm')} executor) was built "
+            "without per-step timers"
         )
     lib.max_iterations, lib.timeout = max_iterations, timeout
     specs = input_specs(mod, shapes)

@@ -470,7 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--profile",
         action="store_true",
-        help="time every step (fused group) of the timed calls: share of the total, GFLOP/s",
+        help="time every step (fused group; in a shape-generic build, every kernel call) of the "
+        "timed calls: share of the total, GFLOP/s where its shapes are static",
     )
     s.set_defaults(func=cmd_bench)
 

@@ -17,6 +17,7 @@ each function, vm_kernels.py its calls of fused kernels.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -43,7 +44,7 @@ from .codegen import (
     ModuleContext,
 )
 from .derived import DerivedPrepack, derived_const
-from .graph import ConstKeys, group_ops, lift_constants
+from .graph import ConstKeys, group_flops, group_ops, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
@@ -87,6 +88,8 @@ _RT = {
     "relay_set_field": (VOID, [OBJ, I64, OBJ]),
     "relay_fail": (VOID, [PTR]),
     "relay_tick": (VOID, []),
+    "relay_prof_start": (VOID, []),
+    "relay_prof_step": (VOID, [I32]),
     "relay_check_dim": (VOID, [I64, I64, PTR]),
     "malloc": (PTR, [I64]),
     "free": (VOID, [PTR]),
@@ -127,6 +130,9 @@ class VMCompiler:
         self.const_nodes: list = []
         self.kernels: dict = {}
         self.kernel_ops: dict = {}  # llvm name -> the ops it computes (build reports)
+        # RELAY_PROFILE=1: every kernel call site times its kernel (CompiledModule.profile())
+        self.profile = os.environ.get("RELAY_PROFILE") == "1"
+        self.steps: list[tuple[str, list, int]] = []  # per call site: kernel, ops, FLOPs
         self.globals: dict[str, _FnInfo] = {}
         self.closures: dict[int, _FnInfo] = {}
         self.todo: list[_FnInfo] = []
@@ -215,6 +221,10 @@ class VMCompiler:
                 "input_descs": [type_desc(t, self.mod) for t in in_types],
                 "output_descs": [type_desc(t, self.mod) for t in out_types],
                 "kernel_ops": self.kernel_ops,
+                "step_kernels": [k for k, _, _ in self.steps],
+                "step_ops": [o for _, o, _ in self.steps],
+                "step_flops": [f for _, _, f in self.steps],
+                "profile": self.profile,
             },
         )
 
@@ -269,6 +279,11 @@ class VMCompiler:
         return arr
 
     # -- kernels -------------------------------------------------------------------------------
+    def profile_step(self, name: str, call: Call) -> int:
+        """A new profile step for a call site of kernel `name` (its index)."""
+        self.steps.append((name, self.kernel_ops[name], group_flops(call.op)))
+        return len(self.steps) - 1
+
     def kernel(self, call: Call):
         """(LoweredKernel, llvm name, lifted constants) of a primitive call."""
         fn, consts = lift_constants(call.op)

@@ -91,7 +91,12 @@ def kernel_call(fe, call: Call):
     ptrs = [fe.rt("relay_data", [v]) for v in flat + outs]
     args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]
     args += [dims[id(dv)] for dv in lk.dims]
+    if fe.vm.profile:  # the kernel alone is timed (not the allocations around it)
+        step = fe.vm.profile_step(name, call)
+        fe.rt("relay_prof_start", [])
     b.call(kfn, args + [nth])
+    if fe.vm.profile:
+        fe.rt("relay_prof_step", [ir.Constant(I32, step)])
     for o in pre_outs:
         fe.rt("relay_release", [o])
     rt = call.op.body.checked_type

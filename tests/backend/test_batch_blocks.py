@@ -122,6 +122,41 @@ def test_no_block_for_large_planes(monkeypatch):
     np.testing.assert_allclose(lib(xv)[0], _conv_ref(xv, w, pad=1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "c, o, hw, k",
+    [
+        (16, 32, 28, 1),  # one image: conv_strips; a block of 8 by its own rule: conv_pointwise
+        (16, 64, 7, 3),  # Winograd: one image's 16 tiles take the transposed product
+    ],
+)
+def test_block_takes_the_element_kernels_variant(monkeypatch, c, o, hw, k):
+    """A block kernel whose own choice of algorithm would read the weights in another layout
+    is built with the per-element kernel's (the block is kept, the weights stored once)."""
+    seen = []
+    emit_block = schedule.Scheduler._emit_block
+
+    def record(self, op, epilogue):
+        emit_block(self, op, epilogue)
+        seen.append((op.info.variant, op.block[1] if op.block else None))
+
+    monkeypatch.setattr(schedule.Scheduler, "_emit_block", record)
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((o, c, k, k)) * 0.3).astype(np.float32)
+    x = Var("x", TensorType((Any, c, hw, hw), "float32"))
+    y = call("nn.conv2d", x, const(w), padding=(k // 2,) * 4, channels=o, kernel_size=(k, k))
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), call("nn.relu", y))))
+    if k == 1:
+        monkeypatch.setattr(lower, "BLOCK_MAX_POSITIONS", hw * hw)
+    lib = relay_core.build(mod, specialize=False, cache=False)
+    assert len(seen) == 1 and seen[0][1] is not None, seen  # the block is kept
+    if k == 1:  # built again with the element kernel's variant (a new name)
+        assert seen[0] == (("strips",), seen[0][1]) and seen[0][1].endswith("v"), seen
+    for n in (3, K, K + 1):
+        xv = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+        want = np.maximum(_conv_ref(xv, w, pad=k // 2), 0)
+        np.testing.assert_allclose(lib(xv)[0], want, rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
+
+
 def _closure(scale, panel):
     def pack(w):
         return (w * scale).reshape(-1, panel)

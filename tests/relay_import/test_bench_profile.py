@@ -46,3 +46,29 @@ def test_bench_profile_report():
 def test_cli_bench_profile():
     out = relay("bench", DEMO, "--runs", "3", "--profile").stdout
     assert "profile:" in out and "share" in out and "conv2d" in out
+
+
+def test_generic_build_profiles_every_kernel_call(monkeypatch, tmp_path):
+    """A shape-generic build (VM executor) times each kernel call site; a kernel shared by two
+    call sites is two steps."""
+    import numpy as np
+
+    monkeypatch.setenv("RELAY_PROFILE", "1")
+    mod = relay_core.parse(
+        """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 64), float32], %w: Tensor[(64, 64), float32]) {
+  %0 = nn.relu(nn.dense(%x, %w));
+  nn.relu(nn.dense(%0, %w))
+}
+"""
+    )
+    lib = relay_core.build(mod, cache=False, specialize=False)
+    assert lib.manifest["kind"] != "graph" and lib.manifest["profile"]
+    x, w = np.ones((5, 64), np.float32), np.full((64, 64), 0.01, np.float32)
+    for _ in range(3):
+        lib(x, w)
+    steps = lib.profile()
+    assert len(steps) == 2 and steps[0]["kernel"] == steps[1]["kernel"], steps
+    assert all(s["us"] > 0 and "nn.dense" in s["ops"] for s in steps), steps
+    assert all(s["us"] == 0 for s in lib.profile())  # read and reset
+    assert "profile: 2 steps" in "\n".join(profile_table(steps))

@@ -6,7 +6,9 @@ row-major buffers of static shape. `extra*` exist only for an `Epilogue` with `e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -35,10 +37,33 @@ class KernelInfo:
     func:    the emitted LLVM function.
     prepack: input index -> transform applied at compile time to that (constant) input; the
              kernel reads the transformed array instead. Only for inputs named in `const_inputs`.
+    variant: the algorithm (and layout choice) the generator took, for generators with several
+             (convolutions: ("strips",), ("winograd", transposed), ...); `prefer_variant` asks a
+             generator for it again.
     """
 
     func: ir.Function
     prepack: dict[int, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
+    variant: tuple | None = None
+
+
+_PREFERRED: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("variant", default=None)
+
+
+@contextlib.contextmanager
+def prefer_variant(variant: tuple | None) -> Iterator[None]:
+    """Within the block, generators take `variant` (a KernelInfo.variant) where it can serve the
+    call: the scheduler uses it to give a batch-block kernel the per-element kernel's weight
+    layout, so the module stores that constant once."""
+    token = _PREFERRED.set(variant)
+    try:
+        yield
+    finally:
+        _PREFERRED.reset(token)
+
+
+def preferred_variant() -> tuple | None:
+    return _PREFERRED.get()
 
 
 @dataclass

@@ -28,7 +28,15 @@ from . import conv_pointwise as pointwise
 from . import conv_strips as strips
 from . import conv_winograd as winograd
 from . import conv_winograd_cl as winograd_cl
-from .common import KernelInfo, attr, epilogue_plane, epilogue_row, kernel_function, shape_of
+from .common import (
+    KernelInfo,
+    attr,
+    epilogue_plane,
+    epilogue_row,
+    kernel_function,
+    preferred_variant,
+    shape_of,
+)
 from .gemm_core import (
     PackedA,
     PackedB,
@@ -122,26 +130,36 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    special = FORCE not in ("im2col", "strips")  # the rules below, or forced Winograd
-    wino = special and winograd.usable(win, G, Cg, Og, packed, FORCE == "winograd")
-    if FORCE == "strips" or (FORCE is None and not wino):
-        if strips.usable(win, G, Cg, packed, cl, FORCE == "strips"):
+    force = FORCE
+    pref = preferred_variant() or ()
+    tr = None
+    if force is None and pref[:1] == ("winograd",) and not cl:
+        force, tr = "winograd", pref[1]
+    elif force is None and pref[:1] == ("strips",):
+        force = "strips"
+    special = force not in ("im2col", "strips")  # the rules below, or forced Winograd
+    wino = special and winograd.usable(win, G, Cg, Og, packed, force == "winograd")
+    if force == "strips" or (force is None and not wino):
+        if strips.usable(win, G, Cg, packed, cl, force == "strips"):
             prepack = strips.emit(kf, win, O, Cg)
             kf.b.ret_void()
-            return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
+            return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",))
     if (
         special
         and pointwise.usable(win, G, Cg, Og, packed, cl)
-        and images_per_unit(win, G, Cg, packed, cl) == 1
+        and (images_per_unit(win, G, Cg, packed, cl) == 1 or pref == ("pointwise",))
     ):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)})
+        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",))
     if wino:
-        impl = winograd_cl if cl else winograd
-        pp = impl.emit(kf, kf.ins[1], win, O, Cg)
+        if cl:
+            pp, variant = winograd_cl.emit(kf, kf.ins[1], win, O, Cg), ("winograd_cl",)
+        else:
+            pp, tr = winograd.emit(kf, kf.ins[1], win, O, Cg, tr)
+            variant = ("winograd", tr)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(pp, kax, shape_of(in_types[1]))})
+        return KernelInfo(kf.fn, {1: _with_axes(pp, kax, shape_of(in_types[1]))}, variant)
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))

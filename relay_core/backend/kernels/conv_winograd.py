@@ -136,9 +136,10 @@ def plan(N: int, TH: int, TW: int, C: int, O: int, NR: int) -> tuple[int, int, i
     return best[1]
 
 
-def emit(kf, w, win, O, C):
+def emit(kf, w, win, O, C, transposed: bool | None = None):
     """The kernel body (the caller made `kf` and handles the epilogue through `epilogue_rows`);
-    returns the weights' prepack.
+    returns (the weights' prepack, whether the product is transposed). `transposed`: take that
+    form where it can serve (None: the rule below).
 
     Few tiles per chunk (small images): M_xi^T = V_xi^T @ U_xi^T instead, tiles as MR-row and
     output channels as NR-column tiles of the product (less of the NR-wide tiles is wasted),
@@ -158,6 +159,8 @@ def emit(kf, w, win, O, C):
     # the transposed product packs V_xi^T per GEMM (strided reads): only worth it for chunks
     # of few tiles (a 7x7 output: 16 tiles, half of a 32-wide tile)
     tr = tc_max < TR_MAX_TILES and -(-tc_max // NR) * NR > -(-tc_max // MR) * MR + 0.1 * tc_max
+    if transposed is not None:
+        tr = transposed
     tr = tr and O >= NR
     npan = -(-O // NR)
     slab_w = 2 * TW + 2 + 16
@@ -226,7 +229,7 @@ def emit(kf, w, win, O, C):
         free_buffers(b, vb, mb, slab, abuf)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
-    return derived_prepack(tr, O, C, gemm_tile())
+    return derived_prepack(tr, O, C, gemm_tile()), tr
 
 
 def derived_prepack(b_panels: bool, O: int, C: int, t: Tile) -> DerivedPrepack:
