@@ -12,7 +12,17 @@ import inspect
 from collections.abc import Callable
 
 from relay_core.errors import RelayError
-from relay_core.ir import Expr, Function, IRModule, TensorType, Tuple, TupleGetItem, Var
+from relay_core.ir import (
+    Any,
+    Expr,
+    Function,
+    IRModule,
+    ShapeVar,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from relay_core.typing import infer_expr
 
 from ..common import ConversionError, ConvertContext, check_supported, sanitize_name
@@ -144,14 +154,14 @@ class GraphDriver:
         needed = _needed(by_name, [o.split(":")[0] for o in frozen.outputs])
         self.check([by_name[n] for n in needed])
         params, bindings = [], {}
-        for inp in frozen.inputs:
-            if inp.node not in needed:
-                continue
+        used = [i for i in frozen.inputs if i.node in needed]
+        for inp in used:
             if inp.shape is None:
                 raise ConversionError(
                     f"input {inp.name!r} has an unknown rank: give its shape in input_signature"
                 )
-            v = Var(self.unique(sanitize_name(inp.name)), TensorType(inp.shape, inp.dtype))
+            shape = _named_dims(inp, frozen.shared_batch or len(used) == 1)
+            v = Var(self.unique(sanitize_name(inp.name)), TensorType(shape, inp.dtype))
             params.append(v)
             bindings[inp.node] = [v]
         outs = self.run(by_name, bindings, frozen.outputs, record=True)
@@ -376,3 +386,19 @@ def _topo_order(by_name: dict, roots: list[str]) -> list[str]:
             if s is None:
                 stack.append((i, False))
     return order
+
+
+def _named_dims(inp, shared_batch: bool) -> tuple:
+    """An input's shape with its unknown dims named: axis 0 is `batch` (shared by all inputs of
+    a Keras model or a single input), other axes `<input>_d<axis>`. Named dims are the same
+    dimension wherever they flow, so a residual add of two tensors computed from the input is
+    not a broadcast between two unknown batch sizes (whose kernels cannot fuse the add into
+    the convolution producing one of them)."""
+    base = sanitize_name(inp.name)
+    out = []
+    for axis, d in enumerate(inp.shape):
+        if d is None or d is Any:
+            name = "batch" if axis == 0 and shared_batch else f"{base}_d{axis}"
+            d = ShapeVar(name)
+        out.append(d)
+    return tuple(out)

@@ -32,6 +32,7 @@ class FrozenGraph:
     inputs: list[GraphInput]
     outputs: list[str]  # tensor names "node:index"
     output_names: list[str] = field(default_factory=list)
+    shared_batch: bool = False  # a Keras model: every input's axis 0 is the one batch
 
 
 def load(
@@ -120,6 +121,7 @@ def _is_keras_model(obj) -> bool:
 def _freeze_keras(model, input_signature) -> FrozenGraph:
     """Trace and freeze a Keras model; its outputs keep the model's names (`probs`)."""
     frozen = _freeze(_trace_keras(model, input_signature))
+    frozen.shared_batch = True
     try:
         names = [str(n) for n in model.output_names]
         single = not isinstance(model.output, dict)

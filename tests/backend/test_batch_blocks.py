@@ -125,7 +125,7 @@ def test_no_block_for_large_planes(monkeypatch):
 @pytest.mark.parametrize(
     "c, o, hw, k",
     [
-        (16, 32, 28, 1),  # one image: conv_strips; a block of 8 by its own rule: conv_pointwise
+        (72, 64, 28, 1),  # one image: conv_strips (wide); a block of 8 by its own rule: pointwise
         (16, 64, 7, 3),  # Winograd: one image's 16 tiles take the transposed product
     ],
 )

@@ -8,7 +8,7 @@ import pytest
 
 from converters.tensorflow import from_tensorflow, supported_ops  # noqa: E402
 from relay_core.errors import InputError, ModelLoadError, UnsupportedOpsError  # noqa: E402
-from relay_core.ir import Any, Call, TensorType, post_order  # noqa: E402
+from relay_core.ir import Call, ShapeVar, TensorType, post_order  # noqa: E402
 from tests.require import require
 
 from .helpers import assert_close, rand, relay_outputs, tf
@@ -61,9 +61,9 @@ def test_frozen_graph_def_object_and_pb_file(tmp_path):
     path.write_bytes(gd.SerializeToString())
     mod = from_tensorflow(str(path), outputs=outs)
     assert_close(relay_outputs(mod, [x]), want)
-    # placeholder shapes can be overridden: a dynamic batch
+    # placeholder shapes can be overridden: a dynamic batch (a named dim: one input)
     mod = from_tensorflow(gd, input_signature={"inp": (None, 3)}, outputs=outs)
-    assert mod["main"].params[0].type_annotation == TensorType((Any, 3), "float32")
+    assert mod["main"].params[0].type_annotation == TensorType((ShapeVar("batch"), 3), "float32")
 
 
 def test_concrete_function_and_input_signature():
@@ -73,7 +73,7 @@ def test_concrete_function_and_input_signature():
     with pytest.raises(InputError, match="input_signature"):
         from_tensorflow(tf.function(f))
     mod = from_tensorflow(tf.function(f), [tf.TensorSpec([None, 2])])
-    assert mod["main"].params[0].type_annotation.shape == (Any, 2)
+    assert mod["main"].params[0].type_annotation.shape == (ShapeVar("batch"), 2)
     cf = tf.function(f).get_concrete_function(tf.TensorSpec([3, 2]))
     x = rand(3, 2)
     assert_close(relay_outputs(from_tensorflow(cf), [x]), [cf(x).numpy()])
@@ -105,7 +105,7 @@ def test_saved_model_input_signature_fixes_the_batch(tmp_path):
     path = str(tmp_path / "sm")
     model = _small_model()
     model.export(path, verbose=False)
-    assert from_tensorflow(path)["main"].params[0].type_annotation.shape == (Any, 6)
+    assert from_tensorflow(path)["main"].params[0].type_annotation.shape == (ShapeVar("batch"), 6)
     mod = from_tensorflow(path, input_signature=[tf.TensorSpec([4, 6])])
     assert mod["main"].params[0].type_annotation.shape == (4, 6)
     x = rand(4, 6)
@@ -330,3 +330,34 @@ def test_supported_ops_count():
         "ResizeBilinear",
     ):
         assert op in ops
+
+
+def test_unknown_dims_are_named():
+    """Unknown dims become named dims: a Keras model's inputs share `batch` (axis 0); inputs of
+    a function with several inputs each get their own; a residual add of two tensors computed
+    from the input keeps the batch named (not a broadcast between two unknown sizes)."""
+    inp_a, inp_b = keras.Input((3,), name="left"), keras.Input((3,), name="right")
+    model = keras.Model([inp_a, inp_b], inp_a * 2.0 + inp_b)
+    mod = from_tensorflow(model)
+    assert [p.type_annotation.shape[0] for p in mod["main"].params] == [ShapeVar("batch")] * 2
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3]), tf.TensorSpec([None, None])])
+    def f(x, y):
+        return x + y[:, :3]
+
+    mod = from_tensorflow(f)
+    assert [p.type_annotation.shape for p in mod["main"].params] == [
+        (ShapeVar("x_d0"), 3),
+        (ShapeVar("y_d0"), ShapeVar("y_d1")),
+    ]
+    x, y = rand(2, 3), rand(2, 5, seed=1)
+    assert_close(relay_outputs(mod, [x, y]), [f(x, y).numpy()])
+
+    inp = keras.Input((8, 8, 4))
+    h = keras.layers.Conv2D(4, 3, padding="same")(inp)
+    model = keras.Model(inp, keras.layers.ReLU()(h + inp))
+    mod = from_tensorflow(model)
+    adds = [n for n in post_order(mod["main"].body) if isinstance(n, Call) and n.op.name == "add"]
+    assert adds and all(
+        a.checked_type.shape[0] == ShapeVar("batch") for n in adds for a in n.args
+    ), [[a.checked_type for a in n.args] for n in adds]

@@ -270,11 +270,11 @@ def test_array(case):
 
 def test_reshape_keeps_static_dims_with_a_dynamic_batch():
     from converters.tensorflow import from_tensorflow
-    from relay_core.ir import Any, TensorType
+    from relay_core.ir import ShapeVar, TensorType
 
     @tf.function(input_signature=[tf.TensorSpec([None, 3, 4])])
     def f(x):
         return tf.reshape(x, [tf.shape(x)[0], -1])
 
     mod = from_tensorflow(f)
-    assert mod["main"].body.checked_type == TensorType((Any, 12), "float32")
+    assert mod["main"].body.checked_type == TensorType((ShapeVar("batch"), 12), "float32")

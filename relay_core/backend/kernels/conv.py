@@ -139,16 +139,13 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         force = "strips"
     special = force not in ("im2col", "strips")  # the rules below, or forced Winograd
     wino = special and winograd.usable(win, G, Cg, Og, packed, force == "winograd")
-    if force == "strips" or (force is None and not wino):
-        if strips.usable(win, G, Cg, packed, cl, force == "strips"):
+    pw = special and pointwise.usable(win, G, Cg, Og, packed, cl)
+    if force == "strips" or (force is None and not wino and not (pw and pref == ("pointwise",))):
+        if strips.usable(win, G, Cg, O, packed, cl, force == "strips"):
             prepack = strips.emit(kf, win, O, Cg)
             kf.b.ret_void()
             return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",))
-    if (
-        special
-        and pointwise.usable(win, G, Cg, Og, packed, cl)
-        and (images_per_unit(win, G, Cg, packed, cl) == 1 or pref == ("pointwise",))
-    ):
+    if pw and (images_per_unit(win, G, Cg, packed, cl) == 1 or pref == ("pointwise",)):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",))

@@ -64,15 +64,15 @@ def tile(width: int) -> tuple[int, int]:
     return (7, 2) if width == 16 else (6, 2)
 
 
-def usable(win, G: int, Cg: int, packed: bool, cl: bool, force: bool = False) -> bool:
+def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = False) -> bool:
     """Whether this kernel serves a convolution (force: whether it can at all: channel-first
     2-D, groups 1, constant weights). It does, measured against conv_pointwise and im2col +
     gemm_core (benchmarks/resnet_convs.py, one thread): output planes of fewer than MAX_P
     positions at any batch size, strided convolutions (ResNet's downsampling 1x1 and 3x3) and
-    1x1 stride-1 ones at batch 1 at any size; not stems (Cg <= 4: conv_pointwise's im2col per
-    unit, a reduction too short for the transposed stores here) nor what Winograd takes (the
-    caller asks it first). At batch 8, 1x1 convolutions with short reductions on 28x28 and
-    larger planes were faster in conv_pointwise."""
+    1x1 stride-1 ones at batch 1 on wide channels (ResNet's); not stems (Cg <= 4:
+    conv_pointwise's im2col per unit, a reduction too short for the transposed stores here)
+    nor what Winograd takes (the caller asks it first). conv_pointwise serves 1x1 ones on
+    28x28 and larger planes at batch 8, and at batch 1 when narrow (`narrow_1x1`)."""
     if not (packed and G == 1 and not cl and win.nd == 2):
         return False
     if force:
@@ -80,7 +80,17 @@ def usable(win, G: int, Cg: int, packed: bool, cl: bool, force: bool = False) ->
     if Cg <= 4:
         return False
     strided = win.s != (1, 1, 1)
-    return win.P < MAX_P or strided or (is_1x1(win) and win.N == 1)
+    one = is_1x1(win) and win.N == 1 and not narrow_1x1(Cg, O)
+    return win.P < MAX_P or strided or one
+
+
+def narrow_1x1(Cg: int, O: int) -> bool:
+    """A 1x1 convolution whose few output channels (<= 48) fill little of this kernel's 32-wide
+    column panels, or whose short reduction (<= 64 channels) expands (O > Cg): MobileNet's
+    projections and expansions. On 28x28 to 112x112 planes at batch 1, 2 threads, conv_pointwise
+    took 0.52-0.96 of this kernel's time on such convolutions (16->16 to 240->40 and 64->256),
+    1.0-1.13 on wide ones (64->64, 128->512, 256->64, 512->128)."""
+    return O <= 48 or (Cg <= 64 and O > Cg)
 
 
 def is_1x1(win) -> bool:

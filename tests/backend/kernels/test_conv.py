@@ -353,7 +353,7 @@ STRIPS_2D = [  # conv_strips: small output planes, strided, 1x1 at batch 1
         1,
     ),  # 1x1 stride 2 (downsampling): 25 positions, a partial strip
     (3, 16, (16, 16), 64, 1, 2, 0, 1, 1),  # 1x1 stride 2, batch 3, whole panels only
-    (1, 9, (30, 30), 33, 1, 1, 0, 1, 1),  # 1x1 at batch 1 on a large plane: row blocks
+    (1, 72, (30, 30), 66, 1, 1, 0, 1, 1),  # 1x1 at batch 1 on a large plane (wide): row blocks
     (1, 17, (15, 15), 20, 5, 1, 2, 1, 1),  # 5x5 stride 1 on 225 positions (< MAX_P)
     (1, 12, (10, 10), 16, 3, 1, 2, 2, 1),  # dilated 3x3 (not Winograd's)
     (8, 33, (7, 7), 96, 1, 1, 0, 1, 1),  # 1x1 at batch 8 on 7x7 (was units of several images)
@@ -377,7 +377,7 @@ def test_conv2d_strips(nthreads):
         win, G, O, Cg, Og, _, cl = conv_window(
             [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
         )
-        assert conv_strips.usable(win, G, Cg, True, cl), c["inputs"][0].shape
+        assert conv_strips.usable(win, G, Cg, O, True, cl), c["inputs"][0].shape
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
