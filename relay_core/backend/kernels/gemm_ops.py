@@ -286,8 +286,11 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     kcb = K if (M <= MR and packed) else KC
     shared_a = _prepack_a(kf, plan, split, nt)
     # cutting a product by columns shares A between the parts, by rows B: many parts (shards,
-    # taken dynamically) cost nothing more when that operand is packed once
-    fine = FINE_PARTS and nbatch == 1 and (shared_a is not None if split == "n" else packed)
+    # taken dynamically) cost nothing more when that operand is packed once. Measured against a
+    # part per thread (kernel-level A/B in one process, 2 threads, two runs, 2026-12-02): 0.88 of
+    # its time on 197 x 1536 x 384 (ViT-S MLP), 0.90-0.95 on 128 x 3072 x 768 (GPT-2 MLP),
+    # 0.92-1.03 on the other ViT-S / GPT-2 / LSTM products (none slower in both runs)
+    fine = nbatch == 1 and (shared_a is not None if split == "n" else packed)
     in_place = shared_a is None and plan.a_cs == 1 and a_in_place_pays(plan)
 
     def body(b, vals, sh):
@@ -369,25 +372,13 @@ def a_in_place_pays(plan: MatmulPlan) -> bool:
     return per_set <= 4
 
 
-SHARED_PACK_A = True  # False: every part packs all of A (kept for A/B measurements)
-# False: a product is cut into a part per thread, not per shard (kept for A/B measurements).
-# Kernel-level A/B in one process, 2 threads, two runs (2026-12-02, load 5-7): fine parts pay on
-# 197 x 1536 x 384 (ViT-S MLP, on/off 0.88 both runs) and 128 x 3072 x 768 (GPT-2 MLP, 0.90-0.95)
-# and are within noise on the other ViT-S / GPT-2 / LSTM products (512 and 64 x 1024 x 128 / 256,
-# 128..197 x 384..2304 x 384..3072: 0.92-1.03, no shape slower in both runs), so no shape rule;
-# with one thread both are one part. The LSTM batch-8 model was the same either way (80
-# interleaved rounds: on/off 1.01 on 2 threads, 0.99 on 1): its 1.03 -> 1.28x onnxruntime
-# between two full benchmark runs was load noise, not this switch.
-FINE_PARTS = True
-
-
 def _prepack_a(kf, plan: MatmulPlan, split: str, nt):
     """A split by columns gives every shard all the rows of A, which each packed again (8
     times with 2 threads): pack A once into MR-row panels over the whole K (the PackedA
     layout), by all threads, before the product. Returns the buffer (free it after) or None."""
     M, K = plan.M, plan.K
     t = gemm_tile()
-    if not SHARED_PACK_A or split != "n" or plan.batch or M <= t.mr or isinstance(nt, ir.Constant):
+    if split != "n" or plan.batch or M <= t.mr or isinstance(nt, ir.Constant):
         return None
     b = kf.b
     npan = -(-M // t.mr)

@@ -130,7 +130,7 @@ def emit_softmax_family(kind: str):
                     yo = gep(b, y, b.mul(o, i64(L * inner)))
                     if kind == "hardmax":
                         _hardmax(b, xo, yo, L, inner, dtype)
-                    elif inner == 1 and dtype == "float32" and WIDE_ROWS:
+                    elif inner == 1 and dtype == "float32":
                         _row_f32(b, kind, xo, yo, L)
                     elif inner == 1:
                         _row(b, kind, xo, yo, L, dtype)
@@ -148,10 +148,6 @@ def emit_softmax_family(kind: str):
         return KernelInfo(kf.fn)
 
     return emit
-
-
-# False: float32 rows on the 8-lane loops with a scalar tail (kept for A/B measurements)
-WIDE_ROWS = True
 
 
 def _row_f32(b, kind, x, y, L: int):
