@@ -262,7 +262,7 @@ def test_keras_upload_when_the_operator_allows_it(srv, tmp_path):
         srv.url + "/v1/models?format=keras", (tmp_path / "d.keras").read_bytes()
     )
     assert status == 201, info
-    assert info["inputs"][0]["shape"] == ["?", 8] and info["format"] == "keras"
+    assert info["inputs"][0]["shape"] == ["batch", 8] and info["format"] == "keras"
     name = info["inputs"][0]["name"]  # Keras numbers layer names per process: ask
     status, rep = jrequest(
         srv.url + f"/v1/models/{info['id']}/verify?shape={name}=2,8", b"", method="POST"
