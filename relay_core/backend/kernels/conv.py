@@ -130,22 +130,19 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    force = FORCE
-    pref = preferred_variant() or ()
-    tr = None
-    if force is None and pref[:1] == ("winograd",) and not cl:
-        force, tr = "winograd", pref[1]
-    elif force is None and pref[:1] == ("strips",):
-        force = "strips"
+    # a preferred variant (a batch-block kernel taking its element kernel's) forces its path
+    pref = preferred_variant() or (None,)
+    force = FORCE or (pref[0] if pref[0] in ("strips", "pointwise", "winograd") else None)
+    tr = pref[1] if force == "winograd" and FORCE is None else None
     special = force not in ("im2col", "strips")  # the rules below, or forced Winograd
     wino = special and winograd.usable(win, G, Cg, Og, packed, force == "winograd")
     pw = special and pointwise.usable(win, G, Cg, Og, packed, cl)
-    if force == "strips" or (force is None and not wino and not (pw and pref == ("pointwise",))):
+    if force == "strips" or (force is None and not wino):
         if strips.usable(win, G, Cg, O, packed, cl, force == "strips"):
             prepack = strips.emit(kf, win, O, Cg)
             kf.b.ret_void()
             return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",))
-    if pw and (images_per_unit(win, G, Cg, packed, cl) == 1 or pref == ("pointwise",)):
+    if pw and (images_per_unit(win, G, Cg, packed, cl) == 1 or force == "pointwise"):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",))
