@@ -108,6 +108,23 @@ def intrinsic(llmod: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]
     return declare(llmod, name, ret, args)
 
 
+def prefetch(b: ir.IRBuilder, p: ir.Value, idx, locality: int = 2) -> None:
+    """A read prefetch of the cache line holding p[idx] (locality 3 = L1 ... 1 = L3); never
+    faults, so the address may lie past the end of the buffer."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = intrinsic(b.module, "llvm.prefetch.p0", ir.VoidType(), [i8p, i32, i32, i32])
+    b.call(
+        fn,
+        [
+            b.bitcast(gep(b, p, idx), i8p),
+            ir.Constant(i32, 0),
+            ir.Constant(i32, locality),
+            ir.Constant(i32, 1),
+        ],
+    )
+
+
 def fma(b: ir.IRBuilder, x, y, z):
     """x * y + z as one fused multiply-add (scalar or vector float)."""
     t = x.type

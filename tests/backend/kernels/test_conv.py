@@ -417,14 +417,20 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
     (1, 33, (25, 30), 97, 1, 1, 0, 1, 1),  # many column blocks, O % 6 == 1
     (1, 40, (7, 7), 66, 1, 1, 0, 1, 1),  # transposed, O % 32 == 2
     (2, 12, (10, 13), 31, 1, 1, 0, 1, 1),  # 130 positions: a 32-wide panel of 2
+    # planes of a multiple of 16 positions: X read in place with AVX-512 (`wide`)
+    (2, 40, (8, 8), 30, 1, 1, 0, 1, 1),  # two tiles of 15 output channels
+    (1, 17, (4, 16), 5, 1, 1, 0, 1, 1),  # a tile of 5 (two accumulator sets), odd reduction
+    (3, 64, (16, 12), 61, 1, 1, 0, 1, 1),  # tiles of 24 and a tail tile of 13
+    (8, 144, (16, 16), 24, 1, 1, 0, 1, 1),  # a projection: one tile holds every channel
 ]
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("layout,klayout", [("NCHW", "OIHW"), ("NCHW", "HWIO")])
-def test_conv2d_pointwise(nthreads, layout, klayout):
-    from relay_core.backend.kernels import conv_pointwise
+def test_conv2d_pointwise(nthreads, layout, klayout, monkeypatch):
+    from relay_core.backend.kernels import conv, conv_pointwise
     from relay_core.backend.kernels.conv import conv_window
+    from relay_core.backend.kernels.llvm_util import vector_width
     from tools.kernel_jit import tt
 
     kw = dict(layout=layout, klayout=klayout, nthreads=nthreads)
@@ -437,7 +443,11 @@ def test_conv2d_pointwise(nthreads, layout, klayout):
         assert conv_pointwise.usable(win, G, Cg, Og, True, cl)
         stem = not conv_pointwise.is_1x1(win)
         variants.add("stem" if stem else conv_pointwise.transposed(win.P, O))
-    assert variants == {True, False, "stem"}
+        if not stem and conv_pointwise.wide(win):
+            variants.add("wide")
+    wide = {"wide"} if vector_width() == 16 else set()
+    assert variants == {True, False, "stem"} | wide
+    monkeypatch.setattr(conv, "FORCE", "pointwise")  # small planes would go to conv_strips
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
