@@ -506,6 +506,10 @@ DEPTHWISE_ROWS_2D = [  # conv_depthwise._cf_rows: rows of ceil(OW / V) vectors, 
     (1, 3, (10, 12), 3, 7, 1, 3, 1, 3),  # 7x7 window
     (1, 3, (9, 8), 3, 2, 2, 0, 1, 3),  # even window, no padding
     (2, 7, (12, 10), 7, 3, 2, 1, 1, 7),  # stride 2, non-square, even input
+    # stride 2 input rows split 32 floats at a time (then a scalar tail)
+    (1, 3, (70, 70), 3, 3, 2, 1, 1, 3),  # padding 1 (even columns to phase 1), 6-column tail
+    (1, 3, (66, 66), 3, 3, 2, 0, 1, 3),  # unpadded (even columns to phase 0), 2-column tail
+    (2, 2, (9, 111), 2, 3, 2, 1, 1, 2),  # 56 outputs per row (ROWS_MAX_OW), odd width
 ]
 DEPTHWISE_ROWS_FORCED = [  # wider rows than the rule sends here (FORCE = "rows")
     (1, 2, (56, 56), 2, 3, 1, 1, 1, 2),
