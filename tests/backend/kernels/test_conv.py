@@ -461,6 +461,36 @@ def test_conv2d_pointwise(nthreads, layout, klayout, monkeypatch):
     _check(cases, "nn.conv2d")
 
 
+GROUPED_WIDE_2D = [  # grouped, planes of a multiple of 16: conv_pointwise.emit_grouped_wide
+    # n, c, (h, w), o, k, s, p, d, g
+    (2, 32, (16, 16), 32, 3, 1, 1, 1, 2),  # groups of 16 -> 16: one tile per group
+    (1, 48, (8, 8), 96, 3, 1, 1, 1, 3),  # 16 -> 32: two tiles of 16 per group
+    (3, 24, (8, 8), 24, 3, 2, 1, 1, 3),  # stride 2: 4x4 outputs
+    (1, 64, (16, 16), 64, 1, 1, 0, 1, 4),  # grouped 1x1
+    (2, 20, (8, 8), 20, 3, 1, 1, 1, 4),  # tiles of 5 channels (two accumulator sets)
+    (1, 80, (8, 8), 80, 3, 1, 1, 1, 2),  # 40 -> 40: two tiles of 20
+]
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv2d_grouped_wide(nthreads):
+    from relay_core.backend.kernels import conv_pointwise
+    from relay_core.backend.kernels.llvm_util import vector_width
+
+    wide = vector_width() == 16
+    for g in GROUPED_WIDE_2D:  # each is one the kernel serves (with AVX-512)
+        c, o, groups = g[1], g[3], g[8]
+        ok = conv_pointwise.grouped_wide(_win(g), groups, c // groups, o // groups, True, False)
+        assert ok == wide
+    cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPED_WIDE_2D]
+    for g in GROUPED_WIDE_2D[:2]:
+        c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), nthreads=nthreads)
+        bias = rng.standard_normal(g[3]).astype(np.float32)
+        c["extras"] = [bias]
+        cases.append((c, np.maximum(want + bias.reshape(1, -1, 1, 1), 0)))
+    _check(cases, "nn.conv2d")
+
+
 DEPTHWISE_NARROW_2D = [  # channel-first rows of < 8 outputs: 8 channels interleaved per block
     # n, c, (h, w), o, k, s, p, d, g
     (1, 19, (7, 7), 19, 3, 1, 1, 1, 19),  # a partial block of 3 channels
