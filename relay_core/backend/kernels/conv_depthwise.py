@@ -269,16 +269,17 @@ def _cf_rows(kf, w, win, G):
                 prow = b.mul(b.add(r, i64(win.pb[1])), i64(Wq))
                 if s == 2:
                     _split_row2(b, srow, pad, prow, W, win.pb[2], PH)
-                for ph in range(s) if s != 2 else ():
-                    iw0 = (ph - win.pb[2]) % s  # first input column landing in phase ph
-                    cnt = max(0, -(-(W - iw0) // s))
-                    if cnt == 0:
-                        continue
-                    j0 = (iw0 + win.pb[2]) // s
-                    dst = gep(b, pad, b.add(prow, i64(ph * PH + j0)))
-                    with for_range(b, 0, cnt, name=f"cw{ph}") as m:
-                        v = load(b, srow, b.add(b.mul(m, i64(s)), i64(iw0)))
-                        store(b, v, dst, m)
+                else:
+                    for ph in range(s):
+                        iw0 = (ph - win.pb[2]) % s  # first input column landing in phase ph
+                        cnt = max(0, -(-(W - iw0) // s))
+                        if cnt == 0:
+                            continue
+                        j0 = (iw0 + win.pb[2]) // s
+                        dst = gep(b, pad, b.add(prow, i64(ph * PH + j0)))
+                        with for_range(b, 0, cnt, name=f"cw{ph}") as m:
+                            v = load(b, srow, b.add(b.mul(m, i64(s)), i64(iw0)))
+                            store(b, v, dst, m)
             wo = gep(b, wp, b.mul(c, i64(KK)))
             wvs = [splat(b, load(b, wo, i64(t)), V) for t in range(KK)]
             plane = gep(b, y, b.mul(u, i64(P)))

@@ -332,6 +332,16 @@ def emit(kf, win, O: int, Cg: int):
     return prepack
 
 
+def _wide_tiles(b, ukr, wp, K: int, row, src, ldb: int, yn, P: int, npan) -> None:
+    """One tile of output channels from `row` (weights packed in tiles of K x mr) over npan
+    16-position panels: B read in place from src (rows ldb apart), Y rows P apart."""
+    wr = gep(b, wp, b.mul(row, i64(K)))
+    with for_range(b, 0, npan, name="jp") as j:
+        col = b.mul(j, i64(NR))
+        yc = gep(b, yn, b.add(b.mul(row, i64(P)), col))
+        b.call(ukr, [i64(K), wr, gep(b, src, col), i64(ldb), yc, i64(P)])
+
+
 def _emit_wide(kf, win, O: int, K: int):
     """AVX-512, planes of a multiple of 16 positions: X read in place (no packing), mr x 16
     tiles in zmm accumulators (`wide_rows`); a tile of up to 28 output channels reads each
@@ -364,19 +374,11 @@ def _emit_wide(kf, win, O: int, K: int):
             r1 = imin(b, b.add(r0, i64(RB)), i64(O))
             r1f = imin(b, r1, i64(Om))
             npan = b.udiv(pc, i64(NR))
-
-            def row_panel(fn, r):  # a tile's output channels x the unit's positions
-                wr = gep(b, wp, b.mul(r, i64(K)))
-                with for_range(b, 0, npan, name="jp") as j:
-                    col = b.mul(j, i64(NR))
-                    yc = gep(b, yn, b.add(b.mul(r, i64(P)), col))
-                    b.call(fn, [i64(K), wr, gep(b, xn, col), i64(P), yc, i64(P)])
-
             with for_range(b, r0, r1f, mr, name="ip") as r:
-                row_panel(ukr, r)
+                _wide_tiles(b, ukr, wp, K, r, xn, P, yn, P, npan)
             if ukr_tail is not None:
                 with b.if_then(b.icmp_signed(">", r1, i64(Om))):
-                    row_panel(ukr_tail, i64(Om))
+                    _wide_tiles(b, ukr_tail, wp, K, i64(Om), xn, P, yn, P, npan)
             if kf.ep:
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW)
         sh.end(b)
@@ -442,12 +444,7 @@ def emit_grouped_wide(kf, win, G: int, O: int, Cg: int):
             yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
             npan = b.udiv(pc, i64(NR))
             with for_range(b, 0, Og, mr, name="ip") as r:
-                row = b.add(c0, r)
-                wr = gep(b, wp, b.mul(row, i64(K)))
-                with for_range(b, 0, npan, name="jp") as j:
-                    col = b.mul(j, i64(NR))
-                    yc = gep(b, yn, b.add(b.mul(row, i64(P)), col))
-                    b.call(ukr, [i64(K), wr, gep(b, buf, col), i64(CB), yc, i64(P)])
+                _wide_tiles(b, ukr, wp, K, b.add(c0, r), buf, CB, yn, P, npan)
             if kf.ep:
                 _epilogue_chunk(
                     b, kf.ep, extras, y, win, O, n, i64(0), c0, b.add(c0, i64(Og)), p0, pc, OW
