@@ -46,6 +46,7 @@ from .gemm_core import (
     free_buffers,
     gemm_call,
     gemm_tile,
+    k_block,
     pack_a_panels,
     pack_b_panels,
     plain_store_fn,
@@ -250,19 +251,22 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
     store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
     npan = -(-Og // NR)
     OW = win.osp[2]
+    # K in as few blocks as gemm_core allows when the weights are packed and the other operand
+    # is not packed at run time into a KC-row buffer (k_block)
+    b_packs = not tr and direct and not inplace
+    kcb = k_block(Kg, packed and not b_packs)
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         col = None if direct else b.bitcast(malloc(b, i64(4 * Kg * ld)), F32P)
         if tr:
-            abuf, bbuf = thread_buffers(
-                b, RawA(x, 1, 1), PackedB(wp) if packed else RawB(wp, 1, 1), pc_max, Og, Kg
-            )
+            bw = PackedB(wp) if packed else RawB(wp, 1, 1)
+            abuf, bbuf = thread_buffers(b, RawA(x, 1, 1), bw, pc_max, Og, Kg, kcb)
         else:
-            b_kind = RawB(x, P, 1) if direct and not inplace else StridedB(x, 1)
+            b_kind = RawB(x, P, 1) if b_packs else StridedB(x, 1)
             abuf, bbuf = thread_buffers(
-                b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind, Og, pc_max, Kg
+                b, PackedA(wp) if packed else RawA(wp, Kg, 1), b_kind, Og, pc_max, Kg, kcb
             )
         bu_n = i64(base_units)
         parts = sh.parts(b, base_units)
@@ -286,7 +290,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                     bsrc = PackedB(gep(b, wp, b.mul(g, i64(npan * Kg * NR))))
                 else:
                     bsrc = RawB(gep(b, wp, b.mul(g, i64(Og * Kg))), 1, Kg)
-                gemm_call(b, a, bsrc, Kg, 0, pc, c0, c1, store_fn, [ybase, i64(P)], abuf, bbuf)
+                gemm_call(b, a, bsrc, Kg, 0, pc, c0, c1, store_fn, [ybase, i64(P)], abuf, bbuf, kcb)
             else:  # A = weight panels, B = the im2col chunk (or the input for 1x1)
                 c0, c1 = split_range(b, Og, part, parts, MR)
                 if inplace:
@@ -295,7 +299,7 @@ def _conv_cf(kf, w, win: Window, G, O, Cg, Og, packed):
                     bsrc = RawB(gep(b, xg, p0), P, 1) if direct else StridedB(col, ld)
                 wg = gep(b, wp, b.mul(g, i64(Og * Kg)))
                 a = PackedA(wg) if packed else RawA(wg, Kg, 1)
-                gemm_call(b, a, bsrc, Kg, c0, c1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf)
+                gemm_call(b, a, bsrc, Kg, c0, c1, 0, pc, store_fn, [ybase, i64(P)], abuf, bbuf, kcb)
             if kf.ep:
                 _epilogue_chunk(
                     b, kf.ep, extras, y, win, O, n, b.mul(g, i64(Og)), c0, c1, p0, pc, OW

@@ -30,6 +30,7 @@ from .gemm_core import (
     free_buffers,
     gemm_call,
     gemm_tile,
+    k_block,
     pack_a_panels,
     plain_store_fn,
     thread_buffers,
@@ -172,12 +173,14 @@ def emit(kf, w, win, O, C, transposed: bool | None = None):
     units0 = ngroups * nchunks
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
     store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
+    kcb = k_block(C, True)  # U is packed at compile time; V is read in place or packed by rows
 
     def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         vb = b.bitcast(malloc(b, i64(4 * 16 * vs)), F32P)
-        abuf = thread_buffers(b, RawA(vb, 1, ld), PackedB(up), tc_max, O, C)[0] if tr else None
+        a0 = RawA(vb, 1, ld)
+        abuf = thread_buffers(b, a0, PackedB(up), tc_max, O, C, kcb)[0] if tr else None
         mb = b.bitcast(malloc(b, i64(4 * 16 * ms)), F32P)
         slab = b.bitcast(malloc(b, i64(4 * slab_h * slab_w)), F32P)
         memset0(b, vb, i64(4 * 16 * vs))  # tile columns beyond a chunk stay zero
@@ -209,11 +212,13 @@ def emit(kf, w, win, O, C, transposed: bool | None = None):
                 if tr:  # A[t, c] = V_xi[c, t], B = U_xi^T panels, C[t, o] stored at o * ld + t
                     bsrc = PackedB(gep(b, up, b.mul(xi, i64(npan * C * NR))))
                     a = RawA(vx, 1, ld)
-                    gemm_call(b, a, bsrc, C, 0, tc, o0, o1, store_fn, [cp, i64(ld)], abuf)
+                    gemm_call(
+                        b, a, bsrc, C, 0, tc, o0, o1, store_fn, [cp, i64(ld)], abuf, None, kcb
+                    )
                 else:
                     a = PackedA(gep(b, up, b.mul(xi, i64(O * C))))
                     bsrc = StridedB(vx, ld)
-                    gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)])
+                    gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)], kc_block=kcb)
             with for_range(b, 0, nimg, name="oimg") as im:
                 n = b.add(n0, im)
                 yn = gep(b, y, b.mul(n, i64(O * OH * OW)))

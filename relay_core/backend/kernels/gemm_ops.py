@@ -21,7 +21,6 @@ import numpy as np
 from . import gemv
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .gemm_core import (
-    KC,
     PackedA,
     PackedB,
     RawA,
@@ -30,6 +29,7 @@ from .gemm_core import (
     free_buffers,
     gemm_call,
     gemm_tile,
+    k_block,
     pack_a_fn,
     pack_b_panels,
     store_function,
@@ -283,7 +283,7 @@ def _sgemm_body(kf, plan: MatmulPlan, packed: bool) -> None:
     )
     bmat = npan * K * NR if packed else K * N
     # one row block against packed panels: stream each panel over the whole K (no K blocking)
-    kcb = K if (M <= MR and packed) else KC
+    kcb = K if (M <= MR and packed) else k_block(K, packed)
     shared_a = _prepack_a(kf, plan, split, nt)
     # cutting a product by columns shares A between the parts, by rows B: many parts (shards,
     # taken dynamically) cost nothing more when that operand is packed once. Measured against a

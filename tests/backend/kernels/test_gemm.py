@@ -57,6 +57,34 @@ def test_dense_large(m, n, k, packed, nthreads):
     assert_close(y, x @ w.T, **_tol(k))
 
 
+def test_k_block_rule():
+    from relay_core.backend.kernels.gemm_core import KC, KC_PACKED, k_block
+
+    assert k_block(768, True) == 768 and k_block(KC_PACKED, True) == KC_PACKED
+    assert k_block(KC_PACKED + 28, True) == (KC_PACKED + 28) // 2
+    assert k_block(3 * KC_PACKED + 1, True) == -(-(3 * KC_PACKED + 1) // 4)  # four blocks
+    assert k_block(768, False) == KC
+
+
+@pytest.mark.parametrize("k", [3100, 6200])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_packed_k_blocks(k, nthreads):
+    """Packed weights longer than KC_PACKED: K in several blocks, each adding its tile to C
+    (the epilogue applied once, after the last)."""
+    m, n = 30, 40
+    x, w = _rand((m, k)), _rand((n, k))
+    wts = (0.25, 0.125)
+    y = run_kernel(
+        "nn.dense",
+        [x, w],
+        (m, n),
+        epilogue=index_epilogue(wts),
+        const_inputs=(1,),
+        nthreads=nthreads,
+    )
+    assert_close(y, index_expected(x @ w.T, wts), **_tol(k))
+
+
 @pytest.mark.parametrize("shape", [(4,), (2, 3, 7), (3, 1, 260)])
 @pytest.mark.parametrize("packed", [False, True])
 def test_dense_batched_data(shape, packed):
