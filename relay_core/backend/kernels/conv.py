@@ -439,6 +439,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
     nt = clamp_threads(kf.b, kf.nthreads, flops, base_units * max(1, -(-P // MR)))
     OD, OH, OW = win.osp
     extra_t = [e.type for e in kf.extras]
+    kcb = k_block(Kg, packed)
 
     def index_fn(b, f, m, o):
         p = b.add(f[2], m)
@@ -473,7 +474,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
         bw = gep(b, wp, i64(0))
         b0 = PackedB(bw) if packed else RawB(bw, O, 1)
         a0 = RawA(x, 0, 1)
-        abuf, bbuf = thread_buffers(b, a0, b0, pc_max, Og, Kg)
+        abuf, bbuf = thread_buffers(b, a0, b0, pc_max, Og, Kg, kcb)
         u0, u1 = sh.range(b, b.mul(bu_n, parts))
         with for_range(b, u0, u1, name="unit") as u:
             bu = b.udiv(u, parts)
@@ -496,7 +497,7 @@ def _conv_cl(kf, w, win: Window, G, O, Cg, Og, packed):
                 bsrc = RawB(gep(b, wp, b.mul(g, i64(Og))), O, 1)
             ybase = gep(b, y, b.add(b.mul(b.add(b.mul(n, i64(P)), p0), i64(O)), b.mul(g, i64(Og))))
             ctx = [ybase, i64(O)] if not kf.ep else [ybase, n, p0, b.mul(g, i64(Og)), *extras]
-            gemm_call(b, a, bsrc, Kg, 0, pc, o0, o1, store_fn, ctx, abuf, bbuf)
+            gemm_call(b, a, bsrc, Kg, 0, pc, o0, o1, store_fn, ctx, abuf, bbuf, kcb)
         sh.end(b)
         free_buffers(b, abuf, bbuf, col)
 

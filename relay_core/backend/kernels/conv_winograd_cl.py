@@ -18,6 +18,7 @@ from .gemm_core import (
     free_buffers,
     gemm_call,
     gemm_tile,
+    k_block,
     pack_b_panels,
     plain_store_fn,
     thread_buffers,
@@ -67,13 +68,14 @@ def emit(kf, w, win, O, C):
     units0 = win.N * nchunks
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * npan)
     store_fn = plain_store_fn(kf.b.module)
+    kcb = k_block(C, True)  # U is packed at compile time
 
     def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         vb = b.bitcast(malloc(b, i64(4 * 16 * tc_max * C)), F32P)
         mb = b.bitcast(malloc(b, i64(4 * 16 * tc_max * O)), F32P)
-        abuf, _ = thread_buffers(b, RawA(vb, C, 1), PackedB(up), tc_max, O, C)
+        abuf, _ = thread_buffers(b, RawA(vb, C, 1), PackedB(up), tc_max, O, C, kcb)
         bu = i64(units0)
         parts = sh.parts(b, units0)
         u0, u1 = sh.range(b, b.mul(bu, parts))
@@ -93,7 +95,7 @@ def emit(kf, w, win, O, C):
                 a = RawA(gep(b, vb, b.mul(xi, i64(tc_max * C))), C, 1)
                 bsrc = PackedB(gep(b, up, b.mul(xi, i64(npan * C * NR))))
                 cp = gep(b, mb, b.mul(xi, i64(tc_max * O)))
-                gemm_call(b, a, bsrc, C, 0, tc, o0, o1, store_fn, [cp, i64(O)], abuf)
+                gemm_call(b, a, bsrc, C, 0, tc, o0, o1, store_fn, [cp, i64(O)], abuf, None, kcb)
             yn = gep(b, y, b.mul(n, i64(OH * OW * O)))
             with for_range(b, 0, tc, name="ot") as t:
                 ty = b.add(ty0, b.udiv(t, i64(TW)))
