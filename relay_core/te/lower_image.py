@@ -226,15 +226,21 @@ def _grid_sample(inputs, attrs, out_type):
             else:
                 ws = [t + Const(1.0, f), t, Const(1.0, f) - t, Const(2.0, f) - t]
                 taps.append([(base + Const(float(k - 1), f), _keys(ws[k])) for k in range(4)])
-        acc = None
-        for combo in itertools.product(*taps):
-            w = Const(1.0, f)
-            idx = []
-            for a, (i, wi) in enumerate(combo):
+        # each axis' taps as (index, weight) once, shared by every combination of taps (a 3-D
+        # bicubic sample combines 3 x 4 of them into 64 terms)
+        axis_taps = []
+        for a, ts in enumerate(taps):
+            row = []
+            for i, wi in ts:
                 ci, valid = pixel(i, a, los, his)
-                w = w * (wi if valid is None else select(valid, wi, Const(0.0, f)))
-                idx.append(ci)
-            term = cast(f, x[(n, c, *idx)]) * w
+                row.append((ci, wi if valid is None else select(valid, wi, Const(0.0, f))))
+            axis_taps.append(row)
+        acc = None
+        for combo in itertools.product(*axis_taps):
+            w = combo[0][1]
+            for _, wi in combo[1:]:
+                w = w * wi
+            term = cast(f, x[(n, c, *(ci for ci, _ in combo))]) * w
             acc = term if acc is None else acc + term
         return cast(x.dtype, acc)
 

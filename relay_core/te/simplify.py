@@ -8,6 +8,8 @@ transposes leave behind, e.g. `((i * 6 + j) // 6)` -> `i` when `0 <= j < 6`.
 
 from __future__ import annotations
 
+import hashlib
+
 from .expr import (
     INDEX,
     Binary,
@@ -28,6 +30,13 @@ from .visit import operands, post_order, with_operands
 _INF = float("inf")
 
 
+def _digest(text: str, *parts: bytes) -> bytes:
+    h = hashlib.blake2b(text.encode(), digest_size=12)
+    for p in parts:
+        h.update(p)
+    return h.digest()
+
+
 class Simplifier:
     """`Simplifier(bounds)(expr)`; `bounds` maps Var -> (lo, hi) inclusive (None: unknown)."""
 
@@ -39,9 +48,11 @@ class Simplifier:
         self.lin: dict[int, tuple] = {}  # id(expr) -> (terms dict key -> [atom, coef], const)
         self.bnd: dict[int, tuple] = {}
         self.keys: dict[int, tuple] = {}
-        # the same structure with names for ids: the order of sums' terms, so that the generated
-        # code does not depend on where objects sit in memory (kernel_cache keys by its text)
-        self.order_keys: dict[tuple, tuple] = {}
+        # a digest of the same structure with names for ids: the order of sums' terms, so that
+        # the generated code does not depend on where objects sit in memory (kernel_cache keys by
+        # its text). A digest, built from the children's: the structure itself, printed to
+        # compare, grew with the expression's unshared size (30 of 57 s compiling grid_sample)
+        self.order_keys: dict[tuple, bytes] = {}
         self._alive: list = []  # every expression cached by id, so that ids are never reused
         self.uppers: dict[int, PrimExpr] = {}
 
@@ -92,10 +103,10 @@ class Simplifier:
             t = type(n)
             if t is Const:
                 k = ("c", n.dtype, n.value)
-                ok = k
+                ok = _digest(repr(k))
             elif t is Var:
                 k = ("v", id(n))
-                ok = ("v", n.name)
+                ok = _digest(repr(("v", n.name)))
             else:
                 head = (t.__name__, getattr(n, "op", getattr(n, "name", "")), n.dtype)
                 extra, oextra = (), ""
@@ -105,7 +116,7 @@ class Simplifier:
                     extra, oextra = (id(n.buffer),), getattr(n.buffer, "name", "")
                 kids = [self.keys[id(c)] for c in operands(n)]
                 k = head + extra + tuple(kids)
-                ok = head + (oextra,) + tuple(self.order_keys[c] for c in kids)
+                ok = _digest(repr(head + (oextra,)), *(self.order_keys[c] for c in kids))
             self.keys[id(n)] = k
             self.order_keys.setdefault(k, ok)
             self._alive.append(n)
@@ -152,7 +163,7 @@ class Simplifier:
 
     def from_linear(self, terms: dict, c: int) -> PrimExpr:
         out = None
-        for k in sorted(terms, key=lambda k: repr(self.order_keys.get(k, k))):
+        for k in sorted(terms, key=lambda k: self.order_keys.get(k) or _digest(repr(k))):
             a, co = terms[k]
             if co == 0:
                 continue
