@@ -66,25 +66,6 @@ def test_k_block_rule():
     assert k_block(768, False) == KC
 
 
-@pytest.mark.parametrize("k", [3100, 6200])
-@pytest.mark.parametrize("nthreads", [1, 2])
-def test_dense_packed_k_blocks(k, nthreads):
-    """Packed weights longer than KC_PACKED: K in several blocks, each adding its tile to C
-    (the epilogue applied once, after the last)."""
-    m, n = 30, 40
-    x, w = _rand((m, k)), _rand((n, k))
-    wts = (0.25, 0.125)
-    y = run_kernel(
-        "nn.dense",
-        [x, w],
-        (m, n),
-        epilogue=index_epilogue(wts),
-        const_inputs=(1,),
-        nthreads=nthreads,
-    )
-    assert_close(y, index_expected(x @ w.T, wts), **_tol(k))
-
-
 @pytest.mark.parametrize("shape", [(4,), (2, 3, 7), (3, 1, 260)])
 @pytest.mark.parametrize("packed", [False, True])
 def test_dense_batched_data(shape, packed):
@@ -95,8 +76,19 @@ def test_dense_batched_data(shape, packed):
     assert_close(y, x @ w.T, **_tol(shape[-1]))
 
 
+# K = 3100 / 6200: with packed weights, beyond KC_PACKED, K comes in 2 / 3 blocks, each adding
+# its tile to C (the epilogue applied once, after the last)
 @pytest.mark.parametrize(
-    "m,n,k", [(1, 1, 1), (5, 17, 64), (17, 255, 5), (255, 64, 300), (64, 5, 17)]
+    "m,n,k",
+    [
+        (1, 1, 1),
+        (5, 17, 64),
+        (17, 255, 5),
+        (255, 64, 300),
+        (64, 5, 17),
+        (30, 40, 3100),
+        (30, 40, 6200),
+    ],
 )
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("nthreads", [1, 2])
