@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..derived import DerivedPrepack
+from . import conv_grouped as grouped
 from . import conv_pointwise as pointwise
 from . import conv_strips as strips
 from . import conv_winograd as winograd
@@ -155,10 +156,10 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
             variant = ("winograd", tr)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(pp, kax, shape_of(in_types[1]))}, variant)
-    if force is None and pointwise.grouped_wide(win, G, Cg, Og, packed, cl):
-        prepack = pointwise.emit_grouped_wide(kf, win, G, O, Cg)
+    if force is None and grouped.usable(win, G, Cg, Og, packed, cl):
+        prepack = grouped.emit(kf, win, G, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("grouped_wide",))
+        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("grouped",))
     w = kf.ins[1]
     wbuf = None
     natural = tuple(range(nd + 2)) if not cl else (nd + 1, nd) + tuple(range(nd))

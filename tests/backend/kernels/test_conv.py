@@ -461,29 +461,43 @@ def test_conv2d_pointwise(nthreads, layout, klayout, monkeypatch):
     _check(cases, "nn.conv2d")
 
 
-GROUPED_WIDE_2D = [  # grouped, planes of a multiple of 16: conv_pointwise.emit_grouped_wide
+GROUPS_2D = [  # grouped, Cg > 1: conv_grouped (with AVX-512)
     # n, c, (h, w), o, k, s, p, d, g
     (2, 32, (16, 16), 32, 3, 1, 1, 1, 2),  # groups of 16 -> 16: one tile per group
     (1, 48, (8, 8), 96, 3, 1, 1, 1, 3),  # 16 -> 32: two tiles of 16 per group
-    (3, 24, (8, 8), 24, 3, 2, 1, 1, 3),  # stride 2: 4x4 outputs
+    (3, 24, (8, 8), 24, 3, 2, 1, 1, 3),  # stride 2, rows too short for the vector split
     (1, 64, (16, 16), 64, 1, 1, 0, 1, 4),  # grouped 1x1
     (2, 20, (8, 8), 20, 3, 1, 1, 1, 4),  # tiles of 5 channels (two accumulator sets)
     (1, 80, (8, 8), 80, 3, 1, 1, 1, 2),  # 40 -> 40: two tiles of 20
+    (1, 64, (14, 14), 64, 3, 1, 1, 1, 4),  # RegNet's 14x14: grid rows of 16
+    (2, 96, (7, 7), 96, 3, 1, 1, 1, 6),  # 7x7: grid rows of 9, the last tile past the band
+    (1, 32, (30, 30), 32, 3, 1, 1, 1, 2),  # 8 bands of 4 rows, the last one of 2
+    (1, 32, (45, 37), 32, 3, 2, 1, 1, 2),  # stride 2, odd sizes: vector split + scalar edges
+    (1, 16, (20, 20), 16, 5, 1, 2, 2, 4),  # 5x5, dilation 2, groups of 4 -> 4
+    (1, 24, (17, 17), 24, 3, 3, 1, 1, 3),  # stride 3: nine phases, scalar copy
 ]
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
-def test_conv2d_grouped_wide(nthreads):
-    from relay_core.backend.kernels import conv_pointwise
+def test_conv2d_grouped(nthreads):
+    from relay_core.backend.kernels import conv_grouped
     from relay_core.backend.kernels.llvm_util import vector_width
 
     wide = vector_width() == 16
-    for g in GROUPED_WIDE_2D:  # each is one the kernel serves (with AVX-512)
+    for g in GROUPS_2D:  # each is one the kernel serves (with AVX-512)
         c, o, groups = g[1], g[3], g[8]
-        ok = conv_pointwise.grouped_wide(_win(g), groups, c // groups, o // groups, True, False)
-        assert ok == wide
-    cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPED_WIDE_2D]
-    for g in GROUPED_WIDE_2D[:2]:
+        assert conv_grouped.usable(_win(g), groups, c // groups, o // groups, True, False) == wide
+    cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPS_2D]
+    cases += [conv_case(2, *g, nthreads=nthreads, pads=((0, 2), (1, 0))) for g in GROUPS_2D[6:8]]
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, epilogue=index_epilogue(wts), nthreads=nthreads)
+            for g in GROUPS_2D[7:10]
+        ]
+    ]
+    for g in GROUPS_2D[:2]:
         c, want = conv_case(2, *g, epilogue=bias_relu_epilogue(g[3], 1), nthreads=nthreads)
         bias = rng.standard_normal(g[3]).astype(np.float32)
         c["extras"] = [bias]
