@@ -321,39 +321,42 @@ class GroupLowering:
         op.call, op.flat_in = call, flat_in
         if batched is not None:
             op.batch = flat_in[0].shape[0]
-            k = block_images(call.attrs, out_types[0])
-            if k > 1:  # and a kernel for blocks of k elements (the scheduler may drop it)
-                d, o = in_types[0], out_types[0]
+            d, o = in_types[0], out_types[0]
+            for k in block_images(call.attrs, o):  # kernels for blocks of k elements (the
+                # scheduler may drop them)
                 in_k = [TensorType((k,) + tuple(d.shape[1:]), d.dtype)] + list(in_types[1:])
                 out_k = [TensorType((k,) + tuple(o.shape[1:]), o.dtype)]
 
-                def emit_block(llmod, name, epilogue):
+                def emit_block(llmod, name, epilogue, in_k=in_k, out_k=out_k):
                     return gen(llmod, name, in_k, out_k, attrs, epilogue, const_inputs)
 
-                op.block = (k, f"{kname}_b{k}", emit_block)
+                op.blocks.append((k, f"{kname}_b{k}", emit_block))
         self.externs.append(op)
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]
         return outs[0]
 
 
-# Batch-split ops (`GroupLowering._batch_split`) get a second kernel for blocks of BLOCK_IMAGES
-# batch elements when one element's output has at most BLOCK_MAX_POSITIONS spatial positions
-# (dense: always): per element, a convolution on a 28x28 or smaller plane has few GEMM rows
-# (positions) to fill the tiles and both threads, and streams all its weights once per element;
-# a dense layer is a matrix-vector product. Measured on Keras ResNet50 and MobileNetV2 at batch 8
-# (generic against static builds, a busy machine): blocking larger planes too gained nothing
-# measurable with two threads (some 5% on MobileNetV2 with one), for about twice the extra
-# compile time. The block kernel is dropped when it would read a constant in another
-# layout than the per-element kernel (Scheduler._emit_block). Module globals (benchmarks, tests;
-# 1 turns the block kernels off): they are not part of the model cache key.
-BLOCK_IMAGES = 8
+# Batch-split ops (`GroupLowering._batch_split`) get kernels for blocks of BLOCK_IMAGES batch
+# elements (largest first: whole blocks of 8, then one of 4 for the rest, then single elements)
+# when one element's output has at most BLOCK_MAX_POSITIONS spatial positions (dense: always):
+# per element, a convolution on a 28x28 or smaller plane has few GEMM rows (positions) to fill
+# the tiles and both threads, and streams all its weights once per element; a dense layer is a
+# matrix-vector product. Measured on Keras ResNet50 and MobileNetV2 at batch 8 (generic against
+# static builds, a busy machine): blocking larger planes too gained nothing measurable with two
+# threads (some 5% on MobileNetV2 with one), for about twice the extra compile time. Blocks of 4
+# serve batches 4-7 (timm RegNetY-800MF at batch 4, generic build: 50 -> 42 ms, the static
+# build's time; Keras ResNet50 0.91, MobileNetV2 0.95). A block kernel is dropped when it would
+# read a constant in another layout than the per-element kernel (Scheduler._emit_blocks).
+# Module globals (benchmarks, tests; () turns the block kernels off): they are not part of the
+# model cache key.
+BLOCK_IMAGES = (8, 4)
 BLOCK_MAX_POSITIONS = 28 * 28
 
 
-def block_images(attrs, one_out: TensorType) -> int:
+def block_images(attrs, one_out: TensorType) -> tuple[int, ...]:
     """Batch elements per block kernel of a batch-split op whose output for one element has
-    type `one_out` (shape (1, ...)); 1: no block kernel."""
+    type `one_out` (shape (1, ...)), largest first; () for no block kernel."""
     layout = ""
     for name in ("out_layout", "data_layout", "layout"):
         layout = getattr(attrs, name, None) or ""
@@ -366,7 +369,9 @@ def block_images(attrs, one_out: TensorType) -> int:
     for d, ax in zip(shape, layout):
         if ax in "DHW":
             positions *= int(d)
-    return BLOCK_IMAGES if positions <= BLOCK_MAX_POSITIONS else 1
+    if positions > BLOCK_MAX_POSITIONS:
+        return ()
+    return tuple(sorted((k for k in set(BLOCK_IMAGES) if k > 1), reverse=True))
 
 
 class _FusedBody(ExprFunctor):

@@ -14,7 +14,7 @@ estimates) are in loop_nest.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Number
 from types import FunctionType
 
@@ -42,10 +42,10 @@ class ExternOp:
     info: object = None  # what emit returned (prepacking of constant inputs)
     call: object = None  # the Relay call it computes (to fall back to tensor expressions)
     batch: object = None  # run-time batch extent: the kernel computes one element per call
-    # (images, kernel name, emit) of a second kernel computing blocks of `images` elements
-    # (called for whole blocks, the per-element kernel for the rest); None when not wanted or
-    # when it cannot share the per-element kernel's prepacked constants
-    block: tuple | None = None
+    # (images, kernel name, emit) of kernels computing blocks of `images` elements, largest
+    # first (whole blocks of each in turn, the per-element kernel for the rest); without the
+    # ones not wanted or that cannot share the per-element kernel's prepacked constants
+    blocks: list = field(default_factory=list)
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -335,8 +335,7 @@ class Scheduler:
                 fused = getattr(op, "fused", None)
                 if fused is None:
                     self._emit_kernel(op, None)
-                    if op.block is not None:
-                        self._emit_block(op, None)
+                    self._emit_blocks(op, lambda k: (True, None))
                     outs = [self.buffer(x) for x in op.outputs]
                     extra = []
                 else:
@@ -370,20 +369,30 @@ class Scheduler:
         self.llctx.externs.add(op.name)
         return True
 
-    def _emit_block(self, op, epilogue) -> None:
-        """Define the block kernel of a batch-split op after its per-element kernel; drop
-        the block (op.block = None) when the kernel refuses it or would read a constant in
-        another layout than the per-element kernel (the module stores each constant once).
-        A block whose own choice of algorithm reads another layout is emitted again with the
-        per-element kernel's variant (`prefer_variant`): a 7x7 Winograd convolution's
-        transposed form, a 1x1 one's strips (block of 8: 9 ms against 8 calls of 1.9 ms)."""
-        k, name, emit = op.block
+    def _emit_blocks(self, op, epilogue_of) -> None:
+        """Define the block kernels of a batch-split op after its per-element kernel, each with
+        the epilogue `epilogue_of(images)` returns as (ok, epilogue); drop a block when not ok,
+        when the kernel refuses it, or when it would read a constant in another layout than the
+        per-element kernel (the module stores each constant once). A block whose own choice of
+        algorithm reads another layout is emitted again with the per-element kernel's variant
+        (`prefer_variant`): a 7x7 Winograd convolution's transposed form, a 1x1 one's strips
+        (block of 8: 9 ms against 8 calls of 1.9 ms)."""
         pp1 = (op.info.prepack or {}) if op.info is not None else {}
         variant = op.info.variant if op.info is not None else None
+        kept = []
+        for k, name, emit in op.blocks:
+            ok, epilogue = epilogue_of(k)
+            if ok:
+                name = self._emit_block(k, name, emit, epilogue, pp1, variant)
+                if name is not None:
+                    kept.append((k, name, emit))
+        op.blocks = kept
+
+    def _emit_block(self, k, name, emit, epilogue, pp1, variant) -> str | None:
+        """One block kernel (see _emit_blocks): the name it was defined under, or None."""
         for prefer in (None, variant) if variant is not None else (None,):
             if prefer is not None:  # a new name: LLVM modules do not reuse a removed one's
                 name = f"{name}v"
-                op.block = (k, name, emit)
             try:
                 with prefer_variant(prefer):
                     info = emit(self.llctx.llmod, name, epilogue)
@@ -393,9 +402,9 @@ class Scheduler:
             if info is not None and pp1.keys() == ppk.keys():
                 if all(same_transform(pp1[i], ppk[i]) for i in pp1):
                     self.llctx.externs.add(name)
-                    return
+                    return name
             self._forget(name)
-        op.block = None
+        return None
 
     def _forget(self, name: str) -> None:
         g = self.llctx.llmod.globals
@@ -455,15 +464,16 @@ class Scheduler:
             if self._emit_kernel(op, epi):
                 op.fused = (c, extras)
                 absorbed.add(c.id)
-                if op.block is not None:  # the same epilogue for blocks of elements
-                    shape = (op.block[0],) + shape[1:]
-                    saved, self.simp = self.simp, Simplifier()  # its memo assumes the bounds
-                    made = self._epilogue(t, c, expr, shape)
-                    self.simp = saved
-                    if made is None or [b.id for b in made[1]] != [b.id for b in extras]:
-                        op.block = None
-                    else:
-                        self._emit_block(op, made[0])
+                if op.blocks:  # the same epilogue for blocks of elements
+
+                    def epilogue_of(k, t=t, c=c, expr=expr, shape=shape, extras=extras):
+                        saved, self.simp = self.simp, Simplifier()  # its memo assumes the bounds
+                        made = self._epilogue(t, c, expr, (k,) + shape[1:])
+                        self.simp = saved
+                        ok = made is not None and [b.id for b in made[1]] == [b.id for b in extras]
+                        return ok, made[0] if ok else None
+
+                    self._emit_blocks(op, epilogue_of)
         return absorbed
 
     def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple):
@@ -669,8 +679,8 @@ def _batch_slice(buf: T.Buffer, n) -> T.Offset:
 
 
 def _batch_calls(op: ExternOp, ins: list, outs: list, extra: list) -> T.Stmt:
-    """The calls of a batch-split kernel: the block kernel for each whole block of elements
-    (when there is one), then the per-element kernel for the rest."""
+    """The calls of a batch-split kernel: whole blocks of each block kernel in turn (largest
+    first), then the per-element kernel for the rest."""
 
     def call(name, n):
         ins_n = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
@@ -678,16 +688,16 @@ def _batch_calls(op: ExternOp, ins: list, outs: list, extra: list) -> T.Stmt:
         ext_n = [_batch_slice(b, n) if _has_run_time_batch(b) else b for b in extra]
         return T.CallKernel(name, ins_n + outs_n + ext_n + list(op.scalar_args), None)
 
+    start = 0
+    stmts = []
+    for k, name, _ in op.blocks:
+        count = (op.batch - start) // k
+        blk = T.index_var(f"block{k}")
+        stmts.append(T.For(blk, count, call(name, start + blk * k)))
+        start = start + count * k
     n = T.index_var("batch")
-    if op.block is None:
-        return T.For(n, op.batch, call(op.name, n))
-    k, name, _ = op.block
-    blk = T.index_var("block")
-    whole = op.batch // k * k
-    return T.seq(
-        T.For(blk, op.batch // k, call(name, blk * k)),
-        T.For(n, op.batch, call(op.name, n), begin=whole),
-    )
+    stmts.append(T.For(n, op.batch, call(op.name, n), begin=start))
+    return stmts[0] if len(stmts) == 1 else T.seq(*stmts)
 
 
 def same_transform(a, b) -> bool:

@@ -1,8 +1,8 @@
 """Batch-split kernels of shape-generic builds (unknown batch): convolutions, pooling and dense
-on small planes get a kernel for blocks of `lower.BLOCK_IMAGES` images besides the one-image
-kernel (whole blocks first, the one-image kernel for the rest), with their epilogues (bias,
-residual add read from batch-wide buffers, clip) built for both. Checked against numpy at batch
-sizes below, at, and between multiples of the block size."""
+on small planes get kernels for blocks of `lower.BLOCK_IMAGES` images (8 and 4) besides the
+one-image kernel (whole blocks of 8, then of 4, the one-image kernel for the rest), with their
+epilogues (bias, residual add read from batch-wide buffers, clip) built for each. Checked against
+numpy at batch sizes below, at, and between multiples of the block sizes."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from relay_core.backend import lower, schedule
 from relay_core.backend.derived import WINOGRAD_F23, DerivedPrepack
 from relay_core.ir import Any, Function, IRModule, TensorType, Tuple, Var, call, const
 
-K = lower.BLOCK_IMAGES
-SIZES = (1, 3, K, K + 1, 2 * K + 3)
+K, K2 = lower.BLOCK_IMAGES
+SIZES = (1, 3, K2, K2 + 2, K, K + 1, K + K2 + 1, 2 * K + 3)
 
 
 def _conv_ref(x, w, stride=1, pad=0):
@@ -83,7 +83,7 @@ def test_blocks_and_remainders_match_numpy(monkeypatch, nthreads):
     calls = schedule._batch_calls
 
     def record(op, *a):
-        blocked.append((op.call.op.name, op.block is not None))
+        blocked.append((op.call.op.name, [k for k, _, _ in op.blocks]))
         return calls(op, *a)
 
     monkeypatch.setattr(schedule, "_batch_calls", record)
@@ -92,7 +92,7 @@ def test_blocks_and_remainders_match_numpy(monkeypatch, nthreads):
     lib = relay_core.build(mod, specialize=False, cache=False, num_threads=nthreads)
     # every batch-split op here has a block kernel (else this test checks nothing new)
     assert sorted(blocked) == sorted(
-        [("nn.conv2d", True)] * 3 + [("nn.max_pool2d", True), ("nn.dense", True)]
+        [("nn.conv2d", [K, K2])] * 3 + [("nn.max_pool2d", [K, K2]), ("nn.dense", [K, K2])]
     ), blocked
     for n in SIZES:
         xv = rng.standard_normal((n, 16, 7, 7)).astype(np.float32)
@@ -109,7 +109,7 @@ def test_no_block_for_large_planes(monkeypatch):
     blocked = []
     calls = schedule._batch_calls
     monkeypatch.setattr(
-        schedule, "_batch_calls", lambda op, *a: blocked.append(op.block) or calls(op, *a)
+        schedule, "_batch_calls", lambda op, *a: blocked.append(op.blocks) or calls(op, *a)
     )
     rng = np.random.default_rng(1)
     w = (rng.standard_normal((8, 4, 3, 3)) * 0.3).astype(np.float32)
@@ -117,7 +117,7 @@ def test_no_block_for_large_planes(monkeypatch):
     y = call("nn.conv2d", x, const(w), padding=(1, 1, 1, 1), channels=8, kernel_size=(3, 3))
     mod = relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
     lib = relay_core.build(mod, specialize=False, cache=False)
-    assert blocked == [None]
+    assert blocked == [[]]
     xv = rng.standard_normal((3, 4, 56, 56)).astype(np.float32)
     np.testing.assert_allclose(lib(xv)[0], _conv_ref(xv, w, pad=1), rtol=1e-4, atol=1e-4)
 
@@ -135,13 +135,13 @@ def test_block_takes_the_element_kernels_variant(monkeypatch, c, o, hw, k):
     """A block kernel whose own choice of algorithm would read the weights in another layout
     is built with the per-element kernel's (the block is kept, the weights stored once)."""
     seen = []
-    emit_block = schedule.Scheduler._emit_block
+    emit_blocks = schedule.Scheduler._emit_blocks
 
-    def record(self, op, epilogue):
-        emit_block(self, op, epilogue)
-        seen.append((op.info.variant, op.block[1] if op.block else None))
+    def record(self, op, epilogue_of):
+        emit_blocks(self, op, epilogue_of)
+        seen.append((op.info.variant, [name for _, name, _ in op.blocks]))
 
-    monkeypatch.setattr(schedule.Scheduler, "_emit_block", record)
+    monkeypatch.setattr(schedule.Scheduler, "_emit_blocks", record)
     rng = np.random.default_rng(2)
     w = (rng.standard_normal((o, c, k, k)) * 0.3).astype(np.float32)
     x = Var("x", TensorType((Any, c, hw, hw), "float32"))
@@ -150,10 +150,10 @@ def test_block_takes_the_element_kernels_variant(monkeypatch, c, o, hw, k):
     if k == 1:
         monkeypatch.setattr(lower, "BLOCK_MAX_POSITIONS", hw * hw)
     lib = relay_core.build(mod, specialize=False, cache=False)
-    assert len(seen) == 1 and seen[0][1] is not None, seen  # the block is kept
+    assert len(seen) == 1 and len(seen[0][1]) == 2, seen  # both blocks are kept
     if k == 1:  # built again with the element kernel's variant (a new name)
-        assert seen[0] == (("strips",), seen[0][1]) and seen[0][1].endswith("v"), seen
-    for n in (3, K, K + 1):
+        assert seen[0][0] == ("strips",) and all(n.endswith("v") for n in seen[0][1]), seen
+    for n in (3, K2, K, K + K2 + 1):
         xv = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
         want = np.maximum(_conv_ref(xv, w, pad=k // 2), 0)
         np.testing.assert_allclose(lib(xv)[0], want, rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
