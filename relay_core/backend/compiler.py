@@ -527,19 +527,28 @@ def _compile_to(
         "target": {"triple": triple, "cpu": cpu, "features": features},
         "versions": {"llvmlite": llvmlite.__version__, "numpy": np.__version__},
         "stats": {"kernels": plan.kernels, "steps": getattr(plan, "steps", 0), "timings": timings},
-        "steps": [
-            {"kernel": k, "ops": o, "flops": fl}
-            for k, o, fl in zip(
-                plan.info.get("step_kernels", []),
-                plan.info.get("step_ops", []),
-                plan.info.get("step_flops") or [0] * len(plan.info.get("step_kernels", [])),
-            )
-        ],
+        "steps": _steps_json(plan.info),
         "profile": plan.info.get("profile", False),
     }
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     report.add("weights + manifest", time.perf_counter() - t_write)
+
+
+def _steps_json(info: dict) -> list[dict]:
+    """The profile steps of the manifest: kernel, ops and FLOP count (or, in shape-generic
+    builds, the count per element of the run-time batch)."""
+    kernels = info.get("step_kernels", [])
+    zeros = [0] * len(kernels)
+    out = []
+    for k, o, fl, fb in zip(
+        kernels,
+        info.get("step_ops", []),
+        info.get("step_flops") or zeros,
+        info.get("step_flops_per_batch") or zeros,
+    ):
+        out.append({"kernel": k, "ops": o, "flops": fl} | ({"flops_per_batch": fb} if fb else {}))
+    return out
 
 
 class _Background:

@@ -133,10 +133,10 @@ def is_static_graph(func: Function) -> bool:
     return all(check.dispatch(node) for node in post_order(func.body, _children))
 
 
-def _numel(shape) -> int:
+def _numel(shape, per_batch: bool = False) -> int:
     n = 1
-    for d in shape:
-        n *= int(d)
+    for i, d in enumerate(shape):
+        n *= 1 if per_batch and i == 0 and not isinstance(d, int) else int(d)
     return n
 
 
@@ -147,10 +147,13 @@ def group_ops(fn: Function) -> list:
     )
 
 
-def group_flops(fn: Function) -> int:
+def group_flops(fn: Function, per_batch: bool = False) -> int:
     """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
-    elementwise work is not counted)."""
+    elementwise work is not counted). per_batch: per element of a run-time batch, counting
+    only the products whose one dynamic dimension is axis 0 of their data and output (the
+    run-time batch of shape-generic builds; the profile multiplies by it)."""
     total = 0
+    nb = per_batch
     for n in post_order(fn.body):
         if type(n) is not Call or not isinstance(n.op, Op):
             continue
@@ -161,12 +164,12 @@ def group_flops(fn: Function) -> int:
                 w = n.args[1].checked_type.shape
                 layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
                 o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
-                total += 2 * _numel(out) * _numel(w) // max(o, 1)
+                total += 2 * _numel(out, nb) * _numel(w) // max(o, 1)
             elif name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
                 x = n.args[0].checked_type.shape
                 ta = bool(getattr(a, "transpose_a", False))
                 k = int(x[-2] if ta and len(x) >= 2 else x[-1])
-                total += 2 * _numel(out) * k
+                total += 2 * _numel(out, nb) * k
         except (AttributeError, TypeError, ValueError, IndexError):
             continue  # dynamic or unusual shapes: no count
     return total

@@ -575,10 +575,21 @@ class CompiledModule:
             raise RelayError("this module was not built with RELAY_PROFILE=1")
         steps = self.manifest["steps"]
         out = np.zeros(len(steps), np.float64)
+        units = np.zeros(len(steps), np.float64)
+        if any("flops_per_batch" in s for s in steps):  # before relay_prof_read resets them
+            fu = self._lib.relay_prof_read_units
+            fu.argtypes = [_c_ptr, ctypes.c_int32]
+            fu(units.ctypes.data, len(steps))
         fn = self._lib.relay_prof_read
         fn.argtypes = [_c_ptr, ctypes.c_int32]
         fn(out.ctypes.data, len(steps))
-        return [dict(s, us=float(t) / 1e3) for s, t in zip(steps, out)]
+        res = []
+        for s, t, u in zip(steps, out, units):
+            d = dict(s, us=float(t) / 1e3)
+            if d.pop("flops_per_batch", 0) and u > 0:  # mean batch of its calls
+                d["flops"] = int(round(s["flops_per_batch"] * u))
+            res.append(d)
+        return res
 
     # -- export --------------------------------------------------------------------------------
     def export(self, path: str) -> str:

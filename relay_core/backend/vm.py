@@ -90,6 +90,7 @@ _RT = {
     "relay_tick": (VOID, []),
     "relay_prof_start": (VOID, []),
     "relay_prof_step": (VOID, [I32]),
+    "relay_prof_units": (VOID, [I32, I64]),
     "relay_check_dim": (VOID, [I64, I64, PTR]),
     "malloc": (PTR, [I64]),
     "free": (VOID, [PTR]),
@@ -221,9 +222,10 @@ class VMCompiler:
                 "input_descs": [type_desc(t, self.mod) for t in in_types],
                 "output_descs": [type_desc(t, self.mod) for t in out_types],
                 "kernel_ops": self.kernel_ops,
-                "step_kernels": [k for k, _, _ in self.steps],
-                "step_ops": [o for _, o, _ in self.steps],
-                "step_flops": [f for _, _, f in self.steps],
+                "step_kernels": [k for k, _, _, _ in self.steps],
+                "step_ops": [o for _, o, _, _ in self.steps],
+                "step_flops": [f for _, _, f, _ in self.steps],
+                "step_flops_per_batch": [f for _, _, _, f in self.steps],
                 "profile": self.profile,
             },
         )
@@ -279,10 +281,17 @@ class VMCompiler:
         return arr
 
     # -- kernels -------------------------------------------------------------------------------
-    def profile_step(self, name: str, call: Call) -> int:
-        """A new profile step for a call site of kernel `name` (its index)."""
-        self.steps.append((name, self.kernel_ops[name], group_flops(call.op)))
-        return len(self.steps) - 1
+    def profile_step(self, name: str, call: Call) -> tuple[int, bool]:
+        """A new profile step for a call site of kernel `name`: (its index, whether its FLOP
+        count is per element of the run-time batch, axis 0 of its first input)."""
+        flops = group_flops(call.op)
+        per_batch = 0
+        if not flops and call.args:
+            t = call.args[0].checked_type
+            if isinstance(t, TensorType) and t.shape and not isinstance(t.shape[0], int):
+                per_batch = group_flops(call.op, per_batch=True)
+        self.steps.append((name, self.kernel_ops[name], flops, per_batch))
+        return len(self.steps) - 1, per_batch > 0
 
     def kernel(self, call: Call):
         """(LoweredKernel, llvm name, lifted constants) of a primitive call."""

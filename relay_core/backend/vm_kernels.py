@@ -92,7 +92,12 @@ def kernel_call(fe, call: Call):
     args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]
     args += [dims[id(dv)] for dv in lk.dims]
     if fe.vm.profile:  # the kernel alone is timed (not the allocations around it)
-        step = fe.vm.profile_step(name, call)
+        step, per_batch = fe.vm.profile_step(name, call)
+        if per_batch:  # its batch, for the FLOP count
+            fe.rt(
+                "relay_prof_units",
+                [ir.Constant(I32, step), fe.rt("relay_dim", [flat[0], ir.Constant(I64, 0)])],
+            )
         fe.rt("relay_prof_start", [])
     b.call(kfn, args + [nth])
     if fe.vm.profile:

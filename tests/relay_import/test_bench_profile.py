@@ -70,5 +70,11 @@ def @main(%x: Tensor[(?, 64), float32], %w: Tensor[(64, 64), float32]) {
     steps = lib.profile()
     assert len(steps) == 2 and steps[0]["kernel"] == steps[1]["kernel"], steps
     assert all(s["us"] > 0 and "nn.dense" in s["ops"] for s in steps), steps
-    assert all(s["us"] == 0 for s in lib.profile())  # read and reset
+    # FLOP counts of the run-time batch: 5 rows x 64 x 64 multiply-adds per call
+    assert [s["flops"] for s in steps] == [2 * 5 * 64 * 64] * 2, steps
+    assert all(s["us"] == 0 and s["flops"] == 0 for s in lib.profile())  # read and reset
     assert "profile: 2 steps" in "\n".join(profile_table(steps))
+    assert "GFLOP per call" in "\n".join(profile_table(steps))
+    for n in (2, 4):  # the mean batch of the calls since the last read
+        lib(np.ones((n, 64), np.float32), w)
+    assert [s["flops"] for s in lib.profile()] == [2 * 3 * 64 * 64] * 2

@@ -76,11 +76,23 @@ uint64_t relay_entropy(void) {
   return z ^ (z >> 31);
 }
 
-/* Profiling (builds with RELAY_PROFILE=1): per-step wall time accumulated in nanoseconds. */
+/* Profiling (builds with RELAY_PROFILE=1): per-step wall time accumulated in nanoseconds, and
+ * for steps of shape-generic builds the run-time batch elements they computed (FLOP counts). */
 #define RELAY_PROF_MAX 65536
 static double relay_prof_ns[RELAY_PROF_MAX];
 static int64_t relay_prof_calls[RELAY_PROF_MAX];
+static double relay_prof_units_sum[RELAY_PROF_MAX];
 static struct timespec relay_prof_last;
+
+void relay_prof_units(int32_t step, int64_t units) {
+  if (step >= 0 && step < RELAY_PROF_MAX) relay_prof_units_sum[step] += (double)units;
+}
+
+/* Copies the mean units per call of n steps into out (before relay_prof_read resets them). */
+void relay_prof_read_units(double *out, int32_t n) {
+  for (int32_t i = 0; i < n && i < RELAY_PROF_MAX; i++)
+    out[i] = relay_prof_calls[i] ? relay_prof_units_sum[i] / relay_prof_calls[i] : 0.0;
+}
 
 void relay_prof_start(void) { clock_gettime(CLOCK_MONOTONIC, &relay_prof_last); }
 
@@ -100,6 +112,7 @@ void relay_prof_read(double *out, int32_t n) {
     out[i] = relay_prof_calls[i] ? relay_prof_ns[i] / relay_prof_calls[i] : 0.0;
     relay_prof_ns[i] = 0;
     relay_prof_calls[i] = 0;
+    relay_prof_units_sum[i] = 0;
   }
 }
 
