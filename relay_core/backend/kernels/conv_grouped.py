@@ -44,6 +44,7 @@ from .llvm_util import (
     memcpy,
     memset0,
     new_function,
+    prefetch,
     splat,
     store,
     vector_width,
@@ -166,6 +167,11 @@ def _copy_band(b, x, buf, win, Cg: int, geo: _Geo, oh0) -> None:
                 with b.if_else(inside) as (yes, no):
                     with yes:
                         _copy_row(b, gep(b, xc, b.mul(ih, i64(W))), dsts, W, Wph, pl)
+                        # the next band's row: 16 channels' short rows are too many streams
+                        # for the hardware prefetchers (stride 2 from 112x112: 0.82 of the time)
+                        nxt = gep(b, xc, b.mul(b.add(ih, i64(sh * geo.band)), i64(W)))
+                        for q in range(0, W, NR):
+                            prefetch(b, nxt, i64(q), 2)
                     with no:
                         for d in dsts:
                             memset0(b, d, 4 * Wph)
