@@ -153,7 +153,6 @@ def group_flops(fn: Function, per_batch: bool = False) -> int:
     only the products whose one dynamic dimension is axis 0 of their data and output (the
     run-time batch of shape-generic builds; the profile multiplies by it)."""
     total = 0
-    nb = per_batch
     for n in post_order(fn.body):
         if type(n) is not Call or not isinstance(n.op, Op):
             continue
@@ -164,12 +163,12 @@ def group_flops(fn: Function, per_batch: bool = False) -> int:
                 w = n.args[1].checked_type.shape
                 layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
                 o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
-                total += 2 * _numel(out, nb) * _numel(w) // max(o, 1)
+                total += 2 * _numel(out, per_batch) * _numel(w) // max(o, 1)
             elif name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
                 x = n.args[0].checked_type.shape
                 ta = bool(getattr(a, "transpose_a", False))
                 k = int(x[-2] if ta and len(x) >= 2 else x[-1])
-                total += 2 * _numel(out, nb) * k
+                total += 2 * _numel(out, per_batch) * k
         except (AttributeError, TypeError, ValueError, IndexError):
             continue  # dynamic or unusual shapes: no count
     return total

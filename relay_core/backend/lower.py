@@ -322,8 +322,8 @@ class GroupLowering:
         if batched is not None:
             op.batch = flat_in[0].shape[0]
             d, o = in_types[0], out_types[0]
-            for k in block_images(call.attrs, o):  # kernels for blocks of k elements (the
-                # scheduler may drop them)
+            # kernels for blocks of k elements (the scheduler may drop them)
+            for k in block_images(call.attrs, o):
                 in_k = [TensorType((k,) + tuple(d.shape[1:]), d.dtype)] + list(in_types[1:])
                 out_k = [TensorType((k,) + tuple(o.shape[1:]), o.dtype)]
 

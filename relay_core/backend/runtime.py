@@ -586,8 +586,9 @@ class CompiledModule:
         res = []
         for s, t, u in zip(steps, out, units):
             d = dict(s, us=float(t) / 1e3)
-            if d.pop("flops_per_batch", 0) and u > 0:  # mean batch of its calls
-                d["flops"] = int(round(s["flops_per_batch"] * u))
+            per_batch = d.pop("flops_per_batch", 0)
+            if per_batch and u > 0:  # for the mean batch of its calls
+                d["flops"] = int(round(per_batch * u))
             res.append(d)
         return res
 

@@ -267,19 +267,7 @@ def _cf_rows(kf, w, win, G):
             with for_range(b, 0, H, name="cr") as r:
                 srow = gep(b, src, b.mul(r, i64(W)))
                 prow = b.mul(b.add(r, i64(win.pb[1])), i64(Wq))
-                if s == 2:
-                    _split_row2(b, srow, pad, prow, W, win.pb[2], PH)
-                else:
-                    for ph in range(s):
-                        iw0 = (ph - win.pb[2]) % s  # first input column landing in phase ph
-                        cnt = max(0, -(-(W - iw0) // s))
-                        if cnt == 0:
-                            continue
-                        j0 = (iw0 + win.pb[2]) // s
-                        dst = gep(b, pad, b.add(prow, i64(ph * PH + j0)))
-                        with for_range(b, 0, cnt, name=f"cw{ph}") as m:
-                            v = load(b, srow, b.add(b.mul(m, i64(s)), i64(iw0)))
-                            store(b, v, dst, m)
+                split_row(b, srow, pad, prow, W, win.pb[2], s, PH)
             wo = gep(b, wp, b.mul(c, i64(KK)))
             wvs = [splat(b, load(b, wo, i64(t)), V) for t in range(KK)]
             plane = gep(b, y, b.mul(u, i64(P)))
@@ -316,22 +304,45 @@ def _cf_rows(kf, w, win, G):
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [w] + kf.outs + kf.extras, nt, body)
 
 
-def _split_row2(b, srow, pad, prow, W: int, pb: int, PH: int) -> None:
-    """Copy one input row of W floats into the two column phases of a stride-2 scratch (even
-    input columns to phase pb % 2, odd ones to the other; input column iw lands at
-    (iw + pb) // 2): 32 floats per step as two 16-lane loads split into even and odd lanes (the
-    scalar strided copy had cost more than the convolution's arithmetic)."""
-    ph_e, j_e, j_o = pb % 2, pb // 2, (pb + 1) // 2
-    ev = ir.Constant(ir.VectorType(I32, 16), list(range(0, 32, 2)))
-    od = ir.Constant(ir.VectorType(I32, 16), list(range(1, 32, 2)))
-    de = b.add(prow, i64(ph_e * PH + j_e))
-    do = b.add(prow, i64((1 - ph_e) * PH + j_o))
+def split_row(b, srow, pad, prow, W: int, pb: int, s: int, PH: int) -> None:
+    """Copy one input row of W floats into the s column phases of a zero-padded scratch: input
+    column iw lands in phase (iw + pb) % s (phases PH floats apart) at column (iw + pb) // s of
+    the row starting at pad[prow]; columns outside the input are not written. Stride 1 is a
+    memcpy; stride 2 takes 32 floats per step as two 16-lane loads split into even and odd lanes
+    (the scalar strided copy had cost more than the depthwise convolution's arithmetic), the
+    last step overlapping the one before; other strides copy scalars."""
+    if s == 1:
+        memcpy(b, gep(b, pad, b.add(prow, i64(pb))), srow, 4 * W)
+        return
+    if s != 2:
+        for ph in range(s):
+            iw0 = (ph - pb) % s  # first input column landing in phase ph
+            cnt = max(0, -(-(W - iw0) // s))
+            if cnt == 0:
+                continue
+            dst = gep(b, pad, b.add(prow, i64(ph * PH + (iw0 + pb) // s)))
+            with for_range(b, 0, cnt, name=f"cw{ph}") as m:
+                store(b, load(b, srow, b.add(b.mul(m, i64(s)), i64(iw0))), dst, m)
+        return
+    # a step at an even input column t writes columns t / 2 + (0..15) of both phases
+    de = b.add(prow, i64((pb % 2) * PH + pb // 2))
+    do = b.add(prow, i64((1 - pb % 2) * PH + (pb + 1) // 2))
+    masks = [ir.Constant(ir.VectorType(I32, 16), list(range(p, 32, 2))) for p in (0, 1)]
+
+    def step(t):  # t: i64 value, even
+        lo = vload(b, srow, t, 16)
+        hi = vload(b, srow, b.add(t, i64(16)), 16)
+        half = b.udiv(t, i64(2))
+        for d, mask in zip((de, do), masks):
+            vstore(b, b.shuffle_vector(lo, hi, mask), pad, b.add(d, half))
+
     with for_range(b, 0, W // 32, name="cq") as q:
-        lo = vload(b, srow, b.mul(q, i64(32)), 16)
-        hi = vload(b, srow, b.add(b.mul(q, i64(32)), i64(16)), 16)
-        vstore(b, b.shuffle_vector(lo, hi, ev), pad, b.add(de, b.mul(q, i64(16))))
-        vstore(b, b.shuffle_vector(lo, hi, od), pad, b.add(do, b.mul(q, i64(16))))
-    for iw in range(W // 32 * 32, W):  # the tail, unrolled (< 32 columns)
+        step(b.mul(q, i64(32)))
+    done = W // 32 * 32
+    if W >= 32 and W > done:  # the tail: one step overlapping the last, from an even column
+        step(i64((W - 32) // 2 * 2))
+        done = (W - 32) // 2 * 2 + 32
+    for iw in range(done, W):  # what is left (< 32 columns, or 1), unrolled
         ph = (iw + pb) % 2
         store(b, load(b, srow, i64(iw)), pad, b.add(prow, i64(ph * PH + (iw + pb) // 2)))
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from .conv_depthwise import split_row
 from .conv_pointwise import wide_rows
 from .gemm_core import pack_a_panels
 from .llvm_util import (
     F32,
     F32P,
-    I32,
     I64,
     const,
     fma,
@@ -46,7 +46,6 @@ from .llvm_util import (
     new_function,
     prefetch,
     splat,
-    store,
     vector_width,
     vload,
     vstore,
@@ -85,7 +84,9 @@ class _Geo:
         self.band = band
         self.halo = (KH - 1) * dh // sh
         self.R = band + self.halo  # rows of each phase plane
-        self.Wph = win.osp[2] + (KW - 1) * dw // sw  # grid (and phase plane) width
+        # grid (and phase plane) width: the outputs' taps, and every input column (split_row
+        # writes them all)
+        self.Wph = max(win.osp[2] + (KW - 1) * dw // sw, -(-(win.sp[2] + win.pb[2]) // sw))
         self.PS = self.R * self.Wph  # floats per phase plane
         self.CS = sh * sw * self.PS  # floats per channel
         self.taps = [
@@ -112,11 +113,12 @@ def bands(win, G: int, Cg: int) -> int:
     return -(-OH // nb)
 
 
-def _tile_fn(llmod: ir.Module, mr: int, Cg: int, geo: _Geo, KK: int) -> ir.Function:
+def _tile_fn(llmod: ir.Module, mr: int, Cg: int, geo: _Geo) -> ir.Function:
     """tile(wp, bp, cp, ldc): mr output channels x 16 grid positions from bp (the band buffer at
     the tile's first position); weights packed K x mr (a[(c * KK + t) * mr + i]); stored as
     c[i * ldc : i * ldc + 16]."""
-    sig = ".".join(str(v) for v in (mr, Cg, geo.CS, KK, *geo.taps))
+    KK = len(geo.taps)
+    sig = ".".join(str(v) for v in (mr, Cg, geo.CS, *geo.taps))
     name = f"relay.grp.t{sig}"
     fn = llmod.globals.get(name)
     if fn is not None:
@@ -149,78 +151,30 @@ def _tile_fn(llmod: ir.Module, mr: int, Cg: int, geo: _Geo, KK: int) -> ir.Funct
 
 def _copy_band(b, x, buf, win, Cg: int, geo: _Geo, oh0) -> None:
     """buf[c][phase][r][q] = padded X[c, (oh0 + r) * sh + ph, q * sw + pw] for the group's
-    channels (x at the group's first plane); zeros outside the input."""
+    channels (x at the group's first plane). Columns outside the input are never written (zero
+    since the buffer was cleared); rows outside it are cleared here (another band wrote them)."""
     H, W = win.sp[1], win.sp[2]
-    pt, pl = win.pb[1], win.pb[2]
     sh, sw, Wph = geo.sh, geo.sw, geo.Wph
     with for_range(b, 0, Cg, name="bc") as c:
         xc = gep(b, x, b.mul(c, i64(H * W)))
         for ph in range(sh):
+            phases = gep(b, buf, b.add(b.mul(c, i64(geo.CS)), i64(ph * sw * geo.PS)))
             with for_range(b, 0, geo.R, name="br") as r:
-                ih = b.sub(b.add(b.mul(b.add(oh0, r), i64(sh)), i64(ph)), i64(pt))
-                dsts = [
-                    gep(b, buf, b.add(b.mul(c, i64(geo.CS)), i64((ph * sw + pw) * geo.PS)))
-                    for pw in range(sw)
-                ]
-                dsts = [gep(b, d, b.mul(r, i64(Wph))) for d in dsts]
+                ih = b.sub(b.add(b.mul(b.add(oh0, r), i64(sh)), i64(ph)), i64(win.pb[1]))
+                prow = b.mul(r, i64(Wph))
                 inside = b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, i64(H)))
                 with b.if_else(inside) as (yes, no):
                     with yes:
-                        _copy_row(b, gep(b, xc, b.mul(ih, i64(W))), dsts, W, Wph, pl)
+                        srow = gep(b, xc, b.mul(ih, i64(W)))
+                        split_row(b, srow, phases, prow, W, win.pb[2], sw, geo.PS)
                         # the next band's row: 16 channels' short rows are too many streams
                         # for the hardware prefetchers (stride 2 from 112x112: 0.82 of the time)
                         nxt = gep(b, xc, b.mul(b.add(ih, i64(sh * geo.band)), i64(W)))
                         for q in range(0, W, NR):
                             prefetch(b, nxt, i64(q), 2)
                     with no:
-                        for d in dsts:
-                            memset0(b, d, 4 * Wph)
-
-
-def _span(W: int, Wph: int, sw: int, pw: int, pl: int) -> tuple[int, int]:
-    """Columns q of phase pw that read inside the row: 0 <= q * sw + pw - pl < W."""
-    q0 = max(0, -(-(pl - pw) // sw))
-    return q0, min(Wph, max(q0, -(-(W + pl - pw) // sw)))
-
-
-def _copy_row(b, src, dsts, W: int, Wph: int, pl: int) -> None:
-    """dsts[pw][q] = src[q * sw + pw - pl] where that is inside [0, W), else 0, for q < Wph and
-    each column phase pw (sw = len(dsts)). Stride 1 is a memcpy, stride 2 one vector pass for
-    both phases, larger strides scalar."""
-    sw = len(dsts)
-    spans = [_span(W, Wph, sw, pw, pl) for pw in range(sw)]
-    for d, (q0, q1) in zip(dsts, spans):
-        if q0 > 0:
-            memset0(b, d, 4 * q0)
-        if q1 < Wph:
-            memset0(b, gep(b, d, i64(q1)), 4 * (Wph - q1))
-    if sw == 1:
-        q0, q1 = spans[0]
-        if q1 > q0:
-            memcpy(b, gep(b, dsts[0], i64(q0)), gep(b, src, i64(q0 - pl)), 4 * (q1 - q0))
-        return
-    qa = qe = 0  # columns [qa, qe) of both phases copied as vectors
-    if sw == 2 and min(q1 for _, q1 in spans) - max(q0 for q0, _ in spans) >= NR:
-        # 32 columns loaded as two vectors and split into even and odd ones; the last step
-        # overlaps the one before instead of a scalar tail
-        qa, qe = max(q0 for q0, _ in spans), min(q1 for _, q1 in spans)
-        masks = [ir.Constant(ir.VectorType(I32, NR), list(range(p, 2 * NR, 2))) for p in (0, 1)]
-
-        def split(q):
-            at = b.sub(b.mul(q, i64(2)), i64(pl))
-            lo = vload(b, src, at, NR)
-            hi = vload(b, src, b.add(at, i64(NR)), NR)
-            for d, mask in zip(dsts, masks):
-                vstore(b, b.shuffle_vector(lo, hi, mask), d, q)
-
-        with for_range(b, qa, qe - NR, NR, name="bv") as q:
-            split(q)
-        split(i64(qe - NR))
-    for pw, (d, (q0, q1)) in enumerate(zip(dsts, spans)):
-        for a, e in ((q0, min(qa, q1)), (max(qe, q0), q1)) if qe > qa else ((q0, q1),):
-            if e > a:
-                with for_range(b, a, e, name="bq") as q:
-                    store(b, load(b, src, b.add(b.mul(q, i64(sw)), i64(pw - pl))), d, q)
+                        for pw in range(sw):
+                            memset0(b, gep(b, phases, b.add(prow, i64(pw * geo.PS))), 4 * Wph)
 
 
 def emit(kf, win, G: int, O: int, Cg: int):
@@ -238,7 +192,7 @@ def emit(kf, win, G: int, O: int, Cg: int):
     geo = _Geo(win, Cg, band)
     mr = wide_rows(Og)
     units = N * G * nb
-    ukr = _tile_fn(kf.b.module, mr, Cg, geo, KK)
+    ukr = _tile_fn(kf.b.module, mr, Cg, geo)
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * win.P * K, units)
 
     def body(b, vals, sh):
