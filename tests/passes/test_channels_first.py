@@ -142,3 +142,50 @@ def test_compiled_with_an_unknown_batch():
         for g, w in zip(got, want):
             assert g.shape == w.shape
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+G8 = RNG.standard_normal(8).astype(np.float32)
+W48 = RNG.standard_normal((4, 8, 1, 1)).astype(np.float32) / 3  # OIHW
+
+
+def test_the_models_own_transposes_around_a_channel_layer_norm_cancel():
+    # ConvNeXt as PyTorch exports it: permute to NHWC, LayerNorm over the last axis (decomposed,
+    # with its affine), permute back, a channel-first 1x1 convolution. The model's transposes
+    # move through the normalisation and cancel: it runs over axis 1 of NCHW data.
+    mod = parse(
+        """
+        def @main(%x: Tensor[(2, 8, 5, 6), float32]) {
+          %0 = transpose(%x, axes=[0, 2, 3, 1]);
+          %1 = mean(%0, axis=[-1], keepdims=True);
+          %2 = subtract(%0, %1);
+          %3 = mean(multiply(%2, %2), axis=[3], keepdims=True);
+          %4 = multiply(%2, rsqrt(add(%3, 1e-6f)));
+          %5 = add(multiply(%4, meta[Constant][0]), meta[Constant][1]);
+          %6 = transpose(%5, axes=[0, 3, 1, 2]);
+          nn.conv2d(%6, meta[Constant][2])
+        }
+        """,
+        [G8, B8, W48],
+    )
+    out = passes.ChannelsFirst()(mod)
+    ops = _ops(out)
+    assert not [c for c in ops if c.op.name == "transpose"]
+    assert {tuple(c.attrs.axis) for c in ops if c.op.name == "mean"} == {(1,)}
+    x = RNG.standard_normal((2, 8, 5, 6)).astype(np.float32)
+    np.testing.assert_allclose(
+        relay_core.evaluate(out, x), relay_core.evaluate(mod, x), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_the_models_transposes_stay_when_moving_them_would_add_some():
+    # two layout-free readers of the transposed value and no inverse: moving the transpose
+    # would transpose each result, two transposes instead of one
+    mod = parse(
+        """
+        def @main(%x: Tensor[(1, 3, 6, 6), float32]) {
+          %0 = transpose(%x, axes=[0, 2, 3, 1]);
+          (nn.relu(%0), exp(%0))
+        }
+        """
+    )
+    assert relay_core.structural_equal(passes.ChannelsFirst()(mod), mod)
