@@ -115,8 +115,11 @@ def fused_var(simp, name: str, axes, extents):
     return f, total, m
 
 
-def parallelize(nthreads: int, nest: T.Stmt, axes, shape, work, max_depth: int) -> T.Stmt:
-    """Fuse the leading loops (at most `max_depth`) into one parallel loop."""
+def parallelize(
+    nthreads: int, nest: T.Stmt, axes, shape, work, max_depth: int, keep_inner: bool = True
+) -> T.Stmt:
+    """Fuse the leading loops (at most `max_depth`) into one parallel loop; with `keep_inner`,
+    not the innermost of `axes` when it is long enough to vectorise."""
     if nthreads <= 1 or not axes or max_depth == 0:
         return nest
     if work is not None and work < PARALLEL_MIN_WORK:
@@ -134,7 +137,8 @@ def parallelize(nthreads: int, nest: T.Stmt, axes, shape, work, max_depth: int) 
         p += 1
         if ext >= 4 * nthreads:
             break
-    if p == len(axes) and len(axes) > 1 and isinstance(shape[-1], int) and shape[-1] >= 16:
+    long_inner = isinstance(shape[-1], int) and shape[-1] >= 16
+    if keep_inner and p == len(axes) and len(axes) > 1 and long_inner:
         p -= 1
     if p == 0:
         return nest
