@@ -191,7 +191,9 @@ def prepare(mod: IRModule, opt_level: int = 3, ctx=None) -> IRModule:
         ctx = passes.PassContext(opt_level=opt_level)
     if opt_level >= 1:
         mod = passes.optimize(mod, opt_level, ctx)
-    return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0)(mod, ctx)
+    return FuseOps(fuse_opt_level=2 if opt_level >= 1 else 0, fuse_reductions=opt_level >= 1)(
+        mod, ctx
+    )
 
 
 def build(

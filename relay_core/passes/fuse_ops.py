@@ -8,7 +8,12 @@ into its immediate post-dominator when every path between them satisfies the pat
   broadcast ops after it;
 - phase 0 and 1: elementwise / broadcast ops fuse forward into injective ops, reductions and
   anchors; phase 1: injective ops fuse forward into injective consumers;
-- phase 2: injective ops fuse into the tuple that consumes them.
+- phase 2: injective ops fuse into the tuple that consumes them;
+- phase 3 (`fuse_reductions`, the compiled backend's choice; TVM stops at phase 2): a reduction
+  fuses forward into the elementwise / broadcast group that post-dominates it, and an
+  elementwise group joins such a group when every path to it already runs through it. A layer
+  normalisation (mean, subtract, mean of squares, rsqrt, scale) becomes one group, whose
+  schedule computes both statistics inside the loop over rows, instead of four kernels.
 
 Each group becomes a call of `fn (...) { ... }` with attribute `Primitive=1` whose parameters are
 the group's inputs; constants stay inside. Groups are capped at `max_depth` operators.
@@ -325,6 +330,42 @@ class _Partitioner:
             roots[id(g)] = g
         return sum(g.num_nodes for g in roots.values())
 
+    def fuse_reductions(self, tree) -> bool:
+        """Phase 3 (see the module docstring); whether anything fused."""
+        changed = False
+        for nid, gnode in enumerate(self.graph):
+            dom = tree[nid]
+            g = self.groups[nid].find_root()
+            if dom.parent is None or g.root is not gnode.ref:
+                continue  # only a group's output node carries the group forward
+            sink = dom.parent.gnode
+            target = self.groups[sink.index].find_root()
+            if target is g or target.pattern > BROADCAST or target.anchor is not None:
+                continue
+            if g.pattern != COMM_REDUCE and g.pattern > BROADCAST:
+                continue
+            if g.pattern == COMM_REDUCE and not _over_trailing_axes(gnode.ref):
+                continue
+            walk = self._walk(gnode, sink, self.max_depth)
+            if walk is None:
+                continue
+            through_reduce = False
+            ok = True
+            for n in walk:
+                ng = self.groups[n.index].find_root()
+                if ng is target:
+                    through_reduce |= n.pattern == COMM_REDUCE
+                elif n.pattern > BROADCAST or n is sink:
+                    ok = False
+                    break
+            if not ok or (g.pattern != COMM_REDUCE and not through_reduce):
+                continue
+            if self.count_fused(gnode, sink) > self.max_depth:
+                continue
+            self.commit_fuse(gnode, sink)
+            changed = True
+        return changed
+
     def run(self, tree, phase: int) -> None:
         for nid, gnode in enumerate(self.graph):
             dom = tree[nid]
@@ -372,6 +413,25 @@ class _Partitioner:
                     self.commit_fuse(gnode, sink)
 
 
+def _over_trailing_axes(e: Expr) -> bool:
+    """A reduction over the last axes of its input (a row statistic: its readers read it at
+    their leading indices, so the schedule computes it inside their loop over rows). Others (a
+    channel mean of NCHW data) stay apart: their readers would recompute what depends on them
+    per element."""
+    if type(e) is not Call or not e.args or not e.args[0].has_type:
+        return False
+    t = e.args[0].checked_type
+    a = e.attrs
+    if not _is_tensor_type(t) or getattr(a, "exclude", False):
+        return False
+    axis = getattr(a, "axis", None)
+    nd = t.ndim
+    if axis is None:
+        return True
+    axes = sorted({int(i) % nd for i in (axis if isinstance(axis, (list, tuple)) else [axis])})
+    return axes == list(range(nd - len(axes), nd))
+
+
 # What a group's function may hold, per node kind: operator calls, tuples and projections.
 _GROUPABLE = {
     Call: lambda e: type(e.op) is Op,
@@ -381,7 +441,11 @@ _GROUPABLE = {
 
 
 def partition(
-    root: Expr, fuse_opt_level: int = 2, max_depth: int = 256, shared: frozenset = frozenset()
+    root: Expr,
+    fuse_opt_level: int = 2,
+    max_depth: int = 256,
+    shared: frozenset = frozenset(),
+    fuse_reductions: bool = False,
 ) -> dict:
     """id(expr) -> group root expr, for the fusible nodes of one scope."""
     graph = build_graph(root, shared)
@@ -390,6 +454,10 @@ def partition(
         tree = post_dominator_tree(graph)
         for phase in range(3):
             part.run(tree, phase)
+        if fuse_reductions:
+            for _ in range(4):  # a group joins once the groups between have fused
+                if not part.fuse_reductions(tree):
+                    break
     out = {}
     for n, g in zip(graph, part.groups):
         e = n.ref
@@ -399,7 +467,9 @@ def partition(
     return out
 
 
-def fuse_function_body(body: Expr, fuse_opt_level: int = 2, max_depth: int = 256) -> Expr:
+def fuse_function_body(
+    body: Expr, fuse_opt_level: int = 2, max_depth: int = 256, fuse_reductions: bool = False
+) -> Expr:
     """`body` with every group replaced by a call of a Primitive function."""
     # Partition every scope (iteratively: scopes nested in If / Match / closures).
     group_of: dict[int, Expr] = {}
@@ -413,7 +483,7 @@ def fuse_function_body(body: Expr, fuse_opt_level: int = 2, max_depth: int = 256
             todo.extend(nested_scopes(e))
     shared = frozenset(k for k, v in seen_in.items() if v > 1)
     for s in scopes:
-        group_of.update(partition(s, fuse_opt_level, max_depth, shared))
+        group_of.update(partition(s, fuse_opt_level, max_depth, shared, fuse_reductions))
     members: dict[int, list] = {}
     for e in post_order(body, _all_children):
         r = group_of.get(id(e))
@@ -473,11 +543,13 @@ def _make_group(nodes: list, root: Expr, memo: dict) -> Call:
 class FuseOps(Pass):
     """Fuse operators into Primitive functions (TVM's FuseOps).
 
-    fuse_opt_level: 0 puts every operator in its own group; max_depth caps a group's size.
+    fuse_opt_level: 0 puts every operator in its own group; max_depth caps a group's size;
+    fuse_reductions adds phase 3 (reductions fuse into their elementwise consumers).
     """
 
     fuse_opt_level: int = -1  # -1: follow the pass context's opt_level
     max_depth: int = 256
+    fuse_reductions: bool = False
 
     opt_level = 0
 
@@ -491,7 +563,7 @@ class FuseOps(Pass):
             if f.attr("Primitive"):
                 funcs[gv] = f
                 continue
-            body = fuse_function_body(f.body, level, self.max_depth)
+            body = fuse_function_body(f.body, level, self.max_depth, self.fuse_reductions)
             funcs[gv] = (
                 f
                 if body is f.body

@@ -205,3 +205,62 @@ def test_long_chain_without_recursion():
     fused = FuseOps()(mod)
     groups = _groups(fused)
     assert len(groups) == -(-5000 // 256)
+
+
+LAYER_NORM = """
+def @main(%x: Tensor[(2, 6, 16), float32], %g: Tensor[(16), float32]) {
+  %0 = mean(%x, axis=[-1], keepdims=True);
+  %1 = subtract(%x, %0);
+  %2 = mean(multiply(%1, %1), axis=[2], keepdims=True);
+  %3 = multiply(%1, rsqrt(add(%2, 1e-5f)));
+  add(multiply(%3, %g), %g)
+}"""
+
+
+def _op_names(group) -> set:
+    return {
+        n.op.name
+        for n in post_order(group.op.body)
+        if type(n) is Call and not isinstance(n.op, Function)
+    }
+
+
+def test_fuse_reductions_makes_a_row_normalisation_one_group():
+    # TVM's phases give four groups (the reductions do not fuse forward, the subtract feeds
+    # two groups); phase 3 joins them, computing the same values
+    mod = relay_core.parse(V + LAYER_NORM)
+    assert len(_groups(FuseOps()(mod))) == 4
+    fused = FuseOps(fuse_reductions=True)(mod)
+    groups = _groups(fused)
+    assert len(groups) == 1 and _op_names(groups[0]) == {
+        "mean",
+        "subtract",
+        "multiply",
+        "rsqrt",
+        "add",
+    }
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 6, 16)).astype("float32")
+    g = rng.standard_normal(16).astype("float32")
+    np.testing.assert_allclose(
+        relay_core.evaluate(fused, x, g), relay_core.evaluate(mod, x, g), rtol=1e-5, atol=1e-6
+    )
+    lib = relay_core.build(mod, cache=False)
+    mu = x.mean(-1, keepdims=True)
+    want = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + g
+    np.testing.assert_allclose(lib(x, g)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_fuse_reductions_leaves_statistics_over_a_middle_axis_apart():
+    # a channel normalisation of NCHW data: its readers would recompute per element what
+    # depends on the statistics; it keeps TVM's groups
+    src = LAYER_NORM.replace("(2, 6, 16)", "(2, 16, 6)").replace("axis=[-1]", "axis=[1]")
+    src = src.replace("axis=[2]", "axis=[1]").replace("%g), %g)", "%x), %x)")
+    mod = relay_core.parse(V + src)
+    assert len(_groups(FuseOps(fuse_reductions=True)(mod))) == len(_groups(FuseOps()(mod))) == 4
+
+
+def test_fuse_reductions_sums_into_their_elementwise_reader():
+    mod = relay_core.parse(V + CASES["reduce"][0])
+    assert len(_groups(FuseOps()(mod))) == 2
+    assert len(_groups(FuseOps(fuse_reductions=True)(mod))) == 1
