@@ -11,10 +11,7 @@ kept axes stay in order). Where two meet (a convolution fed by a transposed valu
 cancel. What is left transposes once at the edges: after the input, and before a consumer
 that needs NHWC (a reshape, the output).
 
-Only transposes made here move, so models without NHWC convolutions or pools are unchanged,
-with one exception: a model's own 4-D transposes to NHWC (PyTorch's `permute` around a channel
-LayerNorm, as in ConvNeXt) move the same way when that leaves the function with fewer
-transposes (they meet the model's transposes back and cancel).
+Only transposes made here move, so models without NHWC convolutions or pools are unchanged.
 
 >>> mod = ChannelsFirst()(mod)
 """
@@ -56,46 +53,7 @@ class ChannelsFirst(Pass):
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = ensure_typed(mod)
-        mod = map_functions(mod, lambda gv, f: _Convert().mutate(f) if _has_nhwc(f) else f)
-        mod = ensure_typed(mod)
-        return map_functions(mod, _adopt_model_transposes)
-
-
-def _adopt_model_transposes(gv, f: Expr) -> Expr:
-    """The model's own NCHW -> NHWC transposes (a PyTorch model that computes a channel
-    LayerNorm between `permute`s: ConvNeXt, its 1x1 convolutions already channel-first) move
-    forward the same way, so that they cancel with the model's transposes back. Kept only when
-    the function ends with fewer transposes than it had: one that meets no inverse only moves,
-    and a value with several layout-free consumers would be transposed once for each."""
-    before = _count_transposes(f)
-    if not any(_is_to_nhwc(n) for n in before):
-        return f
-    g = _Convert(adopt=True).mutate(f)
-    return g if len(_count_transposes(g)) < len(before) else f
-
-
-def _is_to_nhwc(e: Expr) -> bool:
-    if type(e) is not Call or type(e.op) is not Op or e.op.name != "transpose":
-        return False
-    t = type_of(e.args[0])
-    return isinstance(t, TensorType) and t.ndim == 4 and _axes(e, 4) == TO_NHWC
-
-
-def _axes(e: Call, ndim: int) -> tuple:
-    axes = e.attrs.axes
-    if axes is None:
-        return tuple(range(ndim - 1, -1, -1))
-    return tuple(int(i) % ndim for i in axes)
-
-
-def _count_transposes(f: Expr) -> list:
-    from ..ir.visitor import post_order
-
-    return [
-        n
-        for n in post_order(f)
-        if type(n) is Call and type(n.op) is Op and n.op.name == "transpose"
-    ]
+        return map_functions(mod, lambda gv, f: _Convert().mutate(f) if _has_nhwc(f) else f)
 
 
 def _has_nhwc(f: Expr) -> bool:
@@ -125,10 +83,9 @@ def _nhwc_op(e: Expr) -> bool:
 
 
 class _Convert(Rewriter):
-    def __init__(self, adopt: bool = False):
+    def __init__(self):
         super().__init__()
         self.made: dict[int, Expr] = {}  # id -> transpose(y, TO_NHWC) made here (kept alive)
-        self.adopt = adopt  # the model's own transposes to NHWC move too
 
     def nhwc(self, y: Expr) -> Expr:
         t = call("transpose", y, axes=TO_NHWC)
@@ -148,8 +105,6 @@ class _Convert(Rewriter):
             return self._layout_op(name, orig, new)
         if name == "concatenate":
             return self._concat(orig, new)
-        if name == "transpose":
-            return self._transpose(orig, new)
         made = [id(a) in self.made for a in new.args]
         if not any(made):
             return new
@@ -186,18 +141,6 @@ class _Convert(Rewriter):
         if "out_layout" in a:
             a["out_layout"] = ""
         return self.nhwc(call(name, x, **a))
-
-    def _transpose(self, orig: Call, new: Call) -> Expr:
-        x = new.args[0]
-        t = type_of(orig.args[0])
-        if not isinstance(t, TensorType) or t.ndim != 4:
-            return new
-        axes = _axes(orig, 4)
-        if id(x) in self.made and axes == TO_NCHW:
-            return x.args[0]  # meets its inverse
-        if self.adopt and id(x) not in self.made and axes == TO_NHWC:
-            self.made[id(new)] = new
-        return new
 
     def _binary(self, orig: Call, new: Call, made: list, ot) -> Expr:
         if not isinstance(ot, TensorType) or ot.ndim != 4:
