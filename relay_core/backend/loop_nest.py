@@ -4,7 +4,7 @@ the leading loops of a nest."""
 
 from __future__ import annotations
 
-from ..te.expr import INDEX, Binary, Compare, Const, Reduce, Select, Var
+from ..te.expr import INDEX, Binary, Compare, Const, PrimExpr, Reduce, Select, Var
 from ..te.visit import post_order, rewrite, substitute
 from . import tir as T
 
@@ -38,6 +38,14 @@ def static_work(shape, expr) -> int | None:
                 return None
             n *= max(a.extent, 1)
     return n
+
+
+def flat_index(shape, idx) -> PrimExpr:
+    """Row-major offset of `idx` in a tensor of `shape`."""
+    off: PrimExpr | int = 0
+    for d, i in zip(shape, idx):
+        off = off * d + i
+    return off if isinstance(off, PrimExpr) else Const(off, INDEX)
 
 
 def linear_in(v: Var, exprs) -> bool:

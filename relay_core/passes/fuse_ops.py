@@ -41,6 +41,7 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprFunctor, children, post_order, with_children
+from ..ops.factories import reduce_axes
 from ..ops.registry import OpPattern
 from .manager import Pass, PassContext, register_pass
 
@@ -349,16 +350,15 @@ class _Partitioner:
             walk = self._walk(gnode, sink, self.max_depth)
             if walk is None:
                 continue
-            through_reduce = False
-            ok = True
-            for n in walk:
-                ng = self.groups[n.index].find_root()
-                if ng is target:
-                    through_reduce |= n.pattern == COMM_REDUCE
-                elif n.pattern > BROADCAST or n is sink:
-                    ok = False
-                    break
-            if not ok or (g.pattern != COMM_REDUCE and not through_reduce):
+            # nodes outside the target join it: only elementwise / broadcast ones may
+            inside = [self.groups[n.index].find_root() is target for n in walk]
+            if any(not k and n.pattern > BROADCAST for n, k in zip(walk, inside)):
+                continue
+            # an elementwise group joins only across a reduction the target holds (else
+            # phases 0-1 would have fused it, or refused for another reason)
+            if g.pattern != COMM_REDUCE and not any(
+                k and n.pattern == COMM_REDUCE for n, k in zip(walk, inside)
+            ):
                 continue
             if self.count_fused(gnode, sink) > self.max_depth:
                 continue
@@ -418,18 +418,13 @@ def _over_trailing_axes(e: Expr) -> bool:
     their leading indices, so the schedule computes it inside their loop over rows). Others (a
     channel mean of NCHW data) stay apart: their readers would recompute what depends on them
     per element."""
-    if type(e) is not Call or not e.args or not e.args[0].has_type:
+    if type(e) is not Call or not hasattr(e.attrs, "axis") or not e.args:
         return False
-    t = e.args[0].checked_type
-    a = e.attrs
-    if not _is_tensor_type(t) or getattr(a, "exclude", False):
+    t = e.args[0].checked_type if e.args[0].has_type else None
+    if not _is_tensor_type(t):
         return False
-    axis = getattr(a, "axis", None)
-    nd = t.ndim
-    if axis is None:
-        return True
-    axes = sorted({int(i) % nd for i in (axis if isinstance(axis, (list, tuple)) else [axis])})
-    return axes == list(range(nd - len(axes), nd))
+    axes = sorted(set(reduce_axes(t, e.attrs)))
+    return axes == list(range(t.ndim - len(axes), t.ndim))
 
 
 # What a group's function may hold, per node kind: operator calls, tuples and projections.

@@ -1,4 +1,4 @@
-"""Row reductions (Scheduler._row_reductions): a sum over a middle axis whose output's last axis
+"""Row reductions (schedule_rows.row_reductions): a sum over a middle axis whose output's last axis
 walks the input contiguously (a mean over NCHW channels, a channel LayerNorm) is computed one row
 of accumulators at a time. Compiled against numpy, with a known and an unknown batch, on one and
 two threads; each case checks whether the row path was taken (a reduction over the innermost
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import relay_core
-from relay_core.backend import schedule
+from relay_core.backend import schedule, schedule_rows
 
 RNG = np.random.default_rng(5)
 
@@ -19,14 +19,14 @@ RNG = np.random.default_rng(5)
 def rows(monkeypatch):
     """For each stage compiled in the test: whether it was computed as row reductions."""
     taken = []
-    orig = schedule.Scheduler._row_reductions
+    orig = schedule.row_reductions
 
-    def spy(self, *args):
-        r = orig(self, *args)
+    def spy(*args):
+        r = orig(*args)
         taken.append(r is not None)
         return r
 
-    monkeypatch.setattr(schedule.Scheduler, "_row_reductions", spy)
+    monkeypatch.setattr(schedule, "row_reductions", spy)
     return taken
 
 
@@ -92,7 +92,7 @@ def test_row_reductions_with_an_unknown_batch(case, rows):
 
 
 def test_rows_longer_than_the_limit_take_the_element_path(rows, monkeypatch):
-    monkeypatch.setattr(schedule, "ROW_ACC_MAX", 16)
+    monkeypatch.setattr(schedule_rows, "ROW_ACC_MAX", 16)
     x = RNG.standard_normal((2, 8, 3, 37)).astype(np.float32)
     got = _build("mean(%x, axis=[1])", x.shape, 2)(x)[0]
     np.testing.assert_allclose(np.asarray(got), x.mean(1), rtol=1e-5, atol=1e-6)
