@@ -300,7 +300,7 @@ class GroupLowering:
         if not all(t.is_static for t in in_types + out_types):
             batched = self._batch_split(call, in_types, out_types)
             if batched is None:
-                return None
+                return self._try_dynamic_kernel(call, args, flat_in, in_types, out_types)
             in_types, out_types = batched
         const_inputs = tuple(
             i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
@@ -334,6 +334,35 @@ class GroupLowering:
         self.externs.append(op)
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]
+        return outs[0]
+
+    def _try_dynamic_kernel(self, call: Call, args: list, flat_in, in_types, out_types):
+        """The call through its op's `dynamic_kernel`, which reads every extent of the inputs
+        at run time (passed after the buffers), or None. The output's shape comes from the
+        op's tensor-expression rule (expressions of the input extents)."""
+        opdef = call.op.opdef
+        gen = opdef.dynamic_kernel
+        out_type = call.checked_type
+        if gen is None or isinstance(out_type, TupleType) or len(flat_in) != len(in_types):
+            return None
+        ref = rule_of(opdef)(args, call.attrs, out_type)
+        const_inputs = tuple(
+            i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
+        )
+        self._ext += 1
+        attrs = call.attrs
+
+        def emit(llmod, name, epilogue):
+            if epilogue is not None:  # it would need the output's static shape
+                raise NotImplementedError
+            return gen(llmod, name, in_types, out_types, attrs, const_inputs)
+
+        dims = [te.index(d) for x in flat_in for d in x.shape]
+        kname = f"{self.name}_k{self._ext}"
+        outs = extern(kname, [(tuple(ref.shape), ref.dtype)], flat_in, emit, scalar_args=dims)
+        op = outs[0].attrs["extern"]
+        op.call, op.flat_in = call, flat_in
+        self.externs.append(op)
         return outs[0]
 
 

@@ -72,6 +72,7 @@ _RT = {
     "relay_release": (VOID, [OBJ]),
     "relay_tensor_new": (OBJ, [I64, I64.as_pointer(), I64]),
     "relay_tensor_wrap": (OBJ, [PTR, I64, I64.as_pointer(), I64]),
+    "relay_tensor_view": (OBJ, [OBJ, I64, I64.as_pointer(), I64]),
     "relay_make_borrowed": (VOID, [OBJ]),
     "relay_wrap_free": (VOID, [OBJ]),
     "relay_own": (OBJ, [OBJ]),

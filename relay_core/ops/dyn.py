@@ -120,6 +120,7 @@ _dyn(
 declare(
     "dyn.reshape",
     lower=Rule("relay_core.te.lower_dyn:_dyn_reshape"),
+    view=True,
     grad=Rule("relay_core.ops.grads_tensor:_like_input", "dyn.reshape"),
 )
 

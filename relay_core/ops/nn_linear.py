@@ -238,6 +238,7 @@ declare(
     "nn.dense",
     lower=Rule("relay_core.te.lower_nn:_dense"),
     kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_dense"),
+    dynamic_kernel=Kernel("relay_core.backend.kernels.gemm_dynamic:emit_dynamic_dense"),
     batch_axis0=lambda attrs: True,
     grad=Rule("relay_core.ops.grads_nn:_dense"),
 )
@@ -257,6 +258,7 @@ declare(
     "nn.matmul",
     lower=Rule("relay_core.te.lower_nn:_matmul"),
     kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_matmul"),
+    dynamic_kernel=Kernel("relay_core.backend.kernels.gemm_dynamic:emit_dynamic_matmul"),
     grad=Rule("relay_core.ops.grads_nn:_g_nn_matmul"),
 )
 register(
@@ -275,6 +277,7 @@ declare(
     "nn.batch_matmul",
     lower=Rule("relay_core.te.lower_nn:_batch_matmul"),
     kernel=Kernel("relay_core.backend.kernels.gemm_ops:emit_batch_matmul"),
+    dynamic_kernel=Kernel("relay_core.backend.kernels.gemm_dynamic:emit_dynamic_batch_matmul"),
     grad=Rule("relay_core.ops.grads_nn:_g_nn_batch_matmul"),
 )
 register(

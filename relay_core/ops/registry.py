@@ -86,6 +86,11 @@ class OpDef:
     type_identity: bool = False
     # A hand-written LLVM kernel generator (`Kernel`): the backend tries it before `lower`.
     kernel: typing.Any = None
+    # A generator for calls with run-time extents beyond `batch_axis0`'s batch axis:
+    # `emit(llmod, name, in_types, out_types, attrs, const_inputs)` defines
+    # `void name(in..., out..., i64 dims of each input..., i32 nthreads)` (a static extent's
+    # argument is passed too, and ignored), or raises NotImplementedError.
+    dynamic_kernel: typing.Any = None
     # The module that declared the op (set by `register`): the only one that may set its fields.
     module: str = ""
 
@@ -203,7 +208,7 @@ def register(opdef: OpDef) -> OpDef:
     return opdef
 
 
-_DECLARABLE = ("lower", "kernel", "grad", "decompose", "view", "batch_axis0")
+_DECLARABLE = ("lower", "kernel", "dynamic_kernel", "grad", "decompose", "view", "batch_axis0")
 # The facts that other packages used to attach after registration: only the op's module may set
 # them once it is registered (`OpDef.__setattr__`; tests/core/test_layers.py checks the source).
 _GUARDED = frozenset(_DECLARABLE) | {"to_static", "shape_inputs", "type_identity", "module"}

@@ -25,6 +25,7 @@ typedef struct RObj {
   int32_t owns;    /* tensor owns its data */
   int32_t pad;
   size_t bytes;    /* owned tensor data: bytes allocated */
+  struct RObj *base; /* a view: the tensor owning the data (held by the view) */
   struct RObj *fields[];
 } RObj;
 
@@ -73,6 +74,8 @@ void relay_release(RObj *o) {
       }
     } else if (x->owns) {
       data_free(x->data, x->bytes);
+    } else if (x->base && --x->base->rc == 0) {
+      stack[top++] = x->base; /* the slot x came from is free */
     }
     free(x);
   }
@@ -284,6 +287,37 @@ void relay_fail(const char *msg) {
   if (relay_jmp) longjmp(*relay_jmp, 1);
   fprintf(stderr, "relay: %s\n", msg);
   abort();
+}
+
+/* `src`'s bytes seen with another shape and item size (reshape and other view ops of the
+   general path): the same data, no copy; the view holds the tensor owning it. A borrowed
+   tensor (an input or constant, which dies with the call) is copied instead. */
+RObj *relay_tensor_view(RObj *src, int64_t ndim, const int64_t *shape, int64_t itemsize) {
+  int64_t count = 1, have = src->tag;
+  for (int64_t i = 0; i < ndim; i++) count *= shape[i];
+  for (int64_t i = 0; i < src->n; i++) have *= src->shape[i];
+  if (count * itemsize != have) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "reshape: %lld bytes cannot be viewed as %lld elements of %lld bytes",
+             (long long)have, (long long)count, (long long)itemsize);
+    relay_fail(buf);
+  }
+  RObj *root = src->base ? src->base : src;
+  if (root->rc < 0) {
+    RObj *c = relay_tensor_new(ndim, shape, itemsize);
+    memcpy(c->data, src->data, (size_t)have);
+    return c;
+  }
+  RObj *o = robj_new(K_TENSOR, 0, ndim * (int64_t)sizeof(int64_t));
+  o->n = ndim;
+  o->tag = (int32_t)itemsize;
+  o->shape = (int64_t *)(o->fields);
+  for (int64_t i = 0; i < ndim; i++) o->shape[i] = shape[i];
+  o->data = src->data;
+  o->owns = 0;
+  o->base = root;
+  relay_retain(root);
+  return o;
 }
 
 /* A shape check: fail with `msg` unless a == b. */

@@ -607,7 +607,8 @@ def gemm_call(
         b_args = [bsrc.ptr, i64(0), i64(0), i32(B_PACKED)]
     else:
         b_args = [bsrc.ptr, as_i64(b, bsrc.ld), i64(1), i32(B_STRIDED)]
-    args = a_args + b_args + [as_i64(b, v) for v in (m0, m1, n0, n1)] + [i64(K), i64(kc_block)]
+    args = a_args + b_args + [as_i64(b, v) for v in (m0, m1, n0, n1)]
+    args += [as_i64(b, K), i64(kc_block)]  # K: an int or a run-time i64
     args += [abuf if abuf is not None else null, bbuf if bbuf is not None else null]
     args += [store_fn, b.bitcast(slot, I8P)]
     b.call(driver, args)

@@ -126,7 +126,8 @@ def plan_matmul(sa, sb, ta: bool, tb: bool) -> MatmulPlan:
     )
 
 
-def _prepack_b(sb, tb: bool, plan: MatmulPlan):
+def prepack_b(tb: bool):
+    """The compile-time transform of a constant B (any batch dims) into NR-column panels."""
     NR = gemm_tile().nr
 
     def pack(w: np.ndarray) -> np.ndarray:
@@ -171,7 +172,7 @@ def emit_matmul(
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
     _sgemm_body(kf, plan, packed)
     kf.b.ret_void()
-    prepack = {1: _prepack_b(sb, tb, plan)} if packed else {}
+    prepack = {1: prepack_b(tb)} if packed else {}
     return KernelInfo(kf.fn, prepack)
 
 
