@@ -32,11 +32,10 @@ from .gemm_core import (
     gemm_call,
     gemm_tile,
     k_block,
-    pack_a_fn,
     plain_store_fn,
     thread_buffers,
 )
-from .gemm_ops import a_in_place_pays, prepack_b
+from .gemm_ops import pack_a_once, prepack_b, rows_in_place_pay
 from .llvm_util import (
     F32P,
     I32,
@@ -48,7 +47,6 @@ from .llvm_util import (
     i64,
     imax,
     imin,
-    malloc,
     new_function,
 )
 from .parallel import MIN_PARALLEL_WORK, parallel
@@ -134,7 +132,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     t = gemm_tile()
     MB, NR = t.mc, t.nr
     kcb = k_block(sb[-1] if tb else sb[-2], True) if packed else k_block(0, False)
-    in_place = not ta and isinstance(sa[-1], int) and _in_place(sa[-1])
+    in_place = not ta and isinstance(sa[-1], int) and rows_in_place_pay(sa[-1])
     mblocks = _ceil_div(b, M, MB)
     npan = _ceil_div(b, N, NR)
     flops = b.mul(b.mul(nbatch, MN), K)
@@ -145,7 +143,8 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     # than once per column run (DistilBERT's 64 x 768 x 3072 packed its A 8 times)
     packed_a = None
     if rank == 0 and not in_place:
-        packed_a = _pack_a(b, llmod, name, t, a_ptr, M, K, ta, nt)
+        rs, cs = (1, M) if ta else (K, 1)
+        packed_a = pack_a_once(b, name, a_ptr, rs, cs, M, K, nt)
     shared = [a_ptr, b_ptr, c_ptr, M, N, K, nbatch, mblocks, npan, *obatch, *a_str, *b_str]
     shared += [packed_a] if packed_a is not None else []
 
@@ -196,34 +195,6 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     b.ret_void()
     prepack = {1: prepack_b(tb)} if packed else {}
     return KernelInfo(fn, prepack)
-
-
-def _pack_a(b, llmod, name, t, a_ptr, M, K, ta: bool, nt):
-    """A (M x K, transposed when ta) packed into MR-row panels over the whole K (the PackedA
-    layout) in a new buffer (free it after), by up to `nt` threads."""
-    npan = _ceil_div(b, M, t.mr)
-    buf = b.bitcast(malloc(b, b.mul(i64(4 * t.mr), b.mul(npan, K))), F32P)
-    pack = pack_a_fn(llmod, t)
-
-    def body(b, vals, sh):
-        a_p, dst, M, K, npan = vals
-        rs, cs = (i64(1), M) if ta else (K, i64(1))
-        p0, p1 = sh.range(b, npan)
-        r0 = b.mul(p0, i64(t.mr))
-        rows = b.sub(imin(b, b.mul(p1, i64(t.mr)), M), r0)
-        with b.if_then(b.icmp_signed(">", rows, i64(0))):
-            d = gep(b, dst, b.mul(r0, K))
-            b.call(pack, [a_p, rs, cs, d, r0, rows, i64(0), K])
-
-    parallel(b, f"{name}.pack", [a_ptr, buf, M, K, npan], nt, body)
-    return buf
-
-
-def _in_place(K: int) -> bool:
-    """gemm_ops.a_in_place_pays for rows of K contiguous floats."""
-    from types import SimpleNamespace
-
-    return a_in_place_pays(SimpleNamespace(a_rs=K))
 
 
 def emit_dynamic_dense(llmod, name, in_types, out_types, attrs, const_inputs=()):

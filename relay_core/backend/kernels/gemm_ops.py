@@ -38,6 +38,7 @@ from .gemm_core import (
 from .llvm_util import (
     F32P,
     I64,
+    as_i64,
     compute_type,
     const,
     for_range,
@@ -366,9 +367,14 @@ def a_in_place_pays(plan: MatmulPlan) -> bool:
     384..1536 x 384..1536 and 1024 x 768 x 768 0.92-0.98x; 1024 x 768 x 3072 1.35x (below)."""
     if A_IN_PLACE is not None:
         return A_IN_PLACE
+    return rows_in_place_pay(plan.a_rs)
+
+
+def rows_in_place_pay(a_rs: int) -> bool:
+    """a_in_place_pays for rows of A `a_rs` floats apart."""
     # the microkernel's MR row streams must not fall into few L1 sets (4 KB apart: 32 KB,
     # 8-way): K = 3072 (rows 12 KB apart) was 1.35x slower in place, K <= 1536 0.92-0.97x
-    row_bytes = 4 * plan.a_rs
+    row_bytes = 4 * a_rs
     per_set = -(-gemm_tile().mr * math.gcd(row_bytes, 4096) // 4096)
     return per_set <= 4
 
@@ -381,20 +387,28 @@ def _prepack_a(kf, plan: MatmulPlan, split: str, nt):
     t = gemm_tile()
     if split != "n" or plan.batch or M <= t.mr or isinstance(nt, ir.Constant):
         return None
-    b = kf.b
-    npan = -(-M // t.mr)
-    buf = b.bitcast(malloc(b, i64(4 * npan * t.mr * K)), F32P)
+    pt = clamp_threads(kf.b, kf.nthreads, 8.0 * M * K, -(-M // t.mr))
+    return pack_a_once(kf.b, kf.fn.name, kf.ins[0], plan.a_rs, plan.a_cs, M, K, pt)
+
+
+def pack_a_once(b, name: str, a_ptr, rs, cs, M, K, nt):
+    """A (A[m, k] = a_ptr[m * rs + k * cs]; ints or run-time i64 values) packed into MR-row
+    panels over the whole K (the PackedA layout) in a new buffer (free it after), by up to `nt`
+    threads."""
+    t = gemm_tile()
+    M, K, rs, cs = (as_i64(b, v) for v in (M, K, rs, cs))
+    npan = b.udiv(b.add(M, i64(t.mr - 1)), i64(t.mr))
+    buf = b.bitcast(malloc(b, b.mul(i64(4 * t.mr), b.mul(npan, K))), F32P)
     pack = pack_a_fn(b.module, t)
-    pt = clamp_threads(b, kf.nthreads, 8.0 * M * K, npan)
 
     def body(b, vals, sh):
-        a_ptr, dst = vals
+        a_p, dst, M, K, rs, cs, npan = vals
         p0, p1 = sh.range(b, npan)
         r0 = b.mul(p0, i64(t.mr))
-        rows = b.sub(imin(b, b.mul(p1, i64(t.mr)), i64(M)), r0)
+        rows = b.sub(imin(b, b.mul(p1, i64(t.mr)), M), r0)
         with b.if_then(b.icmp_signed(">", rows, i64(0))):
-            d = gep(b, dst, b.mul(r0, i64(K)))
-            b.call(pack, [a_ptr, i64(plan.a_rs), i64(plan.a_cs), d, r0, rows, i64(0), i64(K)])
+            d = gep(b, dst, b.mul(r0, K))
+            b.call(pack, [a_p, rs, cs, d, r0, rows, i64(0), K])
 
-    parallel(b, f"{kf.fn.name}.pack", [kf.ins[0], buf], pt, body)
+    parallel(b, f"{name}.pack", [a_ptr, buf, M, K, rs, cs, npan], nt, body)
     return buf
