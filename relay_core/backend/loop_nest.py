@@ -246,7 +246,11 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
             simp.set_bound(w, 0, shape[p] // m - 1)
             pieces.append((w, shape[p] // m, w * Const(m, INDEX) + Const(r, INDEX), None))
     pos = {id(v): 0}
-    threads = nthreads if p == 0 else 1  # a cut of the outermost axis: each nest in parallel
+    # a cut of the outermost axis, or outer loops too short for the threads (a concatenation
+    # over channels at batch 1): each nest in parallel, the outer loops serial
+    outer = static_work(shape[:p], None) if p else 0
+    inner_parallel = p == 0 or (outer is not None and outer < nthreads)
+    threads = nthreads if inner_parallel else 1
     nests = []
     for w, ext, at, span in pieces:
 
@@ -286,6 +290,8 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
         return body
     for a, d in zip(reversed(axes[:p]), reversed(shape[:p])):
         body = T.For(a, d, body)
+    if inner_parallel:
+        return body
     work = static_work(shape, None)
     work = None if work is None else work * expr_cost(value)
     return parallelize(nthreads, body, axes[:p], shape[:p], work, p)
