@@ -37,9 +37,11 @@ _SUPPORTED_CALLS = set(POLY_F32) | {
 }
 
 
-def can_fuse(expr, value_buf: T.Buffer, axes) -> bool:
+def can_fuse(expr, value_buf: T.Buffer, axes, env=()) -> bool:
     """The stage expression uses only float32 / bool values, vectorisable operations, and reads
-    of buffers other than the anchor's at indices built from the axes."""
+    of buffers other than the anchor's at indices built from the axes (and the run-time
+    extents `env` the kernel passes)."""
+    known = {id(a) for a in axes} | {id(v) for v in env}
     for n in post_order(expr):
         if n.dtype not in ("float32", "bool", "int64"):
             return False
@@ -56,7 +58,7 @@ def can_fuse(expr, value_buf: T.Buffer, axes) -> bool:
             or (t is Select and any(type(m) is Load for m in post_order(n.f)))
         ):
             return False
-        if t is Var and not any(n is a for a in axes):
+        if t is Var and id(n) not in known:
             return False
     return True
 
@@ -64,11 +66,12 @@ def can_fuse(expr, value_buf: T.Buffer, axes) -> bool:
 class EpilogueBuilder:
     """Builds the epilogue callable for one fused stage."""
 
-    def __init__(self, ctx: ModuleContext, expr, value_buf: T.Buffer, axes, extras: list):
+    def __init__(self, ctx: ModuleContext, expr, value_buf: T.Buffer, axes, extras: list, env=()):
         self.ctx = ctx
         self.expr = expr
         self.value_buf = value_buf
         self.axes = list(axes)
+        self.env = list(env)  # run-time extents: the kernel passes them after the indices
         self.extras = extras  # Buffers passed after the kernel's outputs, in order
         self.simp = Simplifier()
 
@@ -85,6 +88,19 @@ class EpilogueBuilder:
                 return False
             stack.extend(operands(n))
         return True
+
+    def axes_used(self) -> set[int]:
+        """Positions of the output axes the expression uses (beyond its own value's index)."""
+        pos = {id(a): k for k, a in enumerate(self.axes)}
+        used, stack = set(), [self.expr]
+        while stack:
+            n = stack.pop()
+            if type(n) is Load and n.buffer is self.value_buf:
+                continue
+            if type(n) is Var and id(n) in pos:
+                used.add(pos[id(n)])
+            stack.extend(operands(n))
+        return used
 
     def __call__(self, b: ir.IRBuilder, value, indices, extra_ptrs):
         em = _EpilogueEmitter(self, b, value, indices, extra_ptrs)
@@ -106,7 +122,7 @@ class _EpilogueEmitter(_FuncEmitter):
         self.fm, self.fm_red = ("contract",), ("contract", "reassoc", "nsz")
         self.value = value
         self.lanes = value.type.count if isinstance(value.type, ir.VectorType) else 0
-        for a, v in zip(spec.axes, indices):
+        for a, v in zip(spec.axes + spec.env, indices):
             self.env.vars[id(a)] = v
         for buf, p in zip(spec.extras, extra_ptrs):
             self.env.bufs[buf.id] = p
@@ -211,9 +227,10 @@ class _EpilogueEmitter(_FuncEmitter):
         return out
 
 
-def epilogue_for(ctx: ModuleContext, expr, value_buf: T.Buffer, axes):
-    """(Epilogue object for the kernels package, extra Buffers) or None when not fusable."""
-    if not can_fuse(expr, value_buf, axes):
+def epilogue_for(ctx: ModuleContext, expr, value_buf: T.Buffer, axes, env=()):
+    """(Epilogue object for the kernels package, extra Buffers) or None when not fusable.
+    `env`: run-time extents (te.Vars) the kernel passes after the indices."""
+    if not can_fuse(expr, value_buf, axes, env):
         return None
     extras = []
     seen = set()
@@ -225,7 +242,7 @@ def epilogue_for(ctx: ModuleContext, expr, value_buf: T.Buffer, axes):
     from ..ir.types import TensorType
     from .kernels import Epilogue
 
-    spec = EpilogueBuilder(ctx, expr, value_buf, axes, extras)
+    spec = EpilogueBuilder(ctx, expr, value_buf, axes, extras, env)
     types = tuple(
         TensorType((int(b.size),) if isinstance(b.size, int) else (0,), b.dtype) for b in extras
     )

@@ -351,17 +351,21 @@ class GroupLowering:
         )
         self._ext += 1
         attrs = call.attrs
+        # the group's run-time extents follow the inputs' own: an epilogue's indices (a residual
+        # of shape (batch, sequence, features)) are expressions of them
+        env = list(self.dims)
 
         def emit(llmod, name, epilogue):
-            if epilogue is not None:  # it would need the output's static shape
-                raise NotImplementedError
-            return gen(llmod, name, in_types, out_types, attrs, const_inputs)
+            return gen(
+                llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env=len(env)
+            )
 
-        dims = [te.index(d) for x in flat_in for d in x.shape]
+        dims = [te.index(d) for x in flat_in for d in x.shape] + env
         kname = f"{self.name}_k{self._ext}"
         outs = extern(kname, [(tuple(ref.shape), ref.dtype)], flat_in, emit, scalar_args=dims)
         op = outs[0].attrs["extern"]
         op.call, op.flat_in = call, flat_in
+        op.env = env
         self.externs.append(op)
         return outs[0]
 

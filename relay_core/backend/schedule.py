@@ -49,6 +49,9 @@ class ExternOp:
     # first (whole blocks of each in turn, the per-element kernel for the rest); without the
     # ones not wanted or that cannot share the per-element kernel's prepacked constants
     blocks: list = field(default_factory=list)
+    # a kernel taking run-time extents (kernels/gemm_dynamic): the group's extents (te.Vars)
+    # it receives last, which an epilogue's indices may use; None: a static-shaped kernel
+    env: list | None = None
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -429,6 +432,7 @@ class Scheduler:
             # epilogue is built for shape (1, ...) and reads the batch-wide buffers at that
             # element (sliced like the kernel's own input and output)
             shape = (1,) + tuple(c.shape[1:]) if batched and c.shape else tuple(c.shape)
+            run_time = op.env is not None  # the kernel reads the extents at run time
             if (
                 c.is_reduction
                 or c.id in hosts
@@ -436,7 +440,7 @@ class Scheduler:
                 or c.dtype != "float32"
                 or t.dtype != "float32"
                 or tuple(c.shape) != tuple(t.shape)
-                or not all(isinstance(d, int) for d in shape)
+                or not (run_time or all(isinstance(d, int) for d in shape))
                 or not c.shape
             ):
                 continue
@@ -455,7 +459,7 @@ class Scheduler:
                         break
             if not ok:
                 continue
-            made = self._epilogue(t, c, expr, shape)
+            made = self._epilogue(t, c, expr, shape, op.env or ())
             if made is None:
                 continue
             epi, extras = made
@@ -474,22 +478,24 @@ class Scheduler:
                     self._emit_blocks(op, epilogue_of)
         return absorbed
 
-    def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple):
+    def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple, env=()):
         """(Epilogue, extra Buffers) applying stage `c` (expression `expr`) to kernel output `t`
-        seen with `shape`, or None when it cannot be fused."""
+        seen with `shape`, or None when it cannot be fused. `env`: run-time extents the kernel
+        passes to the epilogue after the indices (its indices may use them)."""
         from .epilogue import epilogue_for
 
         value_buf = T.Buffer("epi_value", t.dtype, _size(shape), "param", shape)
         saved = self.buffers.get(t.id)
         self.buffers[t.id] = value_buf
         for v, d in zip(c.op.axes, shape):
-            self.simp.set_bound(v, 0, d - 1)
+            if isinstance(d, int):
+                self.simp.set_bound(v, 0, d - 1)
         loads = self.to_loads(expr, {})
         if saved is None:
             del self.buffers[t.id]
         else:
             self.buffers[t.id] = saved
-        return epilogue_for(self.llctx, loads, value_buf, c.op.axes)
+        return epilogue_for(self.llctx, loads, value_buf, c.op.axes, env)
 
     def _compute_at_host(self, r: Tensor, reads: list, placed: dict):
         """(host stage, depth, mapping) when every read of `r` is by one stage at that stage's

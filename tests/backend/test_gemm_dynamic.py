@@ -2,8 +2,10 @@
 on (batch, sequence, features) and attention products on (batch, heads, sequence, sequence),
 as a shape-generic build of a transformer has them. Each case is built once with its unknown
 dims `?` (specialize=False: no per-shape fallback) and run at several sizes against numpy in
-float64; a spy checks that the run-time-shaped kernel computed it (not tensor expressions).
-Also the views of the general path: a dyn.reshape of a computed value is the same bytes."""
+float64; a spy checks that the run-time-shaped kernel computed it (not tensor expressions), and
+whether an elementwise consumer (bias, activation, residual, attention's scale and mask) was
+fused into it as its epilogue. Also the views of the general path: a dyn.reshape of a computed
+value is the same bytes."""
 
 from __future__ import annotations
 
@@ -13,18 +15,29 @@ import pytest
 import relay_core
 from relay_core.backend.kernels import gemm_dynamic
 from relay_core.errors import RelayError
-from relay_core.ir import Any, Function, IRModule, TensorType, Var, call, const
+from relay_core.ir import Any, Function, IRModule, ShapeVar, TensorType, Var, call, const
+
+
+class _Emitted(list):
+    """The op names the dynamic kernel generator emitted kernels for; `.fused`: per kernel,
+    whether it took an epilogue."""
+
+    def __init__(self):
+        super().__init__()
+        self.fused = []
 
 
 @pytest.fixture
 def emitted(monkeypatch):
-    """The op names the dynamic kernel generator was asked for."""
-    seen = []
+    seen = _Emitted()
     orig = gemm_dynamic._emit
 
     def spy(opname, *a, **k):
+        info = orig(opname, *a, **k)
+        epilogue = a[6] if len(a) > 6 else k.get("epilogue")
         seen.append(opname)
-        return orig(opname, *a, **k)
+        seen.fused.append(epilogue is not None)
+        return info
 
     monkeypatch.setattr(gemm_dynamic, "_emit", spy)
     return seen
@@ -46,7 +59,8 @@ def _rand(rng, *shape):
 def _close(got, want):
     if isinstance(got, (list, tuple)):  # the module's outputs
         (got,) = got
-    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * max(1.0, np.abs(want).max()))
+    scale = float(np.abs(want).max(initial=1.0))
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * scale)
 
 
 # (op, A shape, B shape, attrs, unknown dims of A, of B, constant B, run-time shapes (A, B))
@@ -172,17 +186,72 @@ def test_dynamic_products(case, nthreads, emitted):
         _close(got, _ref(op, av, bval, attrs))
 
 
-def test_dense_bias_and_activation_after_it(emitted):
-    """The consumer of a run-time-shaped product (bias, GELU-like tanh) runs as its own loop."""
+def _f64(x):
+    return x.astype(np.float64)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_bias_and_activation_fused(emitted, nthreads):
+    """Bias and tanh after a dense layer on (?, ?, features): one kernel, the consumer applied
+    to each stored tile (indexed by the last axis only)."""
     rng = np.random.default_rng(3)
     w, bias = _rand(rng, 40, 32), _rand(rng, 40)
     x = Var("x", TensorType((Any, Any, 32), "float32"))
     y = call("tanh", call("add", call("nn.dense", x, const(w)), const(bias)))
-    lib = _build(Function((x,), y))
-    assert emitted == ["nn.dense"]
-    for shape in ((1, 9, 32), (4, 50, 32)):
+    lib = _build(Function((x,), y), nthreads)
+    assert emitted == ["nn.dense"] and emitted.fused == [True]
+    for shape in ((1, 9, 32), (4, 50, 32), (2, 0, 32)):
         xv = _rand(rng, *shape)
-        _close(lib(xv), np.tanh(xv.astype(np.float64) @ w.T + bias))
+        _close(lib(xv), np.tanh(_f64(xv) @ _f64(w).T + bias))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_residual_fused(emitted, nthreads):
+    """dense + bias + a residual of the same run-time shape (named dims: the group knows the
+    shapes agree): the epilogue reads the residual at each row's (batch, sequence) index."""
+    rng = np.random.default_rng(4)
+    b, s = ShapeVar("b"), ShapeVar("s")
+    w, bias = _rand(rng, 24, 40), _rand(rng, 24)
+    x = Var("x", TensorType((b, s, 40), "float32"))
+    r = Var("r", TensorType((b, s, 24), "float32"))
+    y = call("add", call("add", call("nn.dense", x, const(w)), const(bias)), r)
+    lib = _build(Function((x, r), y), nthreads)
+    assert emitted == ["nn.dense"] and emitted.fused == [True]
+    for bb, ss in ((1, 7), (3, 33), (2, 1)):
+        xv, rv = _rand(rng, bb, ss, 40), _rand(rng, bb, ss, 24)
+        _close(lib(xv, rv), _f64(xv) @ _f64(w).T + bias + rv)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_attention_scores_scale_and_mask_fused(emitted, nthreads):
+    """(b, h, s, d) x (b, h, s, d)^T, scaled, plus a (b, 1, 1, s) mask broadcast over heads and
+    query positions: the epilogue indexes the mask by batch and key position."""
+    rng = np.random.default_rng(6)
+    b, s = ShapeVar("b"), ShapeVar("s")
+    q = Var("q", TensorType((b, 4, s, 16), "float32"))
+    k = Var("k", TensorType((b, 4, s, 16), "float32"))
+    m = Var("m", TensorType((b, 1, 1, s), "float32"))
+    scores = call("nn.batch_matmul", q, k, transpose_b=True)
+    y = call("add", call("multiply", scores, const(np.float32(0.25))), m)
+    lib = _build(Function((q, k, m), y), nthreads)
+    assert emitted == ["nn.batch_matmul"] and emitted.fused == [True]
+    for bb, ss in ((1, 9), (2, 40)):
+        qv, kv, mv = _rand(rng, bb, 4, ss, 16), _rand(rng, bb, 4, ss, 16), _rand(rng, bb, 1, 1, ss)
+        want = np.matmul(_f64(qv), np.swapaxes(_f64(kv), -1, -2)) * 0.25 + mv
+        _close(lib(qv, kv, mv), want)
+
+
+def test_empty_reduction_then_epilogue(emitted):
+    """K == 0 at run time: zeros, then the fused bias."""
+    rng = np.random.default_rng(7)
+    a = Var("a", TensorType((2, 4, Any), "float32"))
+    bm = Var("b", TensorType((2, Any, 5), "float32"))
+    bias = _rand(rng, 5)
+    lib = _build(Function((a, bm), call("add", call("nn.matmul", a, bm), const(bias))))
+    assert emitted == ["nn.matmul"] and emitted.fused == [True]
+    for kk in (0, 3):
+        av, bv = _rand(rng, 2, 4, kk), _rand(rng, 2, kk, 5)
+        _close(lib(av, bv), np.matmul(_f64(av), _f64(bv)) + bias)
 
 
 def _reshape_model():

@@ -104,6 +104,11 @@ class Epi:
         check = getattr(getattr(self.spec, "fn", None), "invariant_from", None)
         return bool(check(k)) if check is not None else False
 
+    def axes_used(self) -> set[int] | None:
+        """Positions of the output axes the epilogue's indices use; None when unknown."""
+        check = getattr(getattr(self.spec, "fn", None), "axes_used", None)
+        return set(check()) if check is not None else None
+
     def __call__(self, b: ir.IRBuilder, value, indices, extras):
         if self._fn is None:
             return value

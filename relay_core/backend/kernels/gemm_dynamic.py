@@ -12,8 +12,10 @@ of MC rows x one run of column panels, as many as the shards need, taken dynamic
 
 Operands follow numpy's matmul with optional transposes; both have at least two dims. A
 constant B without batch dims (dense weights) is packed into panels at compile time; batch dims
-broadcast at run time (an extent of 1 reads the same matrix). No epilogue: the consumer runs as
-its own loop (an epilogue would need the output's static shape).
+broadcast at run time (an extent of 1 reads the same matrix). An elementwise consumer (bias,
+GELU, a residual add, attention's scale and mask) is applied to each tile as it is stored, as
+in the static kernels: its indices come from the run-time extents, which the group passes after
+the operands' (`n_env` of them: the epilogue's index expressions may use them).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import math
 
 import llvmlite.ir as ir
 
-from .common import KernelInfo, attr
+from .common import Epi, KernelInfo, attr, epilogue_row
 from .gemm_core import (
     PackedA,
     PackedB,
@@ -33,6 +35,7 @@ from .gemm_core import (
     gemm_tile,
     k_block,
     plain_store_fn,
+    store_function,
     thread_buffers,
 )
 from .gemm_ops import pack_a_once, prepack_b, rows_in_place_pay
@@ -47,7 +50,9 @@ from .llvm_util import (
     i64,
     imax,
     imin,
+    llvm_type,
     new_function,
+    ptr,
 )
 from .parallel import MIN_PARALLEL_WORK, parallel
 
@@ -62,6 +67,28 @@ def _prod(b, dims):
     for d in dims:
         out = b.mul(out, d)
     return out
+
+
+def _unravel(b, flat, dims) -> list:
+    """Row-major multi-index of `flat` into run-time extents `dims` (i64 values)."""
+    out = []
+    for d in reversed(dims[1:]):
+        out.append(b.urem(flat, d))
+        flat = b.udiv(flat, d)
+    return [flat, *reversed(out)] if dims else []
+
+
+class _WithEnv:
+    """An epilogue called with the run-time extents appended to its indices."""
+
+    def __init__(self, ep: Epi, env: list):
+        self.ep, self.env = ep, list(env)
+
+    def __bool__(self) -> bool:
+        return bool(self.ep)
+
+    def __call__(self, b, value, indices, extras):
+        return self.ep(b, value, [*indices, *self.env], extras)
 
 
 def _forms(opname: str, attrs) -> tuple[bool, bool]:
@@ -84,17 +111,25 @@ def supports(opname: str, in_types, out_types) -> bool:
     return len(a.shape) >= 2 and len(w.shape) >= 2
 
 
-def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
+def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogue=None, n_env=0):
     if not supports(opname, in_types, out_types):
         raise NotImplementedError(f"{opname}: no run-time-shaped kernel for {in_types}")
     ta, tb = _forms(opname, attrs)
     sa, sb = tuple(in_types[0].shape), tuple(in_types[1].shape)
+    folded = len(sb) == 2 and not ta  # A's batch dims fold into M (rows contiguous across them)
+    out_rank = len(sa) if folded else max(len(sa), len(sb))
+    if epilogue is not None and len(out_types[0].shape) != out_rank:
+        raise NotImplementedError(f"{opname}: output rank {len(out_types[0].shape)}")
+    ep = Epi(epilogue)
     static_b = all(isinstance(d, int) for d in sb)
     packed = 1 in tuple(const_inputs) and static_b and len(sb) == 2 and math.prod(sb) > 0
-    args = [F32P, F32P, F32P] + [I64] * (len(sa) + len(sb)) + [I32]
+    extra_t = [ptr(llvm_type(t.dtype)) for t in ep.extra_types]
+    args = [F32P, F32P, F32P, *extra_t] + [I64] * (len(sa) + len(sb) + n_env) + [I32]
     fn, b = new_function(llmod, name, args)
     a_ptr, b_ptr, c_ptr = fn.args[:3]
-    dim_args = list(fn.args[3:-1])
+    extras = list(fn.args[3 : 3 + len(extra_t)])
+    dim_args = list(fn.args[3 + len(extra_t) : -1 - n_env])
+    env = list(fn.args[len(fn.args) - 1 - n_env : -1])
     nthreads = fn.args[-1]
 
     def dims(shape, vals):
@@ -105,7 +140,9 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     M, K = (da[-1], da[-2]) if ta else (da[-2], da[-1])
     N = db[-2] if tb else db[-1]
     abatch, bbatch = da[:-2], db[:-2]
-    if not bbatch and not ta:  # rows of A are contiguous across its batch dims: one product
+    m_dims = [M]  # the output axes GEMM row m runs over
+    if folded:  # rows of A are contiguous across its batch dims: one product
+        m_dims = [*abatch, M]
         M = b.mul(_prod(b, abatch), M)
         abatch = []
     rank = max(len(abatch), len(bbatch))
@@ -124,9 +161,26 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     nbatch = _prod(b, obatch)
     MN = b.mul(M, N)
 
+    # the epilogue's indices of output row m of batch matrix bidx; whether it needs them
+    # (a bias and an activation depend on the last axis only: no divisions)
+    used = ep.axes_used() if ep else set()
+    by_row = used is None or bool(used - {out_rank - 1})
+
+    def row_index(b, bidx, m, obatch, m_dims):
+        if not by_row:
+            return [i64(0)] * (out_rank - 1)
+        if folded:
+            return _unravel(b, m, m_dims)
+        return _unravel(b, bidx, obatch) + [m]
+
     with b.if_then(b.icmp_signed("==", K, i64(0))):  # an empty reduction: zeros
         with for_range(b, 0, b.mul(nbatch, MN), name="z") as i:
             b.store(ir.Constant(ir.FloatType(), 0.0), gep(b, c_ptr, i))
+        if ep:
+            with for_range(b, 0, b.mul(nbatch, M), name="zr") as r:
+                prefix = row_index(b, b.udiv(r, M), b.urem(r, M), obatch, m_dims)
+                p = gep(b, c_ptr, b.mul(r, N))
+                epilogue_row(b, _WithEnv(ep, env), extras, p, N, prefix, 0)
         b.ret_void()
 
     t = gemm_tile()
@@ -139,6 +193,27 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     small = b.icmp_unsigned("<", flops, i64(int(MIN_PARALLEL_WORK / 2)))
     nt = b.select(small, ir.Constant(I32, 1), nthreads)
     store_fn = plain_store_fn(llmod)
+    ctx_extra = []  # after (C, ldc) in the store function's context: bidx, extras, extents
+    if ep:
+        nm = len(m_dims) if folded else 0
+        ctx_t = [F32P, I64, I64, *extra_t] + [I64] * (nm + rank + n_env)
+        ne = len(extra_t)
+
+        def index_fn(b, f, m, n):
+            bidx, ex = f[2], f[3 + ne :]
+            md, ob, en = ex[:nm], ex[nm : nm + rank], ex[nm + rank :]
+            return [*row_index(b, bidx, m, ob, md), n, *en]
+
+        store_fn = store_function(
+            llmod,
+            f"{name}.store",
+            ctx_t,
+            c_of=lambda b, f: (f[0], f[1]),
+            ep=ep,
+            index_fn=index_fn,
+            extras_of=lambda b, f: f[3 : 3 + ne],
+        )
+        ctx_extra = [*extras, *(m_dims if folded else []), *obatch, *env]
     # one product (no batch dims) read through packing: pack A once, by all threads, rather
     # than once per column run (DistilBERT's 64 x 768 x 3072 packed its A 8 times)
     packed_a = None
@@ -147,6 +222,8 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
         packed_a = pack_a_once(b, name, a_ptr, rs, cs, M, K, nt)
     shared = [a_ptr, b_ptr, c_ptr, M, N, K, nbatch, mblocks, npan, *obatch, *a_str, *b_str]
     shared += [packed_a] if packed_a is not None else []
+    n_shared = len(shared)
+    shared += ctx_extra
 
     def body(b, vals, sh):
         a_p, b_p, c_p, M, N, K, nbatch, mblocks, npan = vals[:9]
@@ -180,11 +257,13 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
             n0 = b.mul(b.mul(run, pan_run), i64(NR))
             n1 = imin(b, b.add(n0, b.mul(pan_run, i64(NR))), N)
             if packed_a is not None:
-                asrc = PackedA(vals[-1])
+                asrc = PackedA(vals[n_shared - 1])
             else:
                 asrc = RawA(gep(b, a_p, a_off), a_rs, a_cs)
             bsrc = PackedB(b_p) if packed else RawB(gep(b, b_p, b_off), b_rs, b_cs)
             ctx = [gep(b, c_p, b.mul(bidx, b.mul(M, N))), N]
+            if ep:
+                ctx += [bidx, *vals[n_shared:]]
             gemm_call(b, asrc, bsrc, K, m0, m1, n0, n1, store_fn, ctx, abuf, bbuf, kcb, in_place)
         sh.end(b)
         free_buffers(b, abuf, bbuf)
@@ -197,13 +276,13 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs):
     return KernelInfo(fn, prepack)
 
 
-def emit_dynamic_dense(llmod, name, in_types, out_types, attrs, const_inputs=()):
-    return _emit("nn.dense", llmod, name, in_types, out_types, attrs, const_inputs)
+def emit_dynamic_dense(llmod, name, in_types, out_types, attrs, const_inputs=(), *rest, **kw):
+    return _emit("nn.dense", llmod, name, in_types, out_types, attrs, const_inputs, *rest, **kw)
 
 
-def emit_dynamic_matmul(llmod, name, in_types, out_types, attrs, const_inputs=()):
-    return _emit("nn.matmul", llmod, name, in_types, out_types, attrs, const_inputs)
+def emit_dynamic_matmul(llmod, name, in_types, out_types, attrs, const_inputs=(), *rest, **kw):
+    return _emit("nn.matmul", llmod, name, in_types, out_types, attrs, const_inputs, *rest, **kw)
 
 
-def emit_dynamic_batch_matmul(llmod, name, in_types, out_types, attrs, const_inputs=()):
-    return _emit("nn.batch_matmul", llmod, name, in_types, out_types, attrs, const_inputs)
+def emit_dynamic_batch_matmul(llmod, name, in_types, out_types, attrs, const_inputs=(), *a, **kw):
+    return _emit("nn.batch_matmul", llmod, name, in_types, out_types, attrs, const_inputs, *a, **kw)
