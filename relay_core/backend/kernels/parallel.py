@@ -41,8 +41,6 @@ from .llvm_util import (
     new_function,
 )
 
-_counter = itertools.count()
-
 # Shards per thread: enough that a thread that falls behind (descheduled by another process)
 # leaves most of the work to the others; few enough that each shard is long against a claim
 # (one compare-and-swap) and keeps its cache blocking.
@@ -123,7 +121,9 @@ def parallel(
     """Run `body(builder, shared_values, shards)` on up to `nthreads` threads of the pool."""
     llmod = b.module
     st = ir.LiteralStructType([v.type for v in shared])
-    fn, fb = new_function(llmod, f"{name}.par{next(_counter)}", list(TASK_FN.args), internal=True)
+    # numbered within the module (not per process): the same kernels give the same IR text
+    k = next(i for i in itertools.count() if f"{name}.par{i}" not in llmod.globals)
+    fn, fb = new_function(llmod, f"{name}.par{k}", list(TASK_FN.args), internal=True)
     data = fb.bitcast(fn.args[0], ir.PointerType(st))
     vals = [fb.load(fb.gep(data, [i32(0), i32(k)])) for k in range(len(shared))]
     sh = Shards(fn)
