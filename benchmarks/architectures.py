@@ -20,6 +20,17 @@
     keras_mobilenet_v2  MobileNetV2, Bx224x224x3
     keras_resnet50      ResNet50, Bx224x224x3
 
+    The families issue 15 found slowest when tried as a user would (torchvision, transformers):
+    convnext_tiny   torchvision convnext_tiny (layer scales drawn at 0.1-0.3: the default 1e-6
+                    leaves every block's branch out of the output), Bx3x224x224
+    regnet_y_400mf  torchvision regnet_y_400mf (grouped convolutions, squeeze-excitation)
+    shufflenet_v2   torchvision shufflenet_v2_x1_0 (channel shuffles, depthwise convolutions)
+    squeezenet      torchvision squeezenet1_1
+    distilbert_dyn  transformers DistilBertModel, DistilBertConfig() defaults, token ids Bx128,
+                    exported to ONNX with dynamic batch and sequence axes as transformers users
+                    export: the file's default compile is shape-generic (`ours native` traces
+                    the module at the benchmark's shape)
+
 A PyTorch entry's `make()` returns (module in eval mode with a single tensor output,
 inputs(batch) -> list of numpy arrays); a Keras entry's returns (keras.Model, inputs(batch)).
 """
@@ -40,6 +51,8 @@ class BenchModel:
     kind: str  # "torch" | "keras"
     make: object  # fn() -> (model, inputs(batch) -> list of numpy arrays)
     small: bool = False  # quick to export and compile (the smoke test's choice)
+    # ONNX export with these dynamic axes per input ({axis: name}); None: static shapes
+    dynamic_axes: tuple | None = None
 
 
 def _pixels_nchw(size=224):
@@ -78,6 +91,7 @@ def _torchvision(fn_name, **kw):
         else:
             m = getattr(tv.models, fn_name)(weights=None, **kw)
         _randomise_norms(m)
+        _randomise_layer_scales(m)
         return _First.wrap(m.eval()), _pixels_nchw()
 
     return make
@@ -93,6 +107,19 @@ def _randomise_norms(m) -> None:
             if isinstance(mod, torch.nn.BatchNorm2d):
                 mod.running_mean.copy_(torch.rand(mod.running_mean.shape, generator=g) * 0.2 - 0.1)
                 mod.running_var.copy_(torch.rand(mod.running_var.shape, generator=g) + 0.5)
+
+
+def _randomise_layer_scales(m) -> None:
+    """ConvNeXt's per-block layer scales drawn at 0.1-0.3 (initialised at 1e-6, a block's branch
+    would not reach the output: parity on it would be vacuous)."""
+    import torch
+
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for mod in m.modules():
+            scale = getattr(mod, "layer_scale", None)
+            if isinstance(scale, torch.nn.Parameter):
+                scale.copy_(torch.rand(scale.shape, generator=g) * 0.2 + 0.1)
 
 
 def _hf(cls_name, cfg_name, **cfg):
@@ -152,6 +179,16 @@ MODELS = [
     BenchModel("lstm", "torch", _lstm, small=True),
     BenchModel("keras_mobilenet_v2", "keras", _keras_app("MobileNetV2")),
     BenchModel("keras_resnet50", "keras", _keras_app("ResNet50")),
+    BenchModel("convnext_tiny", "torch", _torchvision("convnext_tiny")),
+    BenchModel("regnet_y_400mf", "torch", _torchvision("regnet_y_400mf")),
+    BenchModel("shufflenet_v2", "torch", _torchvision("shufflenet_v2_x1_0")),
+    BenchModel("squeezenet", "torch", _torchvision("squeezenet1_1")),
+    BenchModel(
+        "distilbert_dyn",
+        "torch",
+        _hf("DistilBertModel", "DistilBertConfig"),
+        dynamic_axes=({0: "batch", 1: "sequence"},),
+    ),
 ]
 
 

@@ -173,12 +173,13 @@ def export_onnx(model, example, path: str) -> None:
         )
 
 
-def export_torch_onnx(module, xs, path: str) -> None:
+def export_torch_onnx(module, xs, path: str, dynamic_axes=None) -> None:
     """torch.onnx.export as a user calls it in torch 2.x: the default (dynamo) exporter, static
-    shapes (one file per batch size)."""
+    shapes (one file per batch size) unless `dynamic_axes` ({axis: name} per input) are given."""
     import torch
 
     names = [f"input{i}" for i in range(len(xs))]
+    dyn = {n: dict(d) for n, d in zip(names, dynamic_axes)} if dynamic_axes else None
     with torch.no_grad():
         torch.onnx.export(
             module,
@@ -186,6 +187,7 @@ def export_torch_onnx(module, xs, path: str) -> None:
             path,
             input_names=names,
             output_names=["output"],
+            dynamic_axes=dyn,
             verbose=False,
         )
 
@@ -213,6 +215,7 @@ class Case:
         self.name = bm.name
         self.kind = bm.kind
         self.batch = batch
+        self.dynamic_axes = bm.dynamic_axes
         self.xs = inputs(batch)
         self.fns: dict[str, object] = {}  # runtime key -> zero-argument callable
         self.status: dict[str, str] = {}  # runtime key -> "ok" | "mismatch ..." | "error ..."
@@ -260,7 +263,7 @@ class Case:
         try:
             t = time.perf_counter()
             if self.kind == "torch":
-                export_torch_onnx(model, self.xs, onnx_path)
+                export_torch_onnx(model, self.xs, onnx_path, self.dynamic_axes)
             else:
                 export_keras_onnx(model, self.xs, onnx_path)
             self.setup_s["export"] = time.perf_counter() - t
