@@ -276,13 +276,22 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
     return KernelInfo(fn, prepack)
 
 
-def emit_dynamic_dense(llmod, name, in_types, out_types, attrs, const_inputs=(), *rest, **kw):
-    return _emit("nn.dense", llmod, name, in_types, out_types, attrs, const_inputs, *rest, **kw)
+def emit_dynamic_dense(
+    llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0
+):
+    args = (llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env)
+    return _emit("nn.dense", *args)
 
 
-def emit_dynamic_matmul(llmod, name, in_types, out_types, attrs, const_inputs=(), *rest, **kw):
-    return _emit("nn.matmul", llmod, name, in_types, out_types, attrs, const_inputs, *rest, **kw)
+def emit_dynamic_matmul(
+    llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0
+):
+    args = (llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env)
+    return _emit("nn.matmul", *args)
 
 
-def emit_dynamic_batch_matmul(llmod, name, in_types, out_types, attrs, const_inputs=(), *a, **kw):
-    return _emit("nn.batch_matmul", llmod, name, in_types, out_types, attrs, const_inputs, *a, **kw)
+def emit_dynamic_batch_matmul(
+    llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0
+):
+    args = (llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env)
+    return _emit("nn.batch_matmul", *args)

@@ -122,8 +122,8 @@ def parallel(
     llmod = b.module
     st = ir.LiteralStructType([v.type for v in shared])
     # numbered within the module (not per process): the same kernels give the same IR text
-    k = next(i for i in itertools.count() if f"{name}.par{i}" not in llmod.globals)
-    fn, fb = new_function(llmod, f"{name}.par{k}", list(TASK_FN.args), internal=True)
+    num = next(i for i in itertools.count() if f"{name}.par{i}" not in llmod.globals)
+    fn, fb = new_function(llmod, f"{name}.par{num}", list(TASK_FN.args), internal=True)
     data = fb.bitcast(fn.args[0], ir.PointerType(st))
     vals = [fb.load(fb.gep(data, [i32(0), i32(k)])) for k in range(len(shared))]
     sh = Shards(fn)
