@@ -53,51 +53,20 @@ def target_machine():
     return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
-def _object_path(text: str, opt: int) -> str | None:
-    """Where the machine code of module `text` is kept: in $RELAY_KERNEL_JIT_CACHE, which the
-    test suite sets for its run (kernel tests build the same module more than once: once per
-    thread count, an argument of the kernel and not part of its code, in several worker
-    processes); None (no keeping) when unset. The key: IR text, target, opt level, llvmlite."""
-    import hashlib
+def _jit_cache():
+    """The backend's per-kernel object cache (relay_core.backend.kernel_cache) rooted at
+    $RELAY_KERNEL_JIT_CACHE, which the test suite sets for its run: kernel tests build the same
+    module more than once (once per thread count, an argument of the kernel and not part of its
+    code), in several worker processes. None (nothing kept) when unset."""
     import os
 
     import llvmlite
 
+    from relay_core.backend.kernel_cache import KernelCache
     from relay_core.backend.llvm_target import host
 
-    cache = os.environ.get("RELAY_KERNEL_JIT_CACHE")
-    if not cache:
-        return None
-
-    h = hashlib.blake2b(digest_size=16)
-    for part in (text, repr(host()), str(opt), llvmlite.__version__):
-        h.update(part.encode())
-    return os.path.join(cache, h.hexdigest() + ".o")
-
-
-def _read(path: str | None) -> bytes | None:
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _write(path: str | None, data: bytes) -> None:
-    import os
-
-    if not path:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written only costs the next build its compile
+    root = os.environ.get("RELAY_KERNEL_JIT_CACHE")
+    return KernelCache(root, f"{host()!r}\0{llvmlite.__version__}") if root else None
 
 
 @contextlib.contextmanager
@@ -120,23 +89,25 @@ def _locked(path: str | None):
 
 def compile_module(llmod, opt: int = 3):
     """Parse, verify, optimise and JIT an llvmlite.ir.Module; returns the execution engine.
-    The machine code is kept in the cache directory, keyed by the IR text (_object_path)."""
+    The machine code is kept in the cache directory, keyed by the IR text (_jit_cache)."""
     tm = target_machine()
     text = str(llmod)
     mod = llvm.parse_assembly(text)
     mod.verify()
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
-    path = _object_path(text, opt)
+    cache = _jit_cache()
+    key = cache.key(text, opt) if cache else None
+    path = cache._path(key) if cache else None  # noqa: SLF001 - its lock file sits beside it
     with _locked(path):  # a worker building the same module waits for it instead
-        cached = _read(path)
+        cached = cache.get(key) if cache else None
         if opt and cached is None:
             pto = llvm.create_pipeline_tuning_options(speed_level=opt)
             pb = llvm.create_pass_builder(tm, pto)
             pb.getModulePassManager().run(mod, pb)
         ee = llvm.create_mcjit_compiler(mod, tm)
         ee.set_object_cache(
-            notify_func=lambda _m, data: cached is None and _write(path, data),
+            notify_func=lambda _m, data: cache and cached is None and cache.put(key, data),
             getbuffer_func=lambda _m: cached,
         )
         ee.finalize_object()
