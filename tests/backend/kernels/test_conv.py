@@ -411,6 +411,9 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
     (2, 3, (30, 30), 8, 7, 2, 3, 1, 1),
     (1, 24, (16, 16), 144, 1, 1, 0, 1, 1),
     (2, 7, (13, 11), 13, 1, 1, 0, 1, 1),  # odd channels, plane not a multiple of 16
+    (1, 20, (12, 12), 17, 1, 1, 0, 1, 1),  # AVX-512 wide: a 16-position tail, 14 + 3 rows
+    (2, 16, (4, 12), 3, 1, 1, 0, 1, 1),  # wide, 3 rows (two accumulator sets), 32 + 16
+    (1, 3, (19, 21), 17, 3, 2, 1, 1, 1),  # stem with a row tail (14 + 3 on AVX-512)
     (8, 16, (12, 12), 23, 1, 1, 0, 1, 1),  # batch 8, O % 6 == 5
     (1, 300, (14, 14), 64, 1, 1, 0, 1, 1),  # long reduction, O % 6 == 4
     (1, 3, (40, 40), 2, 1, 1, 0, 1, 1),  # fewer output channels than one panel
