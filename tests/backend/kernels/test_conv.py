@@ -361,6 +361,11 @@ STRIPS_2D = [  # conv_strips: small output planes, strided, 1x1 at batch 1
     (1, 300, (6, 6), 20, 3, 2, 1, 1, 1),  # long reduction: several im2col calls (COL_BUDGET)
     (1, 2100, (7, 7), 70, 1, 1, 0, 1, 1),  # one weight panel per unit (W_BUDGET)
     (2, 8, (5, 4), 3, 3, 1, 0, 1, 1),  # fewer channels than a panel, 3x2 outputs
+    # strips packed straight from X (window_pack: output rows of a multiple of the strip)
+    (1, 12, (13, 13), 8, 3, 2, 1, 1, 1),  # 7x7 out, the last column's window in the padding
+    (2, 10, (28, 28), 20, 3, 2, 1, 1, 1),  # 14x14 out, two strips per row, batch 2
+    (1, 6, (10, 32), 9, 5, 1, 2, 2, 1),  # dilated 5x5 stride 1, rows of 28
+    (1, 8, (12, 12), 16, 3, 2, 1, 1, 1),  # rows of 6 (the AVX2 strip)
 ]
 
 
@@ -370,14 +375,20 @@ def test_conv2d_strips(nthreads):
     with bias + relu; asymmetric padding too."""
     from relay_core.backend.kernels import conv_strips
     from relay_core.backend.kernels.conv import conv_window
+    from relay_core.backend.kernels.llvm_util import vector_width
     from tools.kernel_jit import tt
 
     cases = [conv_case(2, *g, nthreads=nthreads) for g in STRIPS_2D]
+    mr = conv_strips.tile(vector_width())[0]
+    packs = set()
     for c, want in cases:
         win, G, O, Cg, Og, _, cl = conv_window(
             [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
         )
         assert conv_strips.usable(win, G, Cg, O, True, cl), c["inputs"][0].shape
+        if win.KK > 1 or win.s != (1, 1, 1):
+            packs.add(conv_strips.window_pack(win, mr))
+    assert packs == {True, False}  # windows packed straight from X, and through im2col
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
