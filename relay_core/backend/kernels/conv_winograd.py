@@ -61,6 +61,14 @@ XI_SKEW = 16
 TR_MAX_TILES = 64  # chunks of fewer tiles may use the transposed product
 UNIT_COST = 8  # a unit's fixed cost (a pass over all 16 U_xi, loop set-up) in GEMM columns
 PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (plan)
+# Few output positions against large weights: the 16 transformed weight matrices (1.78x the
+# weights' bytes) stream from memory for a product of few columns, where a direct kernel reads
+# 9 / 16 of the bytes. ResNet-50 at batch 1 (2 threads, interleaved with onnxruntime, Xeon Ice
+# Lake): its three 512-channel 3x3 convolutions on 7x7 planes took 2.0-2.1 ms each in the model
+# through Winograd (16.8 MB of transformed weights each; 1.2 ms alone, the weights in cache),
+# 1.66 through conv_strips; the model 1.35 -> 1.31x onnxruntime's time, ResNet-18 1.27 -> 1.18x.
+MIN_POSITIONS = 100  # output positions (all images) below which ...
+STREAMED_BYTES = 2 << 20  # ... transformed weights of more bytes than this go to direct kernels
 
 
 def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> bool:
@@ -76,6 +84,8 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> 
     )
     if force or not can:
         return can
+    if win.N * win.P < MIN_POSITIONS and 16 * 4 * Cg * Og > STREAMED_BYTES:
+        return False
     return Cg >= 16 and Og >= 16 and win.osp[1] >= 4 and win.osp[2] >= 4
 
 
