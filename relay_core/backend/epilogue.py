@@ -89,6 +89,39 @@ class EpilogueBuilder:
             stack.extend(operands(n))
         return True
 
+    def flat_from(self, k: int, extents) -> bool:
+        """Output axes k.. (of these extents) occur only in the indices of the buffers the
+        expression reads, each with the coefficients of a row-major run of those axes (a
+        residual of the output's own shape) or not at all: a kernel may then pass a position q
+        of the flattened axes as (0, ..., 0, q)."""
+        tail = [id(a) for a in self.axes[k:]]
+        if len(tail) != len(extents) or not tail:
+            return False
+        pos = {t: j for j, t in enumerate(tail)}
+        stack = [self.expr]
+        while stack:
+            n = stack.pop()
+            if type(n) is Load:
+                if n.buffer is self.value_buf:
+                    continue
+                terms, _ = self.simp.linear(n.index)
+                coef = [0] * len(tail)
+                for atom, co in terms.values():
+                    if id(atom) in pos:
+                        coef[pos[id(atom)]] = co
+                    elif any(id(m) in pos for m in post_order(atom)):
+                        return False  # a tail axis inside a non-linear term
+                unit = coef[-1]
+                for j in range(len(tail) - 2, -1, -1):
+                    unit *= int(extents[j + 1])
+                    if coef[j] != unit:
+                        return False
+                continue  # its index is all linear: the axes in it are accounted for
+            if type(n) is Var and id(n) in pos:
+                return False  # an axis used outside a buffer index
+            stack.extend(operands(n))
+        return True
+
     def axes_used(self) -> set[int]:
         """Positions of the output axes the expression uses (beyond its own value's index)."""
         pos = {id(a): k for k, a in enumerate(self.axes)}

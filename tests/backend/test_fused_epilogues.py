@@ -100,3 +100,43 @@ def test_softmax_with_its_elementwise_consumers(op, shape, axis):
     fused = relay_core.passes.FuseOps()(relay_core.passes.optimize(mod)).astext()
     assert fused.count("Primitive=1") == 1, fused
     _check(mod, xv)
+
+
+# n, c, h, o, k, stride, pad: the convolution paths that apply an epilogue per unit of rows
+CONV_RESIDUAL = [
+    (1, 16, 28, 24, 1, 1, 0),  # 1x1 on 28x28 (AVX-512: the in-place wide kernel)
+    (2, 8, 13, 12, 1, 1, 0),  # 1x1 on 13x13, batch 2
+    (1, 16, 14, 40, 3, 2, 1),  # 3x3 stride 2 to 7x7 (conv_strips)
+    (1, 3, 32, 16, 7, 2, 3),  # a stem (im2col per unit)
+    (1, 12, 10, 8, 3, 1, 1),  # 3x3 stride 1
+]
+
+
+@pytest.mark.parametrize("n,c,h,o,k,s,p", CONV_RESIDUAL)
+def test_conv_bias_residual_relu(n, c, h, o, k, s, p, monkeypatch):
+    """conv + bias + residual + relu with a residual of the output's shape (run over each
+    channel's positions as one flattened run: Epi.flat_from), broadcast along W (per output
+    row) and along H (not flat: each row's run restarts its columns)."""
+    from relay_core.backend.kernels import common
+
+    seen = []
+    real = common.Epi.flat_from
+
+    def spy(self, k_, extents):
+        seen.append(real(self, k_, extents))
+        return seen[-1]
+
+    monkeypatch.setattr(common.Epi, "flat_from", spy)
+    rng = np.random.default_rng(o)
+    oh = (h + 2 * p - k) // s + 1
+    for rshape, flat in [((n, o, oh, oh), True), ((n, o, oh, 1), False), ((1, o, 1, oh), False)]:
+        seen.clear()
+        x, r = var("x", (n, c, h, h)), var("r", rshape)
+        w = const(rng.standard_normal((o, c, k, k)).astype("float32") * 0.3)
+        bias = const(rng.standard_normal(o).astype("float32"))
+        y = call("nn.conv2d", x, w, strides=(s, s), padding=(p,) * 4)
+        y = call("nn.relu", call("add", call("nn.bias_add", y, bias), r))
+        mod = relay_core.infer_type(IRModule.from_expr(Function((x, r), y)))
+        xs = [rng.standard_normal(v.checked_type.concrete_shape).astype("float32") for v in (x, r)]
+        _check(mod, *xs, rtol=1e-4, atol=1e-4)
+        assert seen and seen[0] is flat, (rshape, seen)  # fused, the flat run taken or not

@@ -104,6 +104,15 @@ class Epi:
         check = getattr(getattr(self.spec, "fn", None), "invariant_from", None)
         return bool(check(k)) if check is not None else False
 
+    def flat_from(self, k: int, extents) -> bool:
+        """The epilogue reads output axes k.. (of these extents) only as one row-major run
+        (EpilogueBuilder.flat_from): a kernel may pass position q of the flattened axes as
+        indices (0, ..., 0, q). False when unknown."""
+        if self.invariant_from(k):
+            return True
+        check = getattr(getattr(self.spec, "fn", None), "flat_from", None)
+        return bool(check(k, extents)) if check is not None else False
+
     def axes_used(self) -> set[int] | None:
         """Positions of the output axes the epilogue's indices use; None when unknown."""
         check = getattr(getattr(self.spec, "fn", None), "axes_used", None)

@@ -412,6 +412,13 @@ def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):
             plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
             epilogue_plane(b, ep, extras, gep(b, plane, p0), pc, [n, c], win.nd)
         return
+    if ep.flat_from(2, win.osp[3 - win.nd :]):  # a residual: one run per channel too
+        zeros = [i64(0)] * (win.nd - 1)
+        with for_range(b, m0, m1, name="em") as m:
+            c = b.add(c0, m)
+            plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+            epilogue_row(b, ep, extras, gep(b, plane, p0), pc, [n, c, *zeros], p0)
+        return
     p1 = b.add(p0, pc)
     r0 = b.udiv(p0, i64(OW))
     r1 = b.udiv(b.sub(p1, i64(1)), i64(OW))
