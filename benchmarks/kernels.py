@@ -278,9 +278,21 @@ def _onnx_session(spec, threads):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    # as in benchmarks/run.py: its spinning workers would steal the cores ours run on next
+    # (measured: our 0.36 ms convolution took 0.43-0.82 ms after onnxruntime's runs)
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     feed = dict(zip(names, feeds))
     return lambda: sess.run(None, feed)
+
+
+def _aligned(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `a` starting on a 64-byte boundary."""
+    raw = np.empty(a.nbytes + 64, np.uint8)
+    off = (-raw.ctypes.data) % 64
+    out = raw[off : off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def _openblas_threads(n: int) -> None:
@@ -337,8 +349,11 @@ def run(threads=2, rounds=5, reps=10, only=None, check=True):
     compile_s = time.perf_counter() - t0
     rows = []
     for c, k in zip(sel, built):
-        ins = [k.prepare(i, a) for i, a in enumerate(c["inputs"])]
-        out = np.empty(c["out"], np.float32)
+        # 64-byte aligned, as a compiled model's constants and workspace are: a prepacked
+        # weight panel 16 bytes off a cache line cost the GEMM engine a quarter of its
+        # throughput on AVX-512 (every zmm load split), which no model sees
+        ins = [_aligned(k.prepare(i, a)) for i, a in enumerate(c["inputs"])]
+        out = _aligned(np.empty(c["out"], np.float32))
         ptrs = [a.ctypes.data for a in ins] + [out.ctypes.data]
         fn = k.fn
 
