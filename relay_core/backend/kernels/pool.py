@@ -227,8 +227,9 @@ def _pool_cf(kf, kind, win, dtype, cip, p):
 
 def _pool_cf_registers(kf, kind, win, cip):
     """float32 channel-first max / avg pooling: each plane is copied into a padded scratch plane
-    (padding -inf for max, 0 for avg), then 8 output columns at a time are reduced over the
-    window in a register (stride-2 rows deinterleaved with a shuffle)."""
+    (padding -inf for max, 0 for avg), or read in place when no window reaches the padding,
+    then 8 output columns at a time are reduced over the window in a register (stride-2 rows
+    deinterleaved with a shuffle)."""
     from .conv_depthwise import _tap_rows
     from .llvm_util import I32, memset0, splat, vstore
 
@@ -236,8 +237,17 @@ def _pool_cf_registers(kf, kind, win, cip):
     OD, OH, OW = win.osp
     KD, KH, KW = win.k
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(win.osp, win.s, win.k, win.d)]
+    # every window inside the input (no padding read: SqueezeNet's ceil-mode pools): the taps
+    # read the planes in place; the copy into a padded plane was a pass as long as the pooling
+    direct = all(p_ == 0 and n_ <= sz for p_, n_, sz in zip(win.pb, need, win.sp))
     Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
     Wp += 16
+    if direct:  # 8-column blocks whose vector loads stay within the row; the rest scalar
+        Dp, Hp, Wp = win.sp
+        qmax = (Wp - (KW - 1) * win.d[2] - 8 * win.s[2]) // win.s[2]
+        nblk = 8 * min(OW // 8, qmax // 8 + 1) if qmax >= 0 else 0
+    else:
+        nblk = OW // 8 * 8
     units = win.N * win.C
     nt = clamp_threads(kf.b, kf.nthreads, float(units * win.P * win.KK), units)
     fill = float("-inf") if kind == "max" else 0.0
@@ -249,12 +259,14 @@ def _pool_cf_registers(kf, kind, win, cip):
         x, y = vals[0], vals[1]
         extras = vals[2:]
         size = Dp * Hp * Wp
-        pad = b.bitcast(malloc(b, i64(4 * size)), F32.as_pointer())
-        if fill == 0.0:
-            memset0(b, pad, i64(4 * size))
-        else:
-            with for_range(b, 0, size, name="pf") as j:
-                store(b, const(F32, fill), pad, j)
+        pad = None
+        if not direct:
+            pad = b.bitcast(malloc(b, i64(4 * size)), F32.as_pointer())
+            if fill == 0.0:
+                memset0(b, pad, i64(4 * size))
+            else:
+                with for_range(b, 0, size, name="pf") as j:
+                    store(b, const(F32, fill), pad, j)
         cols = None
         if kind == "avg":
             cols = b.bitcast(malloc(b, i64(4 * (OW + 8))), F32.as_pointer())
@@ -263,21 +275,24 @@ def _pool_cf_registers(kf, kind, win, cip):
         u0, u1 = sh.range(b, units)
         with for_range(b, u0, u1, name="u") as u:
             src = gep(b, x, b.mul(u, i64(win.IP)))
-            with for_range(b, 0, D * H, name="cr") as r:
-                dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
-                prow = b.add(
-                    b.mul(
-                        b.add(b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)), b.add(hh, i64(win.pb[1]))),
-                        i64(Wp),
-                    ),
-                    i64(win.pb[2]),
-                )
-                with for_range(b, 0, W, name="cw") as j:
-                    store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
+            if not direct:
+                with for_range(b, 0, D * H, name="cr") as r:
+                    dd, hh = b.udiv(r, i64(H)), b.urem(r, i64(H))
+                    prow = b.add(
+                        b.mul(
+                            b.add(
+                                b.mul(b.add(dd, i64(win.pb[0])), i64(Hp)), b.add(hh, i64(win.pb[1]))
+                            ),
+                            i64(Wp),
+                        ),
+                        i64(win.pb[2]),
+                    )
+                    with for_range(b, 0, W, name="cw") as j:
+                        store(b, load(b, src, b.add(b.mul(r, i64(W)), j)), pad, b.add(prow, j))
             yp = gep(b, y, b.mul(u, i64(win.P)))
             with for_range(b, 0, OD * OH, name="r") as r:
                 od, oh = b.udiv(r, i64(OH)), b.urem(r, i64(OH))
-                rows = _tap_rows(b, win, pad, Hp, Wp, od, oh)
+                rows = _tap_rows(b, win, src if direct else pad, Hp, Wp, od, oh)
                 yrow = gep(b, yp, b.mul(r, i64(OW)))
                 nrows = None
                 if kind == "avg":  # window rows counted at this output row
@@ -321,7 +336,6 @@ def _pool_cf_registers(kf, kind, win, cip):
                         acc = b.fdiv(acc, b.fmul(cv, nr))
                     return acc
 
-                nblk = OW // 8 * 8
                 with for_range(b, 0, nblk, 8, name="q8") as q:
                     vstore(b, reduce(8, q), yrow, q)
                 with for_range(b, nblk, OW, name="q1") as q:
@@ -331,7 +345,8 @@ def _pool_cf_registers(kf, kind, win, cip):
                     sp = [od, oh][3 - win.nd :] if win.nd > 1 else []
                     epilogue_row(b, kf.ep, extras, yrow, OW, [n, c, *sp], 0)
         sh.end(b)
-        free(b, pad)
+        if pad is not None:
+            free(b, pad)
         if cols is not None:
             free(b, cols)
 

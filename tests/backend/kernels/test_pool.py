@@ -111,6 +111,10 @@ GEOMS = {
         (1, 3, (8, 8), 3, 1, 1, ((0, 2), (1, 0)), False),
         (1, 32, (56, 56), 3, 2, 1, 1, False),
         (1, 2, (5, 5), 5, 1, 1, 2, False),
+        # no window reaches the padding: planes read in place (SqueezeNet's ceil-mode pools)
+        (2, 4, (111, 111), 3, 2, 1, 0, True),
+        (1, 3, (33, 33), 3, 2, 1, 0, True),  # 16 columns: the last block's loads would pass W
+        (1, 2, (13, 27), 3, 1, 1, 0, False),
     ],
     3: [(1, 3, (5, 6, 7), 3, 2, 1, 1, False), (1, 2, (6, 6, 6), 2, None, 1, 0, True)],
 }
