@@ -43,7 +43,7 @@ import numpy as np
 THREADS = 2
 # Worker threads do not keep spinning after a call unless --spin: in an interleaved benchmark a
 # spinning pool of one runtime steals the cores the next runtime's workers need (onnxruntime and
-# libgomp wait passively; our pool stops spinning 20 us after a region, its default).
+# libgomp wait passively; our pool stops spinning 100 us after a region, its default).
 SPIN = False
 TOL = 1e-3  # max |got - want| / max |want|
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
@@ -459,7 +459,7 @@ def report(rows: list, meta: dict) -> str:
             if SPIN
             else "wait passively between parallel regions (onnxruntime without spinning, "
             "OMP_WAIT_POLICY=PASSIVE for torch), ours with its default policy (a worker spins "
-            f"20 µs after a region, then sleeps; RELAY_WAIT_POLICY="
+            f"100 µs after a region, then sleeps; RELAY_WAIT_POLICY="
             f"{os.environ.get('RELAY_WAIT_POLICY', 'unset')} in this run). "
         )
         + "In one process, per "
@@ -607,7 +607,7 @@ def main(argv=None) -> int:
     # libgomp reads this once, when it loads (before torch or a compiled module loads it)
     os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE" if SPIN else "PASSIVE")
     # our thread pool (relay_core/backend/c/relay_pool.c) reads its own knob. Without --spin it
-    # keeps its default: workers spin 20 us after a region, then sleep. That cannot steal a core
+    # keeps its default: workers spin 100 us after a region, then sleep. That cannot steal a core
     # from the runtime that runs next (what the others' passive waiting is for), and it is what
     # a user gets; RELAY_WAIT_POLICY=passive in the environment forces no spinning at all.
     if SPIN:

@@ -116,5 +116,10 @@ def render(manifest: dict) -> str:
             "                                void *, int32_t);",
             "typedef const char *(*relay_last_error_fn)(void);",
         ]
+    lines += [
+        "/* int64_t relay_pool_set_spin_us(int64_t us): how long the library's pool workers",
+        "   spin for work before sleeping (default 100); returns the previous value */",
+        "typedef int64_t (*relay_pool_set_spin_us_fn)(int64_t);",
+    ]
     lines += ["", "#endif /* RELAY_MODEL_H */", ""]
     return "\n".join(lines)

@@ -104,6 +104,27 @@ def test_every_shard_runs_once(pool, nthreads):
                 assert n == 1  # one thread: the loop is one shard, run inline
 
 
+def test_spin_setting_at_run_time(pool):
+    """relay_pool_set_spin_us returns the previous setting (the default, or RELAY_SPIN_US /
+    RELAY_WAIT_POLICY when set), and regions run whatever it is (0: workers sleep at once)."""
+    import os
+
+    pool.relay_pool_set_spin_us.argtypes = [ctypes.c_int64]
+    pool.relay_pool_set_spin_us.restype = ctypes.c_int64
+    first = pool.relay_pool_set_spin_us(0)
+    try:
+        if not (os.environ.get("RELAY_SPIN_US") or os.environ.get("RELAY_WAIT_POLICY")):
+            assert first == 100
+        for _ in range(20):
+            seen, _, given = _region(pool, 2, 16)
+            assert seen == {s: 1 for s in range(given[0])}
+        assert pool.relay_pool_set_spin_us(-5) == 0  # negative: no spinning
+        assert pool.relay_pool_set_spin_us(250) == 0
+        assert pool.relay_pool_set_spin_us(first) == 250
+    finally:
+        pool.relay_pool_set_spin_us(first)
+
+
 def _first_shards(so, nthreads: int, nshards: int) -> dict[int, int]:
     """{worker: its first shard} of one region in which no thread asks for a second shard before
     every thread has taken its first (each waits, at most 10 s)."""

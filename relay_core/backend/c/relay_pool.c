@@ -27,9 +27,14 @@
  * - workers wait for a region spinning for RELAY_SPIN_US microseconds, then sleep on a futex;
  *   the caller waits for shards still held by workers the same way. Knobs (read when the pool
  *   starts): RELAY_WAIT_POLICY=passive (no spinning) | spin (spin 100 ms) | unset (spin
- *   RELAY_DEFAULT_SPIN_US); RELAY_SPIN_US=<n> overrides both. Spinning long hurts on a busy
- *   machine (a BERT-like encoder at load 16 on 2 cores: 31-37 ms with no spin, 42-48 ms with
- *   500 us); 20 us covers the serial gaps between consecutive regions of a model. Idle workers
+ *   RELAY_DEFAULT_SPIN_US); RELAY_SPIN_US=<n> overrides both, relay_pool_set_spin_us() at
+ *   run time. Spinning long hurts on a busy machine (a BERT-like encoder at load 16 on 2
+ *   cores: 31-37 ms with no spin, 42-48 ms with 500 us). 100 us, measured in one process
+ *   with the setting alternated per round against onnxruntime (2026-12-04, Xeon, 2 vCPUs):
+ *   quiet, SqueezeNet / MobileNetV2 / ResNet-18 at batch 1 took 0.95 / 0.94 / 0.98 of their
+ *   time with 20 us (the serial gaps of small single-threaded steps put the worker to sleep
+ *   before the next region, and this VM wakes an idle vCPU in 3 us to 2.5 ms); with two
+ *   processes spinning on the cores, SqueezeNet 0.91, a BERT-base encoder 1.06. Idle workers
  *   exit after RELAY_IDLE_EXIT_MS and are recreated on demand;
  * - after fork() the child starts with no workers.
  */
@@ -61,7 +66,7 @@ typedef struct {
 
 #define RELAY_MAX_WORKERS 63
 #define RELAY_MAX_SHARDS 0xffff /* a block word's shard fields are 16 bits */
-#define RELAY_DEFAULT_SPIN_US 20
+#define RELAY_DEFAULT_SPIN_US 100
 #define RELAY_IDLE_EXIT_MS 5000
 
 typedef struct {
@@ -87,7 +92,7 @@ static struct {
   uint32_t gen;
   pthread_mutex_t grow;
   _Atomic int started;
-  int64_t spin_ns;
+  _Atomic int64_t spin_ns;
   relay_worker w[RELAY_MAX_WORKERS + 1];
   relay_block blk[RELAY_MAX_WORKERS + 1];
 } P = {.busy = ATOMIC_FLAG_INIT, .grow = PTHREAD_MUTEX_INITIALIZER};
@@ -311,6 +316,18 @@ void relay_parallel(relay_task_fn fn, void *ctx, int32_t nthreads, int64_t nshar
     d = atomic_load(&P.done);
   }
   atomic_flag_clear(&P.busy);
+}
+
+/* Sets how long workers (and a caller waiting for shards) spin before sleeping, in
+ * microseconds (0: sleep at once); returns the previous value. For A/B measurements in one
+ * process and for hosts that know their load better than the default. */
+int64_t relay_pool_set_spin_us(int64_t us) {
+  pthread_mutex_lock(&P.grow);
+  if (!P.started) pool_init();
+  pthread_mutex_unlock(&P.grow);
+  int64_t old = P.spin_ns / 1000;
+  P.spin_ns = us < 0 ? 0 : us * 1000;
+  return old;
 }
 
 /* The number of pool workers alive (tests). */
