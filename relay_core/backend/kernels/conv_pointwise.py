@@ -91,10 +91,10 @@ def wide(win) -> bool:
 
 def wide_rows(O: int, nvec: int = 1) -> int:
     """Output channels per tile of the AVX-512 kernel whose rows are nvec vectors: a divisor
-    of O in lo..hi (no tail tile), O itself when smaller, else a tail. One vector: 12..28
-    rows (28 accumulators); more: up to 28 // nvec rows, at least 8 // nvec."""
+    of O in lo..hi (no tail tile), O itself when smaller, else hi rows and a tail. One
+    vector: 12..28 rows; more: 16 // nvec .. 28 // nvec rows (16-28 accumulators)."""
     hi = 28 // nvec
-    lo = max(1, min(12, 8 * 2 // nvec) if nvec > 1 else 12)
+    lo = 12 if nvec == 1 else 16 // nvec
     if O <= hi:
         return O
     for d in range(hi, lo - 1, -1):

@@ -283,9 +283,12 @@ def _pack_window_fn(llmod: ir.Module, win, Cg: int, mr: int) -> ir.Function:
             xc = gep(b, x, b.mul(c, i64(H * W)))
             kc = b.mul(c, i64(KH * KW * mr))
             for kh in range(KH):
-                row = gep(b, xc, b.mul(ih0[kh], i64(W)))
                 for kw in range(KW):
-                    v = masked_load(b, row, cols[kw], row_masks[kh][kw], 0.0)
+                    # a window in the padding points before / past the plane: a plain GEP (not
+                    # inbounds, which would make it poison); its masked-off lanes are not read
+                    off = b.add(b.mul(ih0[kh], i64(W)), cols[kw])
+                    p = b.gep(xc, [off], inbounds=False)
+                    v = masked_load(b, p, i64(0), row_masks[kh][kw], 0.0)
                     if sw > 1:
                         v = b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), keep)
                     vstore(b, v, sbase, b.add(kc, i64((kh * KW + kw) * mr)))
