@@ -133,7 +133,7 @@ def transposed(P: int, O: int) -> bool:
     return P < 128 and col_waste > row_waste + 0.1 and O >= NR
 
 
-def blocking(N: int, O: int, K: int, P: int, mr: int = MR, nr: int = NR) -> tuple[int, int]:
+def blocking(N: int, O: int, K: int, P: int, mr: int, nr: int) -> tuple[int, int]:
     """(nr-column panels per unit, mr-row panels per unit)."""
     npan = -(-P // nr)
     nrp = -(-O // mr)
@@ -147,11 +147,11 @@ def blocking(N: int, O: int, K: int, P: int, mr: int = MR, nr: int = NR) -> tupl
     return cbp, rbp
 
 
-def _ukr_fn(llmod: ir.Module, mr: int, w: int = 8) -> ir.Function:
+def _ukr_fn(llmod: ir.Module, mr: int, w: int) -> ir.Function:
     """tile = A (K x mr, A[k, i] at a[k * lda + i]) @ B panel (K rows of 2 * w, stride ldb);
     stored as c[i * ldc + j] for j < nv (vectors when nv == 2 * w). w: 8 (AVX2) or 16."""
     nr = 2 * w
-    name = f"relay.pw.ukr{mr}" if w == 8 else f"relay.pw.ukr{mr}w{w}"
+    name = f"relay.pw.ukr{mr}w{w}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
@@ -257,7 +257,7 @@ def _unit(b, u, ncb: int, nrb: int):
     )
 
 
-def _pack_x(b, x, buf, n, p0, pc, K, P, nr: int = NR):
+def _pack_x(b, x, buf, n, p0, pc, K, P, nr: int):
     """buf[j][k][0:nr] = X[n, k, p0 + nr j : p0 + nr j + nr], zero padded past pc positions;
     read row by row (contiguous)."""
     nfull = b.udiv(pc, i64(nr))

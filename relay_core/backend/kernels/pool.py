@@ -240,13 +240,13 @@ def _pool_cf_registers(kf, kind, win, cip):
     # every window inside the input (no padding read: SqueezeNet's ceil-mode pools): the taps
     # read the planes in place; the copy into a padded plane was a pass as long as the pooling
     direct = all(p_ == 0 and n_ <= sz for p_, n_, sz in zip(win.pb, need, win.sp))
-    Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
-    Wp += 16
     if direct:  # 8-column blocks whose vector loads stay within the row; the rest scalar
         Dp, Hp, Wp = win.sp
-        qmax = (Wp - (KW - 1) * win.d[2] - 8 * win.s[2]) // win.s[2]
+        qmax = (W - (KW - 1) * win.d[2] - 8 * win.s[2]) // win.s[2]
         nblk = 8 * min(OW // 8, qmax // 8 + 1) if qmax >= 0 else 0
-    else:
+    else:  # the padded plane, 16 floats wider: every 8-column block's loads stay inside
+        Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
+        Wp += 16
         nblk = OW // 8 * 8
     units = win.N * win.C
     nt = clamp_threads(kf.b, kf.nthreads, float(units * win.P * win.KK), units)
@@ -258,9 +258,9 @@ def _pool_cf_registers(kf, kind, win, cip):
 
         x, y = vals[0], vals[1]
         extras = vals[2:]
-        size = Dp * Hp * Wp
         pad = None
         if not direct:
+            size = Dp * Hp * Wp
             pad = b.bitcast(malloc(b, i64(4 * size)), F32.as_pointer())
             if fill == 0.0:
                 memset0(b, pad, i64(4 * size))
