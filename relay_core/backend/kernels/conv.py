@@ -9,7 +9,8 @@ Channel-last data (NWC, NHWC, NDHWC): C[position, channel] = col[P, KK*Cg] @ W[K
 weights packed into NR-column panels; the epilogue runs on tiles in registers. MR x NR is the
 GEMM tile of the target being built (gemm_core.gemm_tile).
 Channel-first convolutions (groups 1, constant weights) on small output planes (14x14 and
-less), strided ones, and 1x1 ones at batch 1 use conv_strips (Y^T with output positions as
+less), strided ones, windows whose strips pack straight from X (Inception's 1x7 / 7x1, 5x5) and
+1x1 ones at batch 1 use conv_strips (Y^T with output positions as
 the rows of the tiles); other 1x1 stride-1 ones and stems conv_pointwise (X packed once per
 unit, tiles accumulated over the whole reduction). On small planes at batch >= 4, what is left
 for the im2col path (few input channels, FORCE="im2col") has work units of several whole

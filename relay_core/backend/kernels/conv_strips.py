@@ -1,5 +1,6 @@
 """Channel-first convolutions on small output planes (ResNet's and MobileNet's 7x7 and 14x14
-layers), strided ones and 1x1 ones at batch 1 (`usable`), groups 1, constant weights, float32:
+layers), strided ones, windows packed straight from X on any plane and 1x1 ones at batch 1
+(`usable`), groups 1, constant weights, float32:
 Y^T[P, O] = col^T[P, K] @ W^T[K, O], K = Cg x window.
 
 Output positions are the rows of the product: a plane of 49 positions fills 7 row tiles of 7
@@ -72,8 +73,9 @@ def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = F
     positions at any batch size, strided convolutions (ResNet's downsampling 1x1 and 3x3) and
     1x1 stride-1 ones at batch 1 on wide channels (ResNet's); not stems (Cg <= 4:
     conv_pointwise's im2col per unit, a reduction too short for the transposed stores here)
-    nor what Winograd takes (the caller asks it first). conv_pointwise serves 1x1 ones on
-    28x28 and larger planes at batch 8, and at batch 1 when narrow (`narrow_1x1`)."""
+    nor what Winograd takes (the caller asks it first); windows on larger planes whose strips
+    pack straight from X (`windowed`). conv_pointwise serves 1x1 ones on 28x28 and larger
+    planes at batch 8, and at batch 1 when narrow (`narrow_1x1`)."""
     if not (packed and G == 1 and not cl and win.nd == 2):
         return False
     if force:
@@ -82,7 +84,15 @@ def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = F
         return False
     strided = win.s != (1, 1, 1)
     one = is_1x1(win) and win.N == 1 and not (narrow_1x1(Cg, O) or _pointwise_wide(win))
-    return win.P < MAX_P or strided or one
+    return win.P < MAX_P or strided or one or windowed(win, O)
+
+
+def windowed(win, O: int) -> bool:
+    """A window (not 1x1) whose strips pack straight from X, on planes of any size, when the
+    output channels fill the 32-wide column panels: Inception's 1x7 / 7x1 on 17x17 and 5x5 on
+    35x35, 5x5 / 7x7 on 28x28 - 56x56 took 0.6-0.9 of the im2col path's time (2 threads,
+    interleaved); with 16 output channels 1.2-1.6x. What Winograd takes it does not see."""
+    return win.KK > 1 and O >= 32 and window_pack(win, tile(gemm_tile().width)[0])
 
 
 def _pointwise_wide(win) -> bool:
@@ -225,10 +235,10 @@ def _pack_strips_fn(llmod: ir.Module, mr: int) -> ir.Function:
 
 def window_pack(win, mr: int) -> bool:
     """Whether `_pack_window_fn` packs this convolution's strips straight from X: 2-D (or 1-D)
-    windows of column stride 1 or 2 on output rows of a multiple of mr positions (every
-    strip within one row: ResNet's 56, 28, 14 and 7 with strips of 7)."""
+    windows of column stride 1 or 2 on output rows of at least mr positions (a strip spans at
+    most two rows)."""
     sw = win.s[2]
-    return win.k[0] == 1 and win.sp[0] == 1 and sw in (1, 2) and win.osp[2] % mr == 0
+    return win.k[0] == 1 and win.sp[0] == 1 and sw in (1, 2) and win.osp[2] >= mr
 
 
 def _pack_window_fn(llmod: ir.Module, win, Cg: int, mr: int) -> ir.Function:
@@ -236,7 +246,9 @@ def _pack_window_fn(llmod: ir.Module, win, Cg: int, mr: int) -> ir.Function:
     padding), k = (c * KH + kh) * KW + kw, for the strips s of npos positions (0 past npos):
     each k of a strip is one masked load of its row of X (2 mr lanes at column stride 2, every
     other one kept) and one store, instead of an im2col pass and a packing pass over its rows
-    (5 cycles per element: a sixth of a 3x3 stride-2 convolution's time on 7x7 planes)."""
+    (5 cycles per element: a sixth of a 3x3 stride-2 convolution's time on 7x7 planes). A strip
+    that crosses into the next output row (rows of 17, 35: not a multiple of mr) takes its
+    later lanes from a second masked load, of that row's window, into the first's."""
     KH, KW = win.k[1], win.k[2]
     H, W, OW = win.sp[1], win.sp[2], win.osp[2]
     sh, sw, dh, dw, ph, pw = win.s[1], win.s[2], win.d[1], win.d[2], win.pb[1], win.pb[2]
@@ -253,45 +265,70 @@ def _pack_window_fn(llmod: ir.Module, win, Cg: int, mr: int) -> ir.Function:
     vi = ir.VectorType(I32, L)
     iota = ir.Constant(vi, list(range(L)))
     keep = ir.Constant(ir.VectorType(I32, 8), [sw * i for i in range(8)])
+    none = ir.Constant(ir.VectorType(I1, L), [0] * L)
+    on_grid = ir.Constant(ir.VectorType(I1, L), [j % sw == 0 for j in range(L)])
+
+    def segment(oh, col_base, lanes):
+        """Per (kh, kw): the row offset of the window's first lane and its lane mask, for the
+        lanes `lanes` of output row oh whose lane j reads input column col_base + kw * dw + j."""
+        masks = []
+        for kh in range(KH):
+            ih = b.add(b.mul(oh, i64(sh)), i64(kh * dh - ph))
+            ok = b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, i64(H)))
+            row = []
+            for kw in range(KW):
+                col0 = b.add(col_base, i64(kw * dw))
+                cv = b.add(splat(b, b.trunc(col0, I32), L), iota)
+                inside = b.and_(
+                    b.icmp_signed(">=", cv, ir.Constant(vi, [0] * L)),
+                    b.icmp_signed("<", cv, ir.Constant(vi, [W] * L)),
+                )
+                row.append((b.add(b.mul(ih, i64(W)), col0), b.select(ok, b.and_(lanes, inside), none)))
+            masks.append(row)
+        return masks
+
     ns = b.udiv(b.add(npos, i64(mr - 1)), i64(mr))
     with for_range(b, 0, ns, name="s") as st:
         ps = b.add(p0, b.mul(st, i64(mr)))
         oh, ow0 = b.udiv(ps, i64(OW)), b.urem(ps, i64(OW))
         valid = imin(b, i64(mr), b.sub(npos, b.mul(st, i64(mr))))
-        lanes = b.icmp_signed("<", iota, splat(b, b.trunc(b.mul(valid, i64(sw)), I32), L))
-        if sw > 1:
-            on_grid = ir.Constant(ir.VectorType(I1, L), [j % sw == 0 for j in range(L)])
-            lanes = b.and_(lanes, on_grid)
-        masks, cols = [], []
-        for kw in range(KW):
-            col0 = b.add(b.mul(ow0, i64(sw)), i64(kw * dw - pw))
-            cv = b.add(splat(b, b.trunc(col0, I32), L), iota)
-            inside = b.and_(
-                b.icmp_signed(">=", cv, ir.Constant(vi, [0] * L)),
-                b.icmp_signed("<", cv, ir.Constant(vi, [W] * L)),
-            )
-            masks.append(b.and_(lanes, inside))
-            cols.append(col0)
-        ih0 = [b.add(b.mul(oh, i64(sh)), i64(kh * dh - ph)) for kh in range(KH)]
-        rows_ok = [
-            b.and_(b.icmp_signed(">=", ih, i64(0)), b.icmp_signed("<", ih, i64(H))) for ih in ih0
-        ]
-        none = ir.Constant(ir.VectorType(I1, L), [0] * L)
-        row_masks = [[b.select(ok, m, none) for m in masks] for ok in rows_ok]
+        first = imin(b, valid, b.sub(i64(OW), ow0))  # positions in row oh
+        below = b.icmp_signed("<", iota, splat(b, b.trunc(b.mul(first, i64(sw)), I32), L))
+        segs = [segment(oh, b.sub(b.mul(ow0, i64(sw)), i64(pw)), b.and_(below, on_grid))]
+        crosses = None
+        if OW % mr:
+            # lane j >= first * sw: output column j / sw - first of row oh + 1
+            upto = b.icmp_signed("<", iota, splat(b, b.trunc(b.mul(valid, i64(sw)), I32), L))
+            lanes2 = b.and_(b.and_(upto, b.xor(below, ir.Constant(below.type, [1] * L))), on_grid)
+            base2 = b.sub(i64(-pw), b.mul(first, i64(sw)))
+            segs.append(segment(b.add(oh, i64(1)), base2, lanes2))
+            crosses = b.icmp_signed("<", first, valid)
         sbase = gep(b, dst, b.mul(st, i64(sst)))
-        with for_range(b, 0, Cg, name="c") as c:
-            xc = gep(b, x, b.mul(c, i64(H * W)))
-            kc = b.mul(c, i64(KH * KW * mr))
-            for kh in range(KH):
-                for kw in range(KW):
-                    # a window in the padding points before / past the plane: a plain GEP (not
-                    # inbounds, which would make it poison); its masked-off lanes are not read
-                    off = b.add(b.mul(ih0[kh], i64(W)), cols[kw])
-                    p = b.gep(xc, [off], inbounds=False)
-                    v = masked_load(b, p, i64(0), row_masks[kh][kw], 0.0)
-                    if sw > 1:
-                        v = b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), keep)
-                    vstore(b, v, sbase, b.add(kc, i64((kh * KW + kw) * mr)))
+
+        def channels(nseg):
+            with for_range(b, 0, Cg, name="c") as c:
+                xc = gep(b, x, b.mul(c, i64(H * W)))
+                kc = b.mul(c, i64(KH * KW * mr))
+                for kh in range(KH):
+                    for kw in range(KW):
+                        v = const(ir.VectorType(F32, L), 0.0)
+                        for seg in segs[:nseg]:
+                            off, m = seg[kh][kw]
+                            # a window in the padding points before / past the plane: a plain
+                            # GEP (an inbounds one would be poison); masked-off lanes not read
+                            v = masked_load(b, b.gep(xc, [off], inbounds=False), i64(0), m, v)
+                        if sw > 1:
+                            v = b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), keep)
+                        vstore(b, v, sbase, b.add(kc, i64((kh * KW + kw) * mr)))
+
+        if crosses is None:
+            channels(1)
+        else:
+            with b.if_else(crosses) as (two, one):
+                with two:
+                    channels(2)
+                with one:
+                    channels(1)
     b.ret_void()
     return fn
 

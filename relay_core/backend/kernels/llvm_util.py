@@ -233,12 +233,14 @@ def _masked_intrinsic(b: ir.IRBuilder, name: str, vt: ir.VectorType) -> ir.Funct
     return fn
 
 
-def masked_load(b: ir.IRBuilder, p: ir.Value, idx, mask: ir.Value, fill: float) -> ir.Value:
-    """The float32 lanes of p[idx:idx + len(mask)] where `mask` is set, `fill` elsewhere (the
-    others are not read: no fault past a buffer's end)."""
+def masked_load(b: ir.IRBuilder, p: ir.Value, idx, mask: ir.Value, fill) -> ir.Value:
+    """The float32 lanes of p[idx:idx + len(mask)] where `mask` is set, `fill` (a float, or a
+    vector whose lanes are kept) elsewhere (the others are not read: no fault past a buffer's
+    end)."""
     vt = ir.VectorType(F32, mask.type.count)
     fn = _masked_intrinsic(b, "load", vt)
-    return b.call(fn, [b.bitcast(gep(b, p, idx), vt.as_pointer()), i32(4), mask, const(vt, fill)])
+    fv = fill if isinstance(fill, ir.Value) else const(vt, fill)
+    return b.call(fn, [b.bitcast(gep(b, p, idx), vt.as_pointer()), i32(4), mask, fv])
 
 
 def masked_store(b: ir.IRBuilder, v: ir.Value, p: ir.Value, idx, mask: ir.Value) -> None:

@@ -52,11 +52,13 @@ def conv_case(
 ):
     """A run_batch case and its expected output."""
     x = rng.standard_normal((n, c, *sp)).astype(dtype)
-    w = rng.standard_normal((o, c // g, *([k] * nd))).astype(dtype)
+    ks = k if isinstance(k, tuple) else (k,) * nd
+    w = rng.standard_normal((o, c // g, *ks)).astype(dtype)
     if np.dtype(dtype).kind in "iu":
         x = rng.integers(0, 50, x.shape).astype(dtype)
         w = rng.integers(-50, 50, w.shape).astype("int8")
-    pb, pe = pads if pads else ((p,) * nd, (p,) * nd)
+    pp = p if isinstance(p, tuple) else (p,) * nd
+    pb, pe = pads if pads else (pp, pp)
     want = ref_conv(x, w, (s,) * nd, (d,) * nd, pb, pe, g)
     dl = layout or "NC" + SP[nd]
     kl = klayout or "OI" + SP[nd]
@@ -366,6 +368,13 @@ STRIPS_2D = [  # conv_strips: small output planes, strided, 1x1 at batch 1
     (2, 10, (28, 28), 20, 3, 2, 1, 1, 1),  # 14x14 out, two strips per row, batch 2
     (1, 6, (10, 32), 9, 5, 1, 2, 2, 1),  # dilated 5x5 stride 1, rows of 28
     (1, 8, (12, 12), 16, 3, 2, 1, 1, 1),  # rows of 6 (the AVX2 strip)
+    # strips crossing into the next output row (rows not a multiple of the strip; `windowed`:
+    # any plane size when O >= 32)
+    (1, 16, (17, 17), 40, (1, 7), 1, (0, 3), 1, 1),  # Inception's 1x7 on 17x17
+    (2, 12, (17, 17), 36, (7, 1), 1, (3, 0), 1, 1),  # 7x1, batch 2
+    (1, 10, (19, 17), 33, 3, 2, 1, 1, 1),  # stride 2, rows of 9
+    (1, 9, (8, 8), 32, 3, 1, 1, 1, 1),  # rows of 8
+    (1, 8, (35, 35), 32, 5, 1, 2, 1, 1),  # 5x5 on 1225 positions
 ]
 
 
@@ -387,8 +396,10 @@ def test_conv2d_strips(nthreads):
         )
         assert conv_strips.usable(win, G, Cg, O, True, cl), c["inputs"][0].shape
         if win.KK > 1 or win.s != (1, 1, 1):
-            packs.add(conv_strips.window_pack(win, mr))
-    assert packs == {True, False}  # windows packed straight from X, and through im2col
+            packs.add((conv_strips.window_pack(win, mr), win.osp[2] % mr == 0))
+    # windows packed straight from X (strips within a row, strips crossing rows), and through
+    # im2col
+    assert {True, False} <= {w for w, _ in packs} and (True, False) in packs
     wts = (0.5, 0.25, 0.125, 0.0625)
     cases += [
         (c, index_expected(want, wts))
