@@ -283,7 +283,8 @@ def _pack_window_fn(llmod: ir.Module, win, Cg: int, mr: int) -> ir.Function:
                     b.icmp_signed(">=", cv, ir.Constant(vi, [0] * L)),
                     b.icmp_signed("<", cv, ir.Constant(vi, [W] * L)),
                 )
-                row.append((b.add(b.mul(ih, i64(W)), col0), b.select(ok, b.and_(lanes, inside), none)))
+                m = b.select(ok, b.and_(lanes, inside), none)
+                row.append((b.add(b.mul(ih, i64(W)), col0), m))
             masks.append(row)
         return masks
 
