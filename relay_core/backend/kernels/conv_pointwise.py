@@ -127,7 +127,7 @@ def transposed(P: int, O: int) -> bool:
     """Few positions: Y^T = X^T W^T (conv_strips) wastes less of the tiles (positions
     become its row tiles, output channels column panels of the packed weights) than this
     kernel's 16-wide column tiles of positions."""
-    mr = conv_strips.tile(gemm_tile().width)[0]
+    mr = conv_strips.tile(gemm_tile().width, P)[0]
     col_waste = (-(-P // NR) * NR) / P
     row_waste = (-(-P // mr) * mr) / P
     return P < 128 and col_waste > row_waste + 0.1 and O >= NR

@@ -59,11 +59,14 @@ COL_BUDGET = 64 * 1024  # bytes of im2col rows per call of im2col (a few input c
 MAX_P = 256  # output planes of fewer positions (per image) are served here (14x14 and less)
 
 
-def tile(width: int) -> tuple[int, int]:
-    """(positions per tile, vectors of output channels per tile) for a vector width: with
-    AVX-512 (32 registers) 7 x 2 x 16 (14 accumulators; 49 = 7 x 7 positions), with AVX2
-    (16 registers) 6 x 2 x 8."""
-    return (7, 2) if width == 16 else (6, 2)
+def tile(width: int, P: int = 0) -> tuple[int, int]:
+    """(positions per tile, vectors of output channels per tile) for a vector width and planes
+    of P positions: with AVX-512 (32 registers) 7 or 8 x 2 x 16 (14 or 16 accumulators), the
+    strip that pads the plane less (49 = 7 x 7 positions, 64 = 8 x 8: eight strips of 8 took
+    0.7-0.9 of ten strips of 7 on 8x8 planes); with AVX2 (16 registers) 6 x 2 x 8."""
+    if width != 16:
+        return (6, 2)
+    return (8, 2) if P and -(-P // 8) * 8 < -(-P // 7) * 7 else (7, 2)
 
 
 def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = False) -> bool:
@@ -92,7 +95,7 @@ def windowed(win, O: int) -> bool:
     output channels fill the 32-wide column panels: Inception's 1x7 / 7x1 on 17x17 and 5x5 on
     35x35, 5x5 / 7x7 on 28x28 - 56x56 took 0.6-0.9 of the im2col path's time (2 threads,
     interleaved); with 16 output channels 1.2-1.6x. What Winograd takes it does not see."""
-    return win.KK > 1 and O >= 32 and window_pack(win, tile(gemm_tile().width)[0])
+    return win.KK > 1 and O >= 32 and window_pack(win, tile(gemm_tile().width, win.P)[0])
 
 
 def _pointwise_wide(win) -> bool:
@@ -358,7 +361,7 @@ def emit(kf, win, O: int, Cg: int):
     K = Cg * win.KK
     direct = is_1x1(win)
     w = gemm_tile().width
-    mr, nv = tile(w)
+    mr, nv = tile(w, P)
     nr = nv * w
     cbp, ncb, rbs, nrb = blocking(N, O, K, P, mr, nr)
     CB, RB = cbp * nr, rbs * mr

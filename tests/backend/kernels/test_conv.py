@@ -375,6 +375,9 @@ STRIPS_2D = [  # conv_strips: small output planes, strided, 1x1 at batch 1
     (1, 10, (19, 17), 33, 3, 2, 1, 1, 1),  # stride 2, rows of 9
     (1, 9, (8, 8), 32, 3, 1, 1, 1, 1),  # rows of 8
     (1, 8, (35, 35), 32, 5, 1, 2, 1, 1),  # 5x5 on 1225 positions
+    # strips of 8 with AVX-512 (planes of 36, 16 positions)
+    (1, 40, (6, 6), 36, 1, 1, 0, 1, 1),
+    (2, 24, (4, 4), 40, 3, 1, 1, 1, 1),
 ]
 
 
@@ -388,12 +391,12 @@ def test_conv2d_strips(nthreads):
     from tools.kernel_jit import tt
 
     cases = [conv_case(2, *g, nthreads=nthreads) for g in STRIPS_2D]
-    mr = conv_strips.tile(vector_width())[0]
     packs = set()
     for c, want in cases:
         win, G, O, Cg, Og, _, cl = conv_window(
             [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
         )
+        mr = conv_strips.tile(vector_width(), win.P)[0]
         assert conv_strips.usable(win, G, Cg, O, True, cl), c["inputs"][0].shape
         if win.KK > 1 or win.s != (1, 1, 1):
             packs.add((conv_strips.window_pack(win, mr), win.osp[2] % mr == 0))
