@@ -69,6 +69,7 @@ PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (p
 # 1.66 through conv_strips; the model 1.35 -> 1.31x onnxruntime's time, ResNet-18 1.27 -> 1.18x.
 MIN_POSITIONS = 100  # output positions (all images) below which ...
 STREAMED_BYTES = 2 << 20  # ... transformed weights of more bytes than this go to direct kernels
+WIDE_PLANE = 784  # output positions per image (28 x 28) from which few channels suffice
 
 
 def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> bool:
@@ -86,7 +87,22 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> 
         return can
     if win.N * win.P < MIN_POSITIONS and 16 * 4 * Cg * Og > STREAMED_BYTES:
         return False
+    if not worth_transforms(win.P, Cg, Og):
+        return False
     return Cg >= 16 and Og >= 16 and win.osp[1] >= 4 and win.osp[2] >= 4
+
+
+def worth_transforms(P: int, C: int, O: int) -> bool:
+    """Whether the transforms, per tile proportional to C + O, pay for the product's 2.25x
+    fewer multiplies, proportional to C x O: h = C O / (C + O) large enough, or planes large
+    enough for the 16 products to be efficient. Against conv_strips (2 threads, interleaved):
+    DenseNet's 128 -> 32 (h 26) on 14x14 / 7x7 took 0.3-0.6 of Winograd's time, SqueezeNet's
+    16 -> 64 to 64 -> 256 on 55x55 to 13x13 at batch 1 0.65-0.85, 64 -> 64 on 14x14 0.6-0.8;
+    on 28x28 and larger planes (P >= 784) Winograd won from h = 21 (Inception's 32 -> 64 on
+    147x147, 64 -> 96 on 35x35; ResNet's 64 -> 64 on 56x56), on smaller ones from h = 64
+    (ResNet's 256 -> 256 on 14x14)."""
+    h = C * O / (C + O)
+    return h >= 64 or (P >= WIDE_PLANE and h >= 20)
 
 
 def tile_rows(TH: int, TW: int, C: int, O: int) -> tuple[int, int]:
