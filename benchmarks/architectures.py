@@ -26,6 +26,12 @@
     regnet_y_400mf  torchvision regnet_y_400mf (grouped convolutions, squeeze-excitation)
     shufflenet_v2   torchvision shufflenet_v2_x1_0 (channel shuffles, depthwise convolutions)
     squeezenet      torchvision squeezenet1_1
+    googlenet       torchvision googlenet (no auxiliary classifiers): 1x1 / 3x3 / 5x5 branches,
+                    3x3 stride-1 max pools, channel concatenations
+    densenet121     torchvision densenet121: batch norm + relu before each convolution (not
+                    foldable into it), concatenations growing through each block
+    inception_v3    torchvision inception_v3 (no auxiliary classifier), Bx3x299x299: 1x7 / 7x1
+                    convolutions on 17x17, 35x35 and 8x8 planes, average pools
     distilbert_dyn  transformers DistilBertModel, DistilBertConfig() defaults, token ids Bx128,
                     exported to ONNX with dynamic batch and sequence axes as transformers users
                     export: the file's default compile is shape-generic (`ours native` traces
@@ -67,7 +73,7 @@ def _ids(vocab, seq):
     return lambda b: [np.random.default_rng(b).integers(0, vocab, (b, seq)).astype("int64")]
 
 
-def _torchvision(fn_name, **kw):
+def _torchvision(fn_name, size=224, **kw):
     def make():
         import torch
 
@@ -92,7 +98,7 @@ def _torchvision(fn_name, **kw):
             m = getattr(tv.models, fn_name)(weights=None, **kw)
         _randomise_norms(m)
         _randomise_layer_scales(m)
-        return _First.wrap(m.eval()), _pixels_nchw()
+        return _First.wrap(m.eval()), _pixels_nchw(size)
 
     return make
 
@@ -183,6 +189,15 @@ MODELS = [
     BenchModel("regnet_y_400mf", "torch", _torchvision("regnet_y_400mf")),
     BenchModel("shufflenet_v2", "torch", _torchvision("shufflenet_v2_x1_0")),
     BenchModel("squeezenet", "torch", _torchvision("squeezenet1_1")),
+    BenchModel(
+        "googlenet", "torch", _torchvision("googlenet", aux_logits=False, init_weights=True)
+    ),
+    BenchModel("densenet121", "torch", _torchvision("densenet121")),
+    BenchModel(
+        "inception_v3",
+        "torch",
+        _torchvision("inception_v3", size=299, aux_logits=False, init_weights=True),
+    ),
     BenchModel(
         "distilbert_dyn",
         "torch",
