@@ -4,7 +4,18 @@ the leading loops of a nest."""
 
 from __future__ import annotations
 
-from ..te.expr import INDEX, Binary, Compare, Const, PrimExpr, Reduce, Select, Var
+from ..te.expr import (
+    INDEX,
+    Binary,
+    Compare,
+    Const,
+    PrimExpr,
+    Reduce,
+    Select,
+    Var,
+    binary,
+    logical_and,
+)
 from ..te.visit import post_order, rewrite, substitute
 from . import tir as T
 
@@ -246,46 +257,55 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
             simp.set_bound(w, 0, shape[p] // m - 1)
             pieces.append((w, shape[p] // m, w * Const(m, INDEX) + Const(r, INDEX), None))
     pos = {id(v): 0}
-    # a cut of the outermost axis, or outer loops too short for the threads (a concatenation
-    # over channels at batch 1): each nest in parallel, the outer loops serial
     outer = static_work(shape[:p], None) if p else 0
-    inner_parallel = p == 0 or (outer is not None and outer < nthreads)
-    threads = nthreads if inner_parallel else 1
-    nests = []
-    for w, ext, at, span in pieces:
 
-        def resolve(orig, new, span=span):
-            if type(new) is Select and span is not None:
-                side = compare_const(simp, new.cond, pos)
-                known = None if side is None else known_over(side[1], side[2], *span)
-                if known is not None:
-                    return new.t if known else new.f
-            return new
+    def build(threads):
+        nests, works = [], []
+        for w, ext, at, span in pieces:
 
-        pv = simp(substitute(rewrite(value, resolve), {v: at}))
-        pi = simp(substitute(index, {v: at}))
-        paxes = [w] + axes[p + 1 :]
-        pshape = [ext] + shape[p + 1 :]
-        body = None
-        if depth + 1 < MAX_CUT_DEPTH:
-            body = _partition(simp, threads, paxes, pshape, pv, pi, out_buf, depth + 1)
-        if body is None:
-            fused = fuse_trailing(
-                simp,
-                paxes,
-                pshape,
-                lambda m, v=pv, i=pi: (simp(substitute(v, m)), simp(substitute(i, m))),
-            )
-            if fused is not None:
-                paxes, pshape, pv, pi = fused
-            body = T.Store(out_buf, pi, pv)
-            for a, d in zip(reversed(paxes), reversed(pshape)):
-                body = T.For(a, d, body)
+            def resolve(orig, new, span=span):
+                if type(new) is Select and span is not None:
+                    side = compare_const(simp, new.cond, pos)
+                    known = None if side is None else known_over(side[1], side[2], *span)
+                    if known is not None:
+                        return new.t if known else new.f
+                return new
+
+            pv = simp(substitute(rewrite(value, resolve), {v: at}))
+            pi = simp(substitute(index, {v: at}))
+            paxes = [w] + axes[p + 1 :]
+            pshape = [ext] + shape[p + 1 :]
             work = static_work(pshape, None)
-            work = None if work is None else work * expr_cost(pv)
-            body = parallelize(threads, body, paxes, pshape, work, len(paxes))
-        nests.append(body)
-    body = T.seq(*nests)
+            works.append(None if work is None else work * expr_cost(pv))
+            body = None
+            if depth + 1 < MAX_CUT_DEPTH:
+                body = _partition(simp, threads, paxes, pshape, pv, pi, out_buf, depth + 1)
+            if body is None:
+                fused = fuse_trailing(
+                    simp,
+                    paxes,
+                    pshape,
+                    lambda m, v=pv, i=pi: (simp(substitute(v, m)), simp(substitute(i, m))),
+                )
+                if fused is not None:
+                    paxes, pshape, pv, pi = fused
+                body = T.Store(out_buf, pi, pv)
+                for a, d in zip(reversed(paxes), reversed(pshape)):
+                    body = T.For(a, d, body)
+                body = parallelize(threads, body, paxes, pshape, works[-1], len(paxes))
+            nests.append(body)
+        return nests, works
+
+    # the nests in one parallel region (the outer loops fused into it) when the outer loops
+    # are too short for the threads or of a run-time extent (a concatenation over channels at
+    # batch 1, of a model exported with a dynamic batch)
+    if nthreads > 1 and len(pieces) > 1 and (p == 0 or outer is None or outer < nthreads):
+        body = _one_region(nthreads, *build(1), axes[:p], shape[:p])
+        if body is not None:
+            return body
+    # else each nest in parallel when the outer loops are short, or the outer loops
+    inner_parallel = p == 0 or (outer is not None and outer < nthreads)
+    body = T.seq(*build(nthreads if inner_parallel else 1)[0])
     if p == 0:
         return body
     for a, d in zip(reversed(axes[:p]), reversed(shape[:p])):
@@ -295,6 +315,59 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
     work = static_work(shape, None)
     work = None if work is None else work * expr_cost(value)
     return parallelize(nthreads, body, axes[:p], shape[:p], work, p)
+
+
+# units per thread of a partitioned stage's one parallel region (_one_region)
+UNITS_PER_THREAD = 8
+
+
+def _one_region(nthreads: int, nests: list, works: list, outer_axes, outer_shape):
+    """The nests of a partitioned stage (a concatenation of many inputs at batch 1: small
+    nests) in one parallel region, not one each: the outermost loop of each nest is cut into
+    chunks of about equal work, and the region's units are the chunks of all nests for every
+    iteration of the outer loops (`outer_axes`, extents static or not). DenseNet's batch
+    norm + relu over concatenations of 13 - 25 inputs on 28x28 / 14x14 planes ran 2 - 2.3x
+    faster than with a region per nest (a dispatch costs a few us, the nests are 25-100 KB).
+    Serial when one outer iteration's work is small; None when a nest does not start with a
+    loop of a static extent."""
+    if any(w is None for w in works) or not all(
+        type(n) is T.For and isinstance(n.extent, int) and n.begin == 0 and n.kind == "serial"
+        for n in nests
+    ):
+        return None
+    total = sum(works)
+    body = None
+    if total >= PARALLEL_MIN_WORK:
+        target = max(1, total // (UNITS_PER_THREAD * nthreads))
+        u = T.index_var("unit")
+        branches, first = [], 0
+        for n, w in zip(nests, works):
+            e = n.extent
+            cs = -(-e // max(1, min(e, round(w / target))))
+            k = -(-e // cs)
+            lo = (u - Const(first, INDEX)) * Const(cs, INDEX)
+            hi = binary("min", lo + Const(cs, INDEX), Const(e, INDEX))
+            cond = logical_and(u >= Const(first, INDEX), u < Const(first + k, INDEX))
+            branches.append(T.IfThenElse(cond, T.For(n.var, hi, n.body, "serial", lo)))
+            first += k
+        body = T.seq(*branches)
+        if outer_axes:
+            g = T.index_var("unit_g")
+            body = T.LetStmt(u, binary("floormod", g, Const(first, INDEX)), body)
+            rem = binary("floordiv", g, Const(first, INDEX))
+            for a, d in reversed(list(zip(outer_axes, outer_shape))):
+                d = Const(d, INDEX) if isinstance(d, int) else d
+                body = T.LetStmt(a, binary("floormod", rem, d), body)
+                rem = binary("floordiv", rem, d)
+            n_outer = Const(1, INDEX)
+            for d in outer_shape:
+                n_outer = n_outer * (Const(d, INDEX) if isinstance(d, int) else d)
+            return T.For(g, n_outer * Const(first, INDEX), body, "parallel")
+        return T.For(u, first, body, "parallel")
+    body = T.seq(*nests)
+    for a, d in zip(reversed(outer_axes), reversed(outer_shape)):
+        body = T.For(a, d, body)
+    return body
 
 
 def fuse_trailing(simp, axes, shape, remap, first: int = 0):

@@ -162,3 +162,40 @@ def test_head_merge_splits_the_inner_loop(shape, nthreads, monkeypatch):
         assert split and split[0][1][-1] == d, made
     else:
         assert not split, split
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("batch", ["1", "?", "4"])
+def test_concatenation_nests_in_one_region(batch, nthreads, monkeypatch):
+    """DenseNet's batch norm + relu over a concatenation of many inputs: at batch 1, or with a
+    batch known only at run time (a dynamic-batch export), the nests (one per input) run in
+    one parallel region whose units are chunks of them, for every image; with a static batch
+    of at least the threads, the loop over the images is the parallel one."""
+    made = _spy(monkeypatch, "_one_region")
+    chans, hw = [64] + [32] * 12, (14, 14)
+    c = sum(chans)
+    rng = np.random.default_rng(7)
+    scale = rng.standard_normal((c, 1, 1)).astype("float32")
+    shift = rng.standard_normal((c, 1, 1)).astype("float32")
+    params = ", ".join(
+        f"%x{k}: Tensor[({batch}, {n}, {hw[0]}, {hw[1]}), float32]" for k, n in enumerate(chans)
+    )
+    names = ", ".join(f"%x{k}" for k in range(len(chans)))
+    src = f"""
+def @main({params}, %s: Tensor[({c}, 1, 1), float32], %t: Tensor[({c}, 1, 1), float32]) {{
+  %0 = concatenate(({names}), axis=1);
+  nn.relu(add(multiply(%0, %s), %t))
+}}
+"""
+    mod = relay_core.parse(src)
+    lib = relay_core.build(mod, num_threads=nthreads, cache=False)
+    n = 3 if batch == "?" else int(batch)
+    xs = _inputs([(n, k) + hw for k in chans], n)
+    got = lib(*xs, scale, shift)[0]
+    want = np.maximum(np.concatenate(xs, 1) * scale + shift, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    region = [r for r in made if r is not None]
+    if batch != "4":  # (scheduled for the machine's threads; run on nthreads)
+        assert region and all(r.kind == "parallel" for r in region), region
+    else:
+        assert not region  # the images in parallel
