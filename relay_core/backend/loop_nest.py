@@ -328,16 +328,19 @@ def _one_region(nthreads: int, nests: list, works: list, outer_axes, outer_shape
     iteration of the outer loops (`outer_axes`, extents static or not). DenseNet's batch
     norm + relu over concatenations of 13 - 25 inputs on 28x28 / 14x14 planes ran 2 - 2.3x
     faster than with a region per nest (a dispatch costs a few us, the nests are 25-100 KB).
-    Serial when one outer iteration's work is small; None when a nest does not start with a
-    loop of a static extent."""
+    Serial when the whole stage is small; None when a nest does not start with a loop of a
+    static extent, or when an outer iteration's work is small but their number is known only
+    at run time (the caller then runs the outer loops in parallel)."""
     if any(w is None for w in works) or not all(
         type(n) is T.For and isinstance(n.extent, int) and n.begin == 0 and n.kind == "serial"
         for n in nests
     ):
         return None
     total = sum(works)
-    body = None
-    if total >= PARALLEL_MIN_WORK:
+    outer = static_work(outer_shape, None)
+    if total < PARALLEL_MIN_WORK and outer is None:
+        return None
+    if total * (outer or 1) >= PARALLEL_MIN_WORK:
         target = max(1, total // (UNITS_PER_THREAD * nthreads))
         u = T.index_var("unit")
         branches, first = [], 0

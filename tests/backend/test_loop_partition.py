@@ -11,6 +11,7 @@ import pytest
 
 import relay_core
 from relay_core.backend import loop_nest
+from relay_core.backend import tir as T
 from relay_core.ir import Function, IRModule, call, const, var
 
 
@@ -199,3 +200,20 @@ def @main({params}, %s: Tensor[({c}, 1, 1), float32], %t: Tensor[({c}, 1, 1), fl
         assert region and all(r.kind == "parallel" for r in region), region
     else:
         assert not region  # the images in parallel
+
+
+@pytest.mark.parametrize("batch", ["1", "?"])
+def test_small_concatenation_region(batch, monkeypatch):
+    """A concatenation too small for two threads: one thread at batch 1; with a run-time batch
+    (possibly large), the loop over the images stays the parallel one (no region of chunks)."""
+    made = _spy(monkeypatch, "_one_region")
+    chans, hw = [8, 8, 16], (4, 4)
+    params = ", ".join(f"%x{k}: Tensor[({batch}, {n}, 4, 4), float32]" for k, n in enumerate(chans))
+    names = ", ".join(f"%x{k}" for k in range(len(chans)))
+    src = f"def @main({params}) {{ nn.relu(concatenate(({names}), axis=1)) }}"
+    lib = relay_core.build(relay_core.parse(src), num_threads=2, cache=False)
+    n = 5 if batch == "?" else 1
+    xs = _inputs([(n, k) + hw for k in chans], n)
+    np.testing.assert_array_equal(lib(*xs)[0], np.maximum(np.concatenate(xs, 1), 0))
+    kinds = {type(r).__name__ if r is None or type(r) is not T.For else r.kind for r in made}
+    assert kinds == ({"NoneType"} if batch == "?" else {"serial"}), made
