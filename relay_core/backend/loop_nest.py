@@ -299,13 +299,17 @@ def _partition(simp, nthreads, axes, shape, value, index, out_buf, depth):
     # the nests in one parallel region (the outer loops fused into it) when the outer loops
     # are too short for the threads or of a run-time extent (a concatenation over channels at
     # batch 1, of a model exported with a dynamic batch)
+    nests = None  # built for one thread
     if nthreads > 1 and len(pieces) > 1 and (p == 0 or outer is None or outer < nthreads):
-        body = _one_region(nthreads, *build(1), axes[:p], shape[:p])
+        nests, works = build(1)
+        body = _one_region(nthreads, nests, works, axes[:p], shape[:p])
         if body is not None:
             return body
     # else each nest in parallel when the outer loops are short, or the outer loops
     inner_parallel = p == 0 or (outer is not None and outer < nthreads)
-    body = T.seq(*build(nthreads if inner_parallel else 1)[0])
+    if inner_parallel or nests is None:  # (the serial nests are reused for the outer loops)
+        nests = build(nthreads if inner_parallel else 1)[0]
+    body = T.seq(*nests)
     if p == 0:
         return body
     for a, d in zip(reversed(axes[:p]), reversed(shape[:p])):
@@ -357,15 +361,12 @@ def _one_region(nthreads: int, nests: list, works: list, outer_axes, outer_shape
         if outer_axes:
             g = T.index_var("unit_g")
             body = T.LetStmt(u, binary("floormod", g, Const(first, INDEX)), body)
-            rem = binary("floordiv", g, Const(first, INDEX))
+            rem, n = binary("floordiv", g, Const(first, INDEX)), Const(first, INDEX)
             for a, d in reversed(list(zip(outer_axes, outer_shape))):
                 d = Const(d, INDEX) if isinstance(d, int) else d
                 body = T.LetStmt(a, binary("floormod", rem, d), body)
-                rem = binary("floordiv", rem, d)
-            n_outer = Const(1, INDEX)
-            for d in outer_shape:
-                n_outer = n_outer * (Const(d, INDEX) if isinstance(d, int) else d)
-            return T.For(g, n_outer * Const(first, INDEX), body, "parallel")
+                rem, n = binary("floordiv", rem, d), n * d
+            return T.For(g, n, body, "parallel")
         return T.For(u, first, body, "parallel")
     body = T.seq(*nests)
     for a, d in zip(reversed(outer_axes), reversed(outer_shape)):

@@ -133,12 +133,12 @@ def is_1x1(win) -> bool:
     )
 
 
-def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
+def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int, blocked: bool) -> ir.Function:
     """c[j * ldc + i] = sum_k a[k * mr + i] * b[k * nv * w + j] for i < mv, j < nj: an
-    mr x (nv * w) tile of Y^T over K, a block of the reduction: started from zero (`first`)
-    or from the partial sums in acc (mr * nv vectors), stored transposed into c (`last`) or
-    back into acc."""
-    name = f"relay.strips.ukr{mr}x{nv}x{w}u{UNROLL}"
+    mr x (nv * w) tile of Y^T over K, the whole reduction or (`blocked`) a block of it:
+    started from zero (`first`) or from the partial sums in acc (mr * nv vectors), stored
+    transposed into c (`last`) or back into acc. Unblocked, acc / first / last are unused."""
+    name = f"relay.strips.ukr{mr}x{nv}x{w}u{UNROLL}{'b' if blocked else ''}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
@@ -159,7 +159,9 @@ def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
         return out
 
     zero = const(vt, 0.0)
-    accs = [b.select(first, zero, vload(b, accp, j * w, w)) for j in range(mr * nv)]
+    accs = [zero] * (mr * nv)
+    if blocked:
+        accs = [b.select(first, zero, vload(b, accp, j * w, w)) for j in range(mr * nv)]
     if UNROLL > 1:
         kmain = b.mul(b.udiv(K, i64(UNROLL)), i64(UNROLL))
 
@@ -172,10 +174,11 @@ def _ukr_fn(llmod: ir.Module, mr: int, nv: int, w: int) -> ir.Function:
         accs = for_carry(b, kmain, K, accs, step, name="kt")
     else:
         accs = for_carry(b, 0, K, accs, step, name="kk")
-    with b.if_then(b.not_(last)):  # a partial sum: kept for the next block of K
-        for j, v in enumerate(accs):
-            vstore(b, v, accp, j * w)
-        b.ret_void()
+    if blocked:
+        with b.if_then(b.not_(last)):  # a partial sum: kept for the next block of K
+            for j, v in enumerate(accs):
+                vstore(b, v, accp, j * w)
+            b.ret_void()
     with b.if_else(b.icmp_signed("==", nj, i64(nr))) as (full, part):
         with full:  # 8 x 8 blocks transposed in registers, each column a masked store
             mask = _lanes_below(b, mv)
@@ -393,7 +396,7 @@ def emit(kf, win, O: int, Cg: int):
     units = N * ncb * nrb
     nkb = -(-K // KBLOCK) if KBLOCK else 1
     KC = -(-K // nkb)
-    ukr = _ukr_fn(kf.b.module, mr, nv, w)
+    ukr = _ukr_fn(kf.b.module, mr, nv, w, nkb > 1)
     pack = _pack_strips_fn(kf.b.module, mr)
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
@@ -414,7 +417,9 @@ def emit(kf, win, O: int, Cg: int):
         x, wp, y = vals[0], vals[1], vals[2]
         extras = vals[3:]
         buf = b.bitcast(malloc(b, i64(4 * rbs * sst)), F32P)
-        acc = b.bitcast(malloc(b, i64(4 * (rbs * cbp * mr * nr if nkb > 1 else mr * nr))), F32P)
+        acc = None  # partial sums per (strip, panel) tile between blocks of K
+        if nkb > 1:
+            acc = b.bitcast(malloc(b, i64(4 * rbs * cbp * mr * nr)), F32P)
         tmp = None
         if not direct and wpack is None:
             tmp = b.bitcast(malloc(b, i64(4 * (cc * win.KK * ldt + 8))), F32P)
@@ -472,14 +477,17 @@ def emit(kf, win, O: int, Cg: int):
                         mv = imin(b, i64(mr), b.sub(p1, ps))
                         a = gep(b, buf, b.add(b.mul(s, i64(sst)), b.mul(k0, i64(mr))))
                         c = gep(b, yn, b.add(b.mul(o, i64(P)), ps))
-                        t = b.mul(b.add(b.mul(s, i64(cbp)), ot), i64(mr * nr))
-                        acc_t = gep(b, acc, t) if nkb > 1 else acc  # one tile: never kept
+                        acc_t = ir.Constant(F32P, None)
+                        if acc is not None:
+                            t = b.mul(b.add(b.mul(s, i64(cbp)), ot), i64(mr * nr))
+                            acc_t = gep(b, acc, t)
                         b.call(ukr, [kc, a, bpan, c, i64(P), mv, nj, acc_t, first, last])
             if kf.ep:
                 _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
         sh.end(b)
         free(b, buf)
-        free(b, acc)
+        if acc is not None:
+            free(b, acc)
         if tmp is not None:
             free(b, tmp)
 
