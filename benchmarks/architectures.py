@@ -16,7 +16,7 @@
     lstm            torch.nn.LSTM, 2 layers, input 128, hidden 256, batch first, Bx64x128
 
     Keras (keras.applications, weights=None, classifier_activation=None: logits, as the
-    torchvision models give; ONNX export needs tf2onnx, which is not a dependency):
+    torchvision models give; ONNX export with tf2onnx, from the zoo extra):
     keras_mobilenet_v2  MobileNetV2, Bx224x224x3
     keras_resnet50      ResNet50, Bx224x224x3
 

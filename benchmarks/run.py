@@ -3,7 +3,7 @@ architectures (benchmarks/architectures.py), 2 threads each, in one process, on 
 and on a busy one.
 
 For each model and batch size: the model is built with random weights; exported to ONNX
-(PyTorch: torch.onnx.export's default dynamo exporter; Keras: tf2onnx when it is installed) and
+(PyTorch: torch.onnx.export's default dynamo exporter; Keras: tf2onnx, from the zoo extra) and
 run by onnxruntime; we compile the ONNX file (`relay_import.load(path)`) and the native model as a
 user loads it (`relay_import.load(module, example_inputs=...)` for PyTorch, `load("m.keras")` for
 Keras), each with `relay_import.compile`. Outputs are checked against the framework (ours from
@@ -193,12 +193,14 @@ def export_torch_onnx(module, xs, path: str, dynamic_axes=None) -> None:
 
 
 def export_keras_onnx(model, xs, path: str) -> None:
-    """tf2onnx (not a dependency of this project: put it on the path to get these rows) on the
+    """tf2onnx (the zoo extra, which make bench installs; without it these rows say so) on the
     model traced as a tf.function (its `from_keras` predates Keras 3)."""
     try:
         import tf2onnx
     except ImportError:
-        raise ImportError("tf2onnx is not installed: no ONNX export for Keras models") from None
+        raise ImportError(
+            "tf2onnx is not installed: no ONNX export for Keras models (pip install -e '.[zoo]')"
+        ) from None
     import tensorflow as tf
 
     spec = [
