@@ -60,6 +60,7 @@ class Step:
     inputs: list
     outputs: list
     values: list = field(default_factory=list)  # (flat input, flat index, dtype, var dtype)
+    concat_axis: int | None = None  # the group only concatenates its parameters along this axis
 
 
 @dataclass
@@ -323,6 +324,7 @@ class GraphCompiler(ExprFunctor):
             else:
                 copies.append((Storage("out", k, s.type), s))
         self.copies = copies
+        self._elide_concats()
         self._drop_unread_constants()
         offsets, total = self._plan()
         self.offsets, self.total = offsets, total
@@ -380,7 +382,7 @@ class GraphCompiler(ExprFunctor):
             (src[1], int(src[2].value), lk.in_types[src[1]].dtype, dv.dtype)
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
-        self.steps.append(Step(name, list(flat_args), outs, values))
+        self.steps.append(Step(name, list(flat_args), outs, values, _concat_axis(fn)))
         self.step_flops.append(group_flops(fn))
         self.step_ops.append(group_ops(fn))
         rt = fn.body.checked_type
@@ -417,16 +419,52 @@ class GraphCompiler(ExprFunctor):
         self.const_slot = {}
 
     # -- memory --------------------------------------------------------------------------------
+    def _elide_concats(self) -> None:
+        """A concatenation whose parts are contiguous ranges of its result (only size-1 axes
+        before the axis: channels at batch 1) costs no copy: the steps that produce the parts
+        write them in place, as views of the result, and the concatenation step goes. A part
+        qualifies when it is a workspace value of its own (not an input, constant, output or
+        view; not twice in the concatenation) starting on a 64-byte boundary; a value can be a
+        part of one concatenation only (the first that takes it). SqueezeNet's fire modules,
+        Inception's blocks at batch 1: a copy of every block's output."""
+        kept, ops, flops = [], [], []
+        for st, o, f in zip(self.steps, self.step_ops, self.step_flops):
+            if not self._elide(st):
+                kept.append(st), ops.append(o), flops.append(f)
+        self.steps, self.step_ops, self.step_flops = kept, ops, flops
+
+    def _elide(self, st: Step) -> bool:
+        if st.concat_axis is None or len(st.outputs) != 1 or st.values:
+            return False
+        out, parts = st.outputs[0], st.inputs
+        if out.kind != "ws" or len({id(s) for s in parts}) != len(parts):
+            return False
+        if any(int(d) != 1 for d in out.type.shape[: st.concat_axis]):
+            return False
+        offsets, off = [], 0
+        for s in parts:
+            if s.kind != "ws" or s.type.dtype != out.type.dtype or off % _VIEW_ALIGN:
+                return False
+            offsets.append(off)
+            off += s.nbytes
+        if off != out.nbytes:
+            return False
+        for s, o in zip(parts, offsets):
+            s.kind, s.index, s.base = "view", o, out
+        return True
+
     def _plan(self):
         sizes, defs, last = {}, {}, {}
         for i, st in enumerate(self.steps):
             for s in map(_base, st.inputs):  # a view keeps its base alive
                 if s.kind == "ws":
                     last[id(s)] = i
-            for s in st.outputs:
+            for s in map(_base, st.outputs):  # a part of a concatenation: its result from here
                 if s.kind == "ws":
-                    sizes[id(s)] = s.nbytes
-                    defs[id(s)] = i
+                    if id(s) not in defs:
+                        sizes[id(s)] = s.nbytes
+                        defs[id(s)] = i
+                    last[id(s)] = max(last.get(id(s), i), i)
         n = len(self.steps)
         for src in (_base(src) for _, src in self.copies):
             if src.kind == "ws":
@@ -511,8 +549,24 @@ def _is_view(fn: Function) -> bool:
 
 
 def _base(s):
-    """The storage whose bytes `s` is (itself unless a view)."""
-    return s.base if isinstance(s, Storage) and s.kind == "view" else s
+    """The storage whose bytes `s` is (itself unless a view; views of views resolved)."""
+    while isinstance(s, Storage) and s.kind == "view":
+        s = s.base
+    return s
+
+
+def _concat_axis(fn: Function) -> int | None:
+    """The axis when the group only concatenates its parameters, each once, in order."""
+    e = fn.body
+    if not (type(e) is Call and isinstance(e.op, Op) and e.op.name == "concatenate"):
+        return None
+    parts = e.args[0].fields if len(e.args) == 1 and type(e.args[0]) is Tuple else e.args
+    if len(parts) != len(fn.params) or any(a is not p for a, p in zip(parts, fn.params)):
+        return None
+    rt = e.checked_type
+    if not isinstance(rt, TensorType) or not rt.is_static or not rt.shape:
+        return None
+    return int(e.attrs.axis) % len(rt.shape)
 
 
 # A part of a value taken as a view must start on a boundary the kernels' loads may assume (the
