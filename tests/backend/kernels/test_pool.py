@@ -115,6 +115,10 @@ GEOMS = {
         (2, 4, (111, 111), 3, 2, 1, 0, True),
         (1, 3, (33, 33), 3, 2, 1, 0, True),  # 16 columns: the last block's loads would pass W
         (1, 2, (13, 27), 3, 1, 1, 0, False),
+        # blocks of 16 and 8 columns and a masked tail: padded (GoogLeNet's 3x3 stride-1 pools),
+        # in place
+        (1, 2, (28, 37), 3, 1, 1, 1, False),
+        (1, 2, (9, 45), 3, 1, 1, 0, False),
     ],
     3: [(1, 3, (5, 6, 7), 3, 2, 1, 1, False), (1, 2, (6, 6, 6), 2, None, 1, 0, True)],
 }
