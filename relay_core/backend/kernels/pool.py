@@ -269,7 +269,7 @@ def _pool_cf_registers(kf, kind, win, cip):
     direct = all(p_ == 0 and n_ <= sz for p_, n_, sz in zip(win.pb, need, win.sp))
     VW = vector_width()
     widths = (VW, 8) if VW > 8 else (8,)
-    if direct:  # blocks whose vector loads stay within the row; the rest scalar
+    if direct:  # blocks whose vector loads stay within the row; the rest masked
         Dp, Hp, Wp = win.sp
     else:  # the padded plane, 2 vectors wider: every block's loads stay inside
         Dp, Hp, Wp = (max(n + p, nn) for n, p, nn in zip(win.sp, win.pb, need))
@@ -345,9 +345,7 @@ def _pool_cf_registers(kf, kind, win, cip):
                     for prow in rows:
                         for kw in range(KW):
                             base = b.add(b.mul(q, i64(sw)), i64(kw * dw))
-                            if width == 1:
-                                xv = load(b, prow, base)
-                            elif nv is not None:  # lanes of the window's valid columns only
+                            if nv is not None:  # lanes of the window's valid columns only
                                 if sw == 1:
                                     xv = masked_load(b, prow, base, _lanes(width, nv), fill)
                                 else:
@@ -370,9 +368,8 @@ def _pool_cf_registers(kf, kind, win, cip):
                             else:
                                 acc = b.fadd(acc, xv)
                     if kind == "avg":
-                        cv = vload(b, cols, q, width) if width > 1 else load(b, cols, q)
-                        nr = splat(b, nrows, width) if width > 1 else nrows
-                        acc = b.fdiv(acc, b.fmul(cv, nr))
+                        cv = vload(b, cols, q, width)
+                        acc = b.fdiv(acc, b.fmul(cv, splat(b, nrows, width)))
                     return acc
 
                 for q0, q1, w in blocks:
