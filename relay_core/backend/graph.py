@@ -427,11 +427,10 @@ class GraphCompiler(ExprFunctor):
         view; not twice in the concatenation) starting on a 64-byte boundary; a value can be a
         part of one concatenation only (the first that takes it). SqueezeNet's fire modules,
         Inception's blocks at batch 1: a copy of every block's output."""
-        kept, ops, flops = [], [], []
-        for st, o, f in zip(self.steps, self.step_ops, self.step_flops):
-            if not self._elide(st):
-                kept.append(st), ops.append(o), flops.append(f)
-        self.steps, self.step_ops, self.step_flops = kept, ops, flops
+        keep = [not self._elide(st) for st in self.steps]
+        self.steps = [x for x, k in zip(self.steps, keep) if k]
+        self.step_ops = [x for x, k in zip(self.step_ops, keep) if k]
+        self.step_flops = [x for x, k in zip(self.step_flops, keep) if k]
 
     def _elide(self, st: Step) -> bool:
         if st.concat_axis is None or len(st.outputs) != 1 or st.values:

@@ -1,5 +1,6 @@
-"""Helpers that several backend tests share: running a check in several Python threads at once,
-and running Python snippets in several processes at once from the repository root."""
+"""Helpers that several backend tests share: building a function of the given parameters as a
+static module, running a check in several Python threads at once, and running Python snippets
+in several processes at once from the repository root."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ import sys
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def build_function(params, body, nthreads: int = 2):
+    """`fn(params) { body }` type-checked and compiled (no model cache)."""
+    import relay_core
+    from relay_core.ir import Function, IRModule
+
+    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), body)))
+    return relay_core.build(mod, num_threads=nthreads, cache=False)
 
 
 def run_in_threads(fn, n: int) -> None:

@@ -10,15 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import relay_core
-from relay_core.ir import Function, IRModule, Tuple, call, const, var
+from relay_core.ir import Tuple, call, const, var
+from tests.backend.support import build_function
 
 RNG = np.random.default_rng(11)
-
-
-def _build(params, body):
-    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), body)))
-    return relay_core.build(mod, num_threads=2, cache=False)
 
 
 def _concat_steps(lib) -> int:
@@ -68,7 +63,7 @@ def test_parts_written_in_place(axis):
     mid = g(h(_double(x)))  # values alive while `a` waits for its concatenation
     c = k(mid)
     y = READ(_cat(a, mid, c, axis=axis))
-    lib = _build([x], y)
+    lib = build_function([x], y)
     m = g.want(h.want(2 * xs))
     want = READ.want(np.concatenate([f.want(xs), m, k.want(m)], axis=axis))
     np.testing.assert_allclose(lib(xs)[0], want, rtol=1e-5, atol=1e-5)
@@ -86,7 +81,7 @@ def test_nested_and_shared():
     inner = _cat(a, b)
     outer = _cat(inner, k(b))
     again = _cat(a, m(b))
-    lib = _build([x], Tuple((READ(outer), READ(inner), READ(again))))
+    lib = build_function([x], Tuple((READ(outer), READ(inner), READ(again))))
     av, bv = f.want(xs), g.want(xs)
     wants = [
         np.concatenate([av, bv, k.want(bv)], axis=1),
@@ -116,16 +111,16 @@ def test_copies_kept(case):
     cat = _cat(*parts)
     want = np.concatenate(want_parts, axis=1)
     if case == "part_is_output":
-        lib = _build([x], Tuple((READ(cat), a)))
+        lib = build_function([x], Tuple((READ(cat), a)))
         got = lib(xs)
         np.testing.assert_allclose(got[1], av, rtol=1e-6)
         got = got[0]
         want = READ.want(want)
     elif case == "result_is_output":
-        lib = _build([x], cat)
+        lib = build_function([x], cat)
         got = lib(xs)[0]
     else:
-        lib = _build([x], READ(cat))
+        lib = build_function([x], READ(cat))
         got = lib(xs)[0]
         want = READ.want(want)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

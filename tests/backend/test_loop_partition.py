@@ -12,7 +12,8 @@ import pytest
 import relay_core
 from relay_core.backend import loop_nest
 from relay_core.backend import tir as T
-from relay_core.ir import Function, IRModule, call, const, var
+from relay_core.ir import call, const, var
+from tests.backend.support import build_function
 
 
 def _spy(monkeypatch, name: str) -> list:
@@ -36,11 +37,6 @@ def partitions(monkeypatch):
     return _spy(monkeypatch, "partition")
 
 
-def _build(params, body, nthreads):
-    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), body)))
-    return relay_core.build(mod, num_threads=nthreads, cache=False)
-
-
 def _inputs(shapes, seed=0):
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(s).astype("float32") for s in shapes]
@@ -60,7 +56,7 @@ def test_concatenate_sigmoid(shapes, axis, nthreads, partitions):
     xs = _inputs(shapes)
     params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
     body = call("sigmoid", call("concatenate", *params, axis=axis))
-    got = _build(params, body, nthreads)(*xs)[0]
+    got = build_function(params, body, nthreads)(*xs)[0]
     want = 1 / (1 + np.exp(-np.concatenate(xs, axis=axis)))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert any(partitions)
@@ -73,7 +69,7 @@ def test_stack_scaled(axis, nthreads, partitions):
     xs = _inputs(shapes, axis)
     params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
     body = call("multiply", call("stack", *params, axis=axis), const(np.float32(-0.5)))
-    got = _build(params, body, nthreads)(*xs)[0]
+    got = build_function(params, body, nthreads)(*xs)[0]
     want = np.stack(xs, axis=axis) * np.float32(-0.5)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     assert any(partitions)
@@ -92,7 +88,7 @@ def test_unrolled_rnn_output(steps, batch, hidden, nthreads, partitions):
     hs.append(call("expand_dims", last, axis=0))
     seq = call("concatenate", *hs, axis=0)  # (steps, batch, hidden)
     body = call("transpose", seq, axes=(1, 0, 2))
-    got = _build(params, body, nthreads)(*xs)[0]
+    got = build_function(params, body, nthreads)(*xs)[0]
     states = xs[:-2] + [1 / (1 + np.exp(-xs[-2])) * np.tanh(xs[-1])]
     want = np.stack(states, axis=0).transpose(1, 0, 2)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -105,7 +101,7 @@ def test_where_on_data_is_not_partitioned(partitions):
     xs = _inputs(shapes, 3)
     params = [var(f"x{k}", s) for k, s in enumerate(shapes)]
     body = call("where", call("greater", params[0], params[1]), params[0], params[1])
-    got = _build(params, body, 2)(*xs)[0]
+    got = build_function(params, body, 2)(*xs)[0]
     np.testing.assert_allclose(got, np.where(xs[0] > xs[1], xs[0], xs[1]))
     assert partitions and not any(partitions)
 
@@ -155,7 +151,7 @@ def test_head_merge_splits_the_inner_loop(shape, nthreads, monkeypatch):
     x = var("x", shape)
     body = call("reshape", call("transpose", x, axes=(0, 2, 1, 3)), newshape=(b, t, h * d))
     (xv,) = _inputs([shape], d)
-    got = _build([x], call("multiply", body, const(np.float32(2))), nthreads)(xv)[0]
+    got = build_function([x], call("multiply", body, const(np.float32(2))), nthreads)(xv)[0]
     want = xv.transpose(0, 2, 1, 3).reshape(b, t, h * d) * 2
     np.testing.assert_array_equal(got, want)
     split = [r for r in made if r is not None]

@@ -12,14 +12,10 @@ import pytest
 
 import relay_core
 import relay_core.errors
-from relay_core.ir import Function, IRModule, Tuple, call, const, var
+from relay_core.ir import Tuple, call, const, var
+from tests.backend.support import build_function
 
 RNG = np.random.default_rng(5)
-
-
-def _build(params, body):
-    mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), body)))
-    return relay_core.build(mod, num_threads=2, cache=False)
 
 
 def _take_steps(lib) -> int:
@@ -55,7 +51,7 @@ def test_steps_of_a_computed_value(k):
     y = step(_take(proj, k))
     y = call("nn.dense", y, const(wx[:, :16]))  # (4, 16) -> another step
     z = call("add", y, _take(proj, 7 - k))
-    lib = _build([x, step.h], z)
+    lib = build_function([x, step.h], z)
     xs = RNG.standard_normal((8, 4, 32)).astype("float32")
     got = lib(xs, step.hv)[0]
     p = xs @ wx.T
@@ -70,7 +66,7 @@ def test_views_of_an_input_of_a_view_and_as_outputs():
     row = _take(inner, 1, axis=1)  # (1, 16): a view of a view
     neg = _take(x, -1, axis=1, mode="fast")  # counts from the end
     step = _Step(1, 16)
-    lib = _build([x, step.h], Tuple((inner, step(row), step(_take(neg, 0, axis=1)))))
+    lib = build_function([x, step.h], Tuple((inner, step(row), step(_take(neg, 0, axis=1)))))
     xs = RNG.standard_normal((1, 6, 2, 16)).astype("float32")
     got = lib(xs, step.hv)
     np.testing.assert_array_equal(got[0], xs[:, 4])
@@ -95,7 +91,7 @@ def test_view_or_kernel(shape, k, axis, mode, view):
     if mode == "strict":  # the compiled model stops with the error; no result to compare
         x = var("x", shape)
         step = _Step(shape[1], shape[2])
-        lib = _build([x, step.h], Tuple((step(_take(call("exp", x), k, axis, mode)), x)))
+        lib = build_function([x, step.h], Tuple((step(_take(call("exp", x), k, axis, mode)), x)))
         with pytest.raises(relay_core.errors.RelayError):
             lib(RNG.standard_normal(shape).astype("float32"), step.hv)
         assert _take_steps(lib) == 1
@@ -105,7 +101,7 @@ def test_view_or_kernel(shape, k, axis, mode, view):
     v = _take(e, k, axis, mode)
     rows, cols = [d for i, d in enumerate(shape) if i != axis]
     step = _Step(rows, cols)
-    lib = _build([x, step.h], Tuple((step(v), e)))  # exp read twice: a group of its own
+    lib = build_function([x, step.h], Tuple((step(v), e)))  # exp read twice: a group of its own
     xs = RNG.standard_normal(shape).astype("float32")
     got = lib(xs, step.hv)[0]
     n = shape[axis]

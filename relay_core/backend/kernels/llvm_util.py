@@ -233,6 +233,11 @@ def _masked_intrinsic(b: ir.IRBuilder, name: str, vt: ir.VectorType) -> ir.Funct
     return fn
 
 
+def lanes_below(width: int, n: int) -> ir.Constant:
+    """A <width x i1> constant with the first n lanes set (a mask known at compile time)."""
+    return ir.Constant(ir.VectorType(I1, width), [int(j < n) for j in range(width)])
+
+
 def masked_load(b: ir.IRBuilder, p: ir.Value, idx, mask: ir.Value, fill) -> ir.Value:
     """The float32 lanes of p[idx:idx + len(mask)] where `mask` is set, `fill` (a float, or a
     vector whose lanes are kept) elsewhere (the others are not read: no fault past a buffer's

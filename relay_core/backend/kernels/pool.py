@@ -243,13 +243,6 @@ def _blocks(OW: int, W: int, KW: int, sw: int, dw: int, direct: bool, widths) ->
     return out
 
 
-def _lanes(width: int, n: int):
-    """A <width x i1> constant: the first n lanes set."""
-    from llvmlite import ir
-
-    return ir.Constant(ir.VectorType(ir.IntType(1), width), [int(j < n) for j in range(width)])
-
-
 def _pool_cf_registers(kf, kind, win, cip):
     """float32 channel-first max / avg pooling: each plane is copied into a padded scratch plane
     (padding -inf for max, 0 for avg), or read in place when no window reaches the padding,
@@ -258,7 +251,16 @@ def _pool_cf_registers(kf, kind, win, cip):
     shuffle). The masked tail was a scalar loop: SqueezeNet's 111 -> 55 pool at batch 8 spent
     more of its time in the 7 scalar columns per row than in the 48 vector ones."""
     from .conv_depthwise import _tap_rows
-    from .llvm_util import I32, masked_load, masked_store, memset0, splat, vector_width, vstore
+    from .llvm_util import (
+        I32,
+        lanes_below,
+        masked_load,
+        masked_store,
+        memset0,
+        splat,
+        vector_width,
+        vstore,
+    )
 
     D, H, W = win.sp
     OD, OH, OW = win.osp
@@ -347,12 +349,14 @@ def _pool_cf_registers(kf, kind, win, cip):
                             base = b.add(b.mul(q, i64(sw)), i64(kw * dw))
                             if nv is not None:  # lanes of the window's valid columns only
                                 if sw == 1:
-                                    xv = masked_load(b, prow, base, _lanes(width, nv), fill)
+                                    xv = masked_load(b, prow, base, lanes_below(width, nv), fill)
                                 else:
-                                    lo = masked_load(b, prow, base, _lanes(width, 2 * nv - 1), fill)
+                                    lo = masked_load(
+                                        b, prow, base, lanes_below(width, 2 * nv - 1), fill
+                                    )
                                     hb = b.add(base, i64(width))
                                     hi = masked_load(
-                                        b, prow, hb, _lanes(width, 2 * nv - 1 - width), fill
+                                        b, prow, hb, lanes_below(width, 2 * nv - 1 - width), fill
                                     )
                                     xv = b.shuffle_vector(lo, hi, even[width])
                             elif sw == 1:
@@ -377,7 +381,7 @@ def _pool_cf_registers(kf, kind, win, cip):
                         vstore(b, reduce(w, q), yrow, q)
                 for q in range(tail, OW, 8):  # the last columns: masked blocks of 8
                     nv = min(8, OW - q)
-                    masked_store(b, reduce(8, i64(q), nv), yrow, i64(q), _lanes(8, nv))
+                    masked_store(b, reduce(8, i64(q), nv), yrow, i64(q), lanes_below(8, nv))
                 if kf.ep:
                     n, c = b.udiv(u, i64(win.C)), b.urem(u, i64(win.C))
                     sp = [od, oh][3 - win.nd :] if win.nd > 1 else []

@@ -16,7 +16,6 @@ from ..llvm_math import exp_f32, exp_nonpos_f32, log_f32
 from .common import KernelInfo, attr, epilogue_block, kernel_function, shape_of
 from .llvm_util import (
     F32,
-    I1,
     V8F,
     call_intrinsic,
     compute_type,
@@ -26,6 +25,7 @@ from .llvm_util import (
     free,
     gep,
     i64,
+    lanes_below,
     load,
     load_as,
     malloc,
@@ -158,7 +158,7 @@ def _row_f32(b, kind, x, y, L: int):
     W = vector_width()
     vt = ir.VectorType(F32, W)
     nfull, tail = divmod(L, W)
-    mask = ir.Constant(ir.VectorType(I1, W), [int(k < tail) for k in range(W)])
+    mask = lanes_below(W, tail)
 
     def each(body):  # body(j, masked) over the row: whole vectors, then the masked rest
         if nfull:
