@@ -29,7 +29,8 @@ from ..ir.visitor import ExprFunctor, post_order
 from . import memory
 from .codegen import I8, I32, I64, PTR, ExprEmitter, KernelCodegen, ModuleContext, storage_type
 from .derived import DerivedConst, DerivedPrepack, derived_const
-from .lower import GroupLowering, flatten_type
+from .kernels.common import output_image_stride
+from .lower import GroupLowering, StridedOutputError, flatten_type
 from .runtime import _contig
 
 ENTRY = "relay_run"
@@ -45,6 +46,9 @@ class Storage:
     index: int  # "view": the byte offset into `base`
     type: TensorType
     base: Storage | None = None  # "view": the storage whose bytes it is part of
+    # elements between images when the producer writes it strided: a part of a concatenation
+    # at batch > 1, to become a view of the result (GraphCompiler._elide)
+    ys: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -60,7 +64,12 @@ class Step:
     inputs: list
     outputs: list
     values: list = field(default_factory=list)  # (flat input, flat index, dtype, var dtype)
-    concat_axis: int | None = None  # the group only concatenates its parameters along this axis
+    # the group only concatenates its parameters: (axis, the parameters' indices in the order
+    # of the result's parts)
+    concat: tuple | None = None
+    # a concatenation whose other parts were written in place: (part, byte offset of its
+    # first image in the result) for each part copied, image by image (kernel COPY)
+    copies: list | None = None
 
 
 @dataclass
@@ -227,6 +236,7 @@ class GraphCompiler(ExprFunctor):
         self.nthreads = nthreads
         self.prefix = name
         self.kernels: dict = {}  # key -> (LoweredKernel, llvm name)
+        self.nkernels = 0
         self.const_arrays: list = []
         self.const_slot: dict = {}
         self.const_nodes: dict = {}
@@ -247,12 +257,14 @@ class GraphCompiler(ExprFunctor):
     def visit_call(self, node: Call) -> None:
         values = self.values
         op = node.op
+        ys = self.strided.get(id(node))
         if type(op) is Function and op.attr("Primitive"):
-            values[id(node)] = self._group(node, [values[id(a)] for a in node.args])
+            values[id(node)] = self._group(node, [values[id(a)] for a in node.args], ys)
         elif type(op) is Op:
             fn = _wrap_op(node)
             args = [a for a in node.args if type(a) is not Constant]
-            values[id(node)] = self._group(Call(fn, tuple(args)), [values[id(a)] for a in args])
+            call = Call(fn, tuple(args))
+            values[id(node)] = self._group(call, [values[id(a)] for a in args], ys)
         else:
             self.visit_default(node)
 
@@ -307,7 +319,9 @@ class GraphCompiler(ExprFunctor):
             names.append(p.name_hint)
             in_types.append(t)
         self.values = values
-        for node in post_order(f.body, _children):
+        nodes = list(post_order(f.body, _children))
+        self.strided = _strided_parts(nodes)
+        for node in nodes:
             if id(node) not in values:
                 self.dispatch(node)
         result = values[id(f.body)]
@@ -336,7 +350,7 @@ class GraphCompiler(ExprFunctor):
             self.const_arrays,
             total,
             ENTRY,
-            kernels=len(self.kernels),
+            kernels=len({name for _, name in self.kernels.values()}),
             steps=len(self.steps),
             info={
                 "step_ops": self.step_ops,
@@ -346,7 +360,9 @@ class GraphCompiler(ExprFunctor):
             },
         )
 
-    def _group(self, call: Call, args: list):
+    def _group(self, call: Call, args: list, ys: int | None = None):
+        """The storage of a group's value (a new step, or a view of a value). `ys`: build the
+        kernel to write images `ys` elements apart (_strided_parts) if it can."""
         if _is_view(call.op) and isinstance(args[0], Storage):
             return args[0]  # a reshape of a value: the same bytes, no kernel
         off = _slab_offset(call.op) if args and isinstance(args[0], Storage) else None
@@ -360,17 +376,12 @@ class GraphCompiler(ExprFunctor):
             args = args + [self._const(c)]
         flat_args = _flatten(tuple(args))
         const_inputs = frozenset(i for i, s in enumerate(flat_args) if s.kind == "const")
-        key = (structural_hash(fn), const_inputs)
-        entry = self.kernels.get(key)
+        h = structural_hash(fn)
+        entry = self.kernels.get((h, const_inputs, ys))
         if entry is None:
-            name = f"{self.prefix}{len(self.kernels)}"
-            lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
-            if any(src[0] != "value" for src in lk.dim_sources) or any(
-                not isinstance(d, int) for shape in lk.out_shapes for d in shape
-            ):
-                raise NotStaticGraph("a kernel with run-time dimensions")
-            KernelCodegen(self.llctx, lk.kernel).emit()
-            entry = self.kernels[key] = (lk, name)
+            entry = self.kernels[(h, const_inputs, ys)] = self._lower(fn, const_inputs, ys)
+            if entry[0].out_image_stride is None:  # not strided: the same as unasked
+                self.kernels.setdefault((h, const_inputs, None), entry)
         lk, name = entry
         if lk.prepack:
             flat_args = list(flat_args)
@@ -378,11 +389,12 @@ class GraphCompiler(ExprFunctor):
                 c = self.const_nodes[flat_args[i].index]
                 flat_args[i] = self._const(c, pp, (name, i))
         outs = [self._new_ws(t) for t in lk.out_types]
+        outs[0].ys = lk.out_image_stride
         values = [
             (src[1], int(src[2].value), lk.in_types[src[1]].dtype, dv.dtype)
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
-        self.steps.append(Step(name, list(flat_args), outs, values, _concat_axis(fn)))
+        self.steps.append(Step(name, list(flat_args), outs, values, _concat_of(fn)))
         self.step_flops.append(group_flops(fn))
         self.step_ops.append(group_ops(fn))
         rt = fn.body.checked_type
@@ -391,6 +403,23 @@ class GraphCompiler(ExprFunctor):
 
             return _unflatten(rt, outs, 0)[0]
         return outs[0]
+
+    def _lower(self, fn: Function, const_inputs, ys: int | None):
+        """(LoweredKernel, name) of a group, emitted into the module."""
+        name = f"{self.prefix}{self.nkernels}"
+        self.nkernels += 1
+        try:
+            with output_image_stride(ys):
+                lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
+        except StridedOutputError:  # a kernel inside the group took the stride: not asked
+            name += "c"
+            lk = GroupLowering(fn, name, self.llctx, const_inputs, self.nthreads).run()
+        if any(src[0] != "value" for src in lk.dim_sources) or any(
+            not isinstance(d, int) for shape in lk.out_shapes for d in shape
+        ):
+            raise NotStaticGraph("a kernel with run-time dimensions")
+        KernelCodegen(self.llctx, lk.kernel).emit()
+        return lk, name
 
     def _drop_unread_constants(self) -> None:
         """Keeps only the constants some step or output copy reads, renumbered in slot order: a
@@ -428,17 +457,22 @@ class GraphCompiler(ExprFunctor):
         part of one concatenation only (the first that takes it). SqueezeNet's fire modules,
         Inception's blocks at batch 1: a copy of every block's output."""
         keep = [not self._elide(st) for st in self.steps]
+        for st in self.steps:  # a value written strided is a view of a result (or it overruns)
+            if any(s.ys is not None and s.kind != "view" for s in st.outputs):
+                raise AssertionError(f"{st.kernel}: a strided output is not part of its result")
         self.steps = [x for x, k in zip(self.steps, keep) if k]
         self.step_ops = [x for x, k in zip(self.step_ops, keep) if k]
         self.step_flops = [x for x, k in zip(self.step_flops, keep) if k]
 
     def _elide(self, st: Step) -> bool:
-        if st.concat_axis is None or len(st.outputs) != 1 or st.values:
+        if st.concat is None or len(st.outputs) != 1 or st.values:
             return False
-        out, parts = st.outputs[0], st.inputs
+        out, parts = st.outputs[0], [st.inputs[i] for i in st.concat[1]]
+        if any(s.ys is not None for s in parts):
+            return self._elide_strided(st, parts)
         if out.kind != "ws" or len({id(s) for s in parts}) != len(parts):
             return False
-        if any(int(d) != 1 for d in out.type.shape[: st.concat_axis]):
+        if any(int(d) != 1 for d in out.type.shape[: st.concat[0]]):
             return False
         offsets, off = [], 0
         for s in parts:
@@ -451,6 +485,28 @@ class GraphCompiler(ExprFunctor):
         for s, o in zip(parts, offsets):
             s.kind, s.index, s.base = "view", o, out
         return True
+
+    def _elide_strided(self, st: Step, parts: list) -> bool:
+        """A channel concatenation at batch > 1 some of whose parts were written in place by
+        their kernels (strided, _strided_parts): those become views of the result; the others
+        are copied image by image (the step becomes a COPY step), or the step goes."""
+        out = st.outputs[0]
+        shape = [int(d) for d in out.type.shape]
+        inner = int(np.prod(shape[2:]))
+        isz = _dt.itemsize(out.type.dtype)
+        c0, copies = 0, []
+        for s in parts:
+            off = c0 * inner * isz
+            if s.ys is not None:  # its kernel wrote it there
+                assert s.ys == shape[1] * inner and s.kind == "ws", (s.ys, s.kind)
+                s.kind, s.index, s.base = "view", off, out
+            else:
+                copies.append((s, off))
+            c0 += int(s.type.shape[1])
+        if not copies:
+            return True
+        st.kernel, st.inputs, st.copies = COPY, [s for s, _ in copies], copies
+        return False
 
     def _plan(self):
         sizes, defs, last = {}, {}, {}
@@ -493,6 +549,11 @@ class GraphCompiler(ExprFunctor):
             b.call(self.llctx.declare("relay_prof_start", ir.VoidType(), []), [])
             tick = self.llctx.declare("relay_prof_step", ir.VoidType(), [I32])
         for k, st in enumerate(self.steps):
+            if st.copies is not None:
+                self._copy_parts(b, ptr, st)
+                if prof:
+                    b.call(tick, [ir.Constant(I32, k)])
+                continue
             kfn = llmod.globals[st.kernel]
             args = []
             for s, pt in zip(st.inputs + st.outputs, kfn.function_type.args):
@@ -534,6 +595,25 @@ class GraphCompiler(ExprFunctor):
         g.initializer = ir.Constant(I64, self.total)
         g.global_constant = True
 
+    def _copy_parts(self, b, ptr, st: Step) -> None:
+        """A COPY step: each part's images into their channel range of the result's images."""
+        from .kernels.llvm_util import for_range
+
+        memcpy = self.llctx.declare(
+            "llvm.memcpy.p0i8.p0i8.i64", ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)]
+        )
+        out = st.outputs[0]
+        n_img = int(out.type.shape[0])
+        img_out = out.nbytes // n_img
+        for s, off in st.copies:
+            img = s.nbytes // n_img
+            dst0 = b.gep(b.bitcast(ptr(out), PTR), [ir.Constant(I64, off)])
+            src0 = b.bitcast(ptr(s), PTR)
+            with for_range(b, 0, n_img, name="img") as n:
+                dst = b.gep(dst0, [b.mul(n, ir.Constant(I64, img_out))])
+                src = b.gep(src0, [b.mul(n, ir.Constant(I64, img))])
+                b.call(memcpy, [dst, src, ir.Constant(I64, img), ir.Constant(ir.IntType(1), 0)])
+
 
 def _is_view(fn: Function) -> bool:
     """The function only reshapes its first parameter (chains of view ops)."""
@@ -554,23 +634,106 @@ def _base(s):
     return s
 
 
-def _concat_axis(fn: Function) -> int | None:
-    """The axis when the group only concatenates its parameters, each once, in order."""
+def _is_concat(e) -> bool:
+    return type(e) is Call and isinstance(e.op, Op) and e.op.name == "concatenate"
+
+
+def _concat_of(fn: Function) -> tuple[int, list[int]] | None:
+    """(axis, the parameters' indices in the order of the result's parts) when the group only
+    concatenates its parameters, each once; nested concatenations along the same axis count as
+    one (Inception's blocks fuse theirs)."""
     e = fn.body
-    if not (type(e) is Call and isinstance(e.op, Op) and e.op.name == "concatenate"):
-        return None
-    parts = e.args[0].fields if len(e.args) == 1 and type(e.args[0]) is Tuple else e.args
-    if len(parts) != len(fn.params) or any(a is not p for a, p in zip(parts, fn.params)):
+    if not _is_concat(e):
         return None
     rt = e.checked_type
     if not isinstance(rt, TensorType) or not rt.is_static or not rt.shape:
         return None
-    return int(e.attrs.axis) % len(rt.shape)
+    axis = int(e.attrs.axis) % len(rt.shape)
+    parts, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if not _is_concat(x):
+            parts.append(x)
+            continue
+        t = x.checked_type
+        if not isinstance(t, TensorType) or int(x.attrs.axis) % len(t.shape) != axis:
+            return None
+        args = x.args[0].fields if len(x.args) == 1 and type(x.args[0]) is Tuple else x.args
+        stack.extend(reversed(args))
+    ps = fn.params
+    if len(ps) == 1 and parts == [ps[0]] and isinstance(ps[0].checked_type, TupleType):
+        return axis, list(range(len(ps[0].checked_type.fields)))  # concatenate(p: a tuple)
+    if any(not isinstance(p.checked_type, TensorType) for p in ps):
+        return None  # the order is over the flat inputs
+    index = {id(p): k for k, p in enumerate(ps)}
+    order = [index.get(id(a)) for a in parts]
+    if None in order or sorted(order) != list(range(len(ps))):
+        return None
+    return axis, order
 
 
 # A part of a value taken as a view must start on a boundary the kernels' loads may assume (the
 # workspace plan aligns every value to 64 bytes).
 _VIEW_ALIGN = 64
+COPY = "copy"  # the kernel name of a step that copies concatenation parts (Step.copies)
+
+
+def _concat_parts(node) -> tuple[int, list] | None:
+    """(axis, part expressions) of a call that only concatenates its arguments, each once."""
+    op = node.op
+    if type(op) is Function and op.attr("Primitive"):
+        c = _concat_of(op)
+        args = list(node.args)
+        if c is not None and len(args) == 1 and isinstance(op.params[0].checked_type, TupleType):
+            args = list(args[0].fields) if type(args[0]) is Tuple else None
+        return None if c is None or args is None else (c[0], [args[i] for i in c[1]])
+    if type(op) is Op and op.name == "concatenate":
+        a = node.args
+        parts = list(a[0].fields) if len(a) == 1 and type(a[0]) is Tuple else list(a)
+        rt = node.checked_type
+        if not isinstance(rt, TensorType) or not rt.is_static or not rt.shape:
+            return None
+        return int(node.attrs.axis) % len(rt.shape), parts
+    return None
+
+
+def _strided_parts(nodes: list) -> dict[int, int]:
+    """id(call) -> the image stride (elements) its kernel should write with: a group whose only
+    reader is a concatenation of channels (axis 1, batch > 1, each image's channels are one
+    contiguous run of the result's image) and whose part starts 64-byte aligned. The kernels
+    that can (strips, pointwise, Winograd) write their images into the result; the
+    concatenation copies the rest (GraphCompiler._elide_strided). SqueezeNet's fire modules,
+    GoogLeNet's and Inception's blocks at batch 8."""
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for c in _children(node):
+            uses[id(c)] = uses.get(id(c), 0) + 1
+    out: dict[int, int] = {}
+    for node in nodes:
+        if type(node) is not Call:
+            continue
+        cp = _concat_parts(node)
+        if cp is None or cp[0] != 1:
+            continue
+        rt = node.checked_type
+        if not isinstance(rt, TensorType) or not rt.is_static or len(rt.shape) < 3:
+            continue
+        shape = [int(d) for d in rt.shape]
+        if shape[0] == 1:  # batch 1: the parts are contiguous (_elide)
+            continue
+        inner = int(np.prod(shape[2:]))
+        isz = _dt.itemsize(rt.dtype)
+        c0 = 0
+        for a in cp[1]:
+            t = a.checked_type
+            off = c0 * inner * isz
+            c0 += int(t.shape[1]) if isinstance(t, TensorType) and len(t.shape) > 1 else 0
+            if type(a) is not Call or uses.get(id(a)) != 1 or off % _VIEW_ALIGN:
+                continue
+            if not isinstance(a.op, (Function, Op)) or t.dtype != rt.dtype:
+                continue
+            out[id(a)] = shape[1] * inner
+    return out
 
 
 def _slab_offset(fn: Function) -> int | None:

@@ -21,6 +21,7 @@ from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import ExprFunctor, post_order
 from ..te.lowering import rule_of
 from . import tir as T
+from .kernels.common import requested_image_stride
 from .schedule import Scheduler, extern
 
 # complex64 / complex128 tensors are lowered as their real parts with a trailing axis of 2
@@ -29,6 +30,11 @@ COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
 
 class LoweringError(RelayError):
     """An operator has no lowering rule and no kernel."""
+
+
+class StridedOutputError(LoweringError):
+    """A kernel asked to write its output strided did, but not into the group's output (the
+    caller lowers the group again without asking)."""
 
 
 @dataclass
@@ -46,6 +52,9 @@ class LoweredKernel:
     # (Kernel, [(shape, dtype)] of its outputs); it takes the same inputs, then its outputs,
     # the "shape" dims and the "value" dims (in `dims` order).
     pre: tuple | None = None
+    # elements between images of output 0: the group's only kernel writes it strided
+    # (kernels.common.output_image_stride was asked for and honoured); None: contiguous
+    out_image_stride: int | None = None
 
 
 def flatten_type(t) -> list[TensorType]:
@@ -184,6 +193,7 @@ class GroupLowering:
                 self.prepack[self.in_index[op.flat_in[i].id]] = fn
         params += self.dims
         kernel = T.Kernel(self.name, params, body, sched.contract)
+        ys = self._image_stride(len(outs), params[len(placeholders)])
         return LoweredKernel(
             kernel,
             in_types,
@@ -196,7 +206,26 @@ class GroupLowering:
                 for o, t in zip(outs, out_types)
             ],
             pre,
+            ys,
         )
+
+    def _image_stride(self, nouts: int, out0) -> int | None:
+        """The stride output 0 is written with when output_image_stride asked for one: the group
+        must be one kernel that honoured it, writing the group's output itself. A kernel that
+        honoured it but writes an intermediate would overrun that buffer: an error."""
+        req = requested_image_stride()
+        if req is None:
+            return None
+        honoured = [op for op in self.externs if getattr(op.info, "out_image_stride", None)]
+        if not honoured:
+            return None
+        op = honoured[0]
+        written = getattr(op, "written", None)
+        if len(honoured) > 1 or nouts != 1 or op.batch is not None or written is None:
+            raise StridedOutputError(self.name)
+        if written[0] is not out0 or op.info.out_image_stride != req:
+            raise StridedOutputError(self.name)
+        return req
 
     def _pre_kernel(self, placeholders, bufs, shape_dims):
         """Register the run-time values that shapes use; values computed from the inputs

@@ -52,6 +52,7 @@ class ExternOp:
     # a kernel taking run-time extents (kernels/gemm_dynamic): the group's extents (te.Vars)
     # it receives last, which an epilogue's indices may use; None: a static-shaped kernel
     env: list | None = None
+    written: list | None = None  # the buffers the kernel's call writes (set when scheduled)
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -342,6 +343,7 @@ class Scheduler:
                 else:
                     stage, extra = fused
                     outs = [self.buffer(stage)]
+                op.written = outs
                 if op.batch is not None:  # per element (and per block) of a run-time batch
                     stmts.append(_batch_calls(op, ins, outs, extra))
                     continue

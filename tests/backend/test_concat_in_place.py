@@ -125,3 +125,97 @@ def test_copies_kept(case):
         want = READ.want(want)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert _concat_steps(lib) == 1
+
+
+# -- batch > 1: the parts' kernels write their images into the result (strided) ----------------
+
+
+class _Conv:
+    """relu(conv2d(x, w) + b [+ residual]): a convolution kernel with its epilogue."""
+
+    def __init__(self, cin, cout, k):
+        self.w = (RNG.standard_normal((cout, cin, k, k)) / (cin * k * k) ** 0.5).astype("float32")
+        self.b = RNG.standard_normal((1, cout, 1, 1)).astype("float32")
+        self.pad = k // 2
+
+    def __call__(self, x, residual=None):
+        p = self.pad
+        y = call("add", call("nn.conv2d", x, const(self.w), padding=(p, p)), const(self.b))
+        if residual is not None:
+            y = call("add", y, residual)
+        return call("nn.relu", y)
+
+    def want(self, x, residual=None):
+        import torch
+
+        y = torch.nn.functional.conv2d(
+            torch.from_numpy(x).double(), torch.from_numpy(self.w).double(), padding=self.pad
+        ).numpy()
+        y = y + self.b
+        if residual is not None:
+            y = y + residual
+        return np.maximum(y, 0)
+
+
+@pytest.mark.parametrize("force", [None, "strips", "pointwise", "winograd", "im2col"])
+@pytest.mark.parametrize("plane", [(20, 20), (8, 8)])
+def test_parts_strided_at_batch(monkeypatch, force, plane):
+    """A channel concatenation at batch 3 of a 1x1 and a 3x3 convolution (each with its bias
+    and relu; the 3x3 one with a residual input too, which its epilogue reads at logical
+    indices) and a max pool: the convolutions write their images into the result (strided),
+    the pool's output is copied image by image, and no concatenation kernel runs. Planes of
+    400 and 64 positions take the pointwise / strips / Winograd paths by default; each path
+    forced; im2col (which writes contiguously) keeps the concatenation."""
+    import relay_core.backend.kernels.conv as conv_mod
+
+    monkeypatch.setattr(conv_mod, "FORCE", force)
+    shape = (3, 16, *plane)
+    x, xs = _x(shape)
+    r, rs = var("r", (3, 32, *plane)), RNG.standard_normal((3, 32, *plane)).astype("float32")
+    f, g, read = _Conv(16, 32, 1), _Conv(16, 32, 3), _Conv(80, 8, 1)
+    pool = call("nn.max_pool2d", x, pool_size=(3, 3), strides=(1, 1), padding=(1, 1))
+    y = read(_cat(f(x), g(x, r), pool))
+    lib = build_function([x, r], y)
+    import torch
+
+    pv = torch.nn.functional.max_pool2d(torch.from_numpy(xs), 3, 1, 1).numpy()
+    want = read.want(np.concatenate([f.want(xs), g.want(xs, rs), pv], axis=1))
+    np.testing.assert_allclose(lib(xs, rs)[0], want, rtol=1e-4, atol=1e-4)
+    kernels = [s["kernel"] for s in lib.manifest["steps"] if "concatenate" in s["ops"]]
+    if force == "im2col":
+        assert len(kernels) == 1 and kernels[0] != "copy"  # every part contiguous: the kernel
+    else:
+        assert kernels == ["copy"]  # only the pool's part is copied
+
+
+def test_strided_part_read_twice_is_copied():
+    """A convolution whose value is also read elsewhere is not written strided (the other
+    reader needs it contiguous): the concatenation copies it."""
+    shape = (2, 16, 8, 8)
+    x, xs = _x(shape)
+    f, g, read = _Conv(16, 16, 1), _Conv(16, 16, 1), _Conv(32, 4, 1)
+    a, b = f(x), g(x)
+    lib = build_function([x], Tuple((read(_cat(a, b)), call("negative", a))))
+    av, bv = f.want(xs), g.want(xs)
+    got = lib(xs)
+    want = read.want(np.concatenate([av, bv], axis=1))
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], -av, rtol=1e-4, atol=1e-4)
+    kernels = [s["kernel"] for s in lib.manifest["steps"] if "concatenate" in s["ops"]]
+    assert kernels == ["copy"]  # b in place, a copied
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_fused_nested_concatenations(batch):
+    """concat(a, concat(b, c), concat(d, e)) whose inner concatenations only feed the outer
+    one: FuseOps makes them one group (Inception-v3's last blocks), whose parameters are not in
+    the order of the parts; all five convolutions write into the result."""
+    shape = (batch, 16, 8, 8)
+    x, xs = _x(shape)
+    convs = [_Conv(16, 16, k) for k in (1, 3, 1, 3, 1)]
+    read = _Conv(80, 4, 1)
+    a, b, c, d, e = (f(x) for f in convs)
+    lib = build_function([x], read(_cat(a, _cat(b, c), _cat(d, e))))
+    want = read.want(np.concatenate([f.want(xs) for f in convs], axis=1))
+    np.testing.assert_allclose(lib(xs)[0], want, rtol=1e-4, atol=1e-4)
+    assert _concat_steps(lib) == 0

@@ -45,6 +45,9 @@ class KernelInfo:
     func: ir.Function
     prepack: dict[int, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
     variant: tuple | None = None
+    # the elements between consecutive images (axis-0 elements) of output 0 when the kernel
+    # honoured `output_image_stride`; None: the output is contiguous
+    out_image_stride: int | None = None
 
 
 _PREFERRED: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("variant", default=None)
@@ -64,6 +67,26 @@ def prefer_variant(variant: tuple | None) -> Iterator[None]:
 
 def preferred_variant() -> tuple | None:
     return _PREFERRED.get()
+
+
+_IMAGE_STRIDE: contextvars.ContextVar[int | None] = contextvars.ContextVar("ys", default=None)
+
+
+@contextlib.contextmanager
+def output_image_stride(stride: int | None) -> Iterator[None]:
+    """Within the block, generators that can write output 0 with `stride` elements between
+    images (a part of a channel concatenation at batch > 1, written in place: each image's
+    channels are a contiguous run of the result's image) do so and say it in
+    KernelInfo.out_image_stride; the others write contiguously."""
+    token = _IMAGE_STRIDE.set(stride)
+    try:
+        yield
+    finally:
+        _IMAGE_STRIDE.reset(token)
+
+
+def requested_image_stride() -> int | None:
+    return _IMAGE_STRIDE.get()
 
 
 @dataclass
@@ -138,6 +161,8 @@ class KernelFn:
     extras: list
     nthreads: ir.Value
     ep: Epi
+    # elements between images of output 0 (generators that honour output_image_stride set it)
+    ys: int | None = None
 
 
 def kernel_function(llmod, name, in_types, out_types, epilogue=None, in_storage=None) -> KernelFn:

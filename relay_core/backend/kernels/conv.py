@@ -37,6 +37,7 @@ from .common import (
     epilogue_row,
     kernel_function,
     preferred_variant,
+    requested_image_stride,
     shape_of,
 )
 from .gemm_core import (
@@ -133,6 +134,10 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         )
     packed = 1 in tuple(const_inputs)
     kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    # strips, pointwise, channel-first Winograd and units of whole images can write images
+    # `ys` elements apart (output_image_stride)
+    ys = requested_image_stride() if not cl and G == 1 else None
+    kf.ys = ys
     # a preferred variant (a batch-block kernel taking its element kernel's) forces its path
     pref = preferred_variant() or (None,)
     force = FORCE or (pref[0] if pref[0] in ("strips", "pointwise", "winograd") else None)
@@ -144,11 +149,11 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         if strips.usable(win, G, Cg, O, packed, cl, force == "strips"):
             prepack = strips.emit(kf, win, O, Cg)
             kf.b.ret_void()
-            return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",))
+            return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",), ys)
     if pw and (images_per_unit(win, G, Cg, packed, cl) == 1 or force == "pointwise"):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",))
+        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",), ys)
     if wino:
         if cl:
             pp, variant = winograd_cl.emit(kf, kf.ins[1], win, O, Cg), ("winograd_cl",)
@@ -156,7 +161,8 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
             pp, tr = winograd.emit(kf, kf.ins[1], win, O, Cg, tr)
             variant = ("winograd", tr)
         kf.b.ret_void()
-        return KernelInfo(kf.fn, {1: _with_axes(pp, kax, shape_of(in_types[1]))}, variant)
+        pp = _with_axes(pp, kax, shape_of(in_types[1]))
+        return KernelInfo(kf.fn, {1: pp}, variant, None if cl else ys)
     if force is None and grouped.usable(win, G, Cg, Og, packed, cl):
         prepack = grouped.emit(kf, win, G, O, Cg)
         kf.b.ret_void()
@@ -168,9 +174,12 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
         wbuf = _runtime_permute(kf, w, shape_of(in_types[1]), kax, nd, cl)
         w = wbuf
     ipu = images_per_unit(win, G, Cg, packed, cl)
-    if ipu > 1:
+    if ipu > 1:  # constant weights (packed): no run-time permute
         prepack = _conv_cf_grouped(kf, w, win, O, Cg, ipu)
-    elif cl:
+        kf.b.ret_void()
+        return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, None, kf.ys)
+    kf.ys = None  # the paths below write contiguous images
+    if cl:
         prepack = _conv_cl(kf, w, win, G, O, Cg, Og, packed)
     else:
         prepack = _conv_cf(kf, w, win, G, O, Cg, Og, packed)
@@ -366,6 +375,7 @@ def _conv_cf_grouped(kf, w, win: Window, O, Cg, ipu):
     nt = clamp_threads(kf.b, kf.nthreads, flops, units0 * max(1, -(-O // MR)))
     store_fn = plain_store_fn(kf.b.module)
     OW = win.osp[2]
+    ys = kf.ys or O * P  # elements between output images
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -391,10 +401,10 @@ def _conv_cf_grouped(kf, w, win: Window, O, Cg, ipu):
                 n = b.add(n0, im)
                 with for_range(b, c0, c1, name="orow") as m:
                     src = gep(b, yb, b.add(b.mul(m, i64(ld)), b.mul(im, i64(P))))
-                    dst = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), m), i64(P)))
+                    dst = gep(b, y, b.add(b.mul(n, i64(ys)), b.mul(m, i64(P))))
                     memcpy(b, dst, src, i64(4 * P))
                 if kf.ep:
-                    ep_args = (n, i64(0), c0, c1, i64(0), i64(P), OW)
+                    ep_args = (n, i64(0), c0, c1, i64(0), i64(P), OW, ys)
                     _epilogue_chunk(b, kf.ep, extras, y, win, O, *ep_args)
         sh.end(b)
         free_buffers(b, col, yb)
@@ -403,21 +413,22 @@ def _conv_cf_grouped(kf, w, win: Window, O, Cg, ipu):
     return lambda wc: pack_a_panels(wc.reshape(O, Kg), MR)
 
 
-def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):
+def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW, ys=None):
     """Epilogue over y[n, c0 + m, p0:p0+pc] for m in [m0, m1), one output row at a time, or
     as one run per channel when the epilogue depends on (image, channel) only (rows of 7 or 14
-    would be all or mostly scalar tails)."""
+    would be all or mostly scalar tails). `ys`: elements between images of y (O * P: none)."""
+    ys = O * win.P if ys is None else ys
     if ep.invariant_from(2):
         with for_range(b, m0, m1, name="em") as m:
             c = b.add(c0, m)
-            plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+            plane = gep(b, y, b.add(b.mul(n, i64(ys)), b.mul(c, i64(win.P))))
             epilogue_plane(b, ep, extras, gep(b, plane, p0), pc, [n, c], win.nd)
         return
     if ep.flat_from(2, win.osp[3 - win.nd :]):  # a residual: one run per channel too
         zeros = [i64(0)] * (win.nd - 1)
         with for_range(b, m0, m1, name="em") as m:
             c = b.add(c0, m)
-            plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+            plane = gep(b, y, b.add(b.mul(n, i64(ys)), b.mul(c, i64(win.P))))
             epilogue_row(b, ep, extras, gep(b, plane, p0), pc, [n, c, *zeros], p0)
         return
     p1 = b.add(p0, pc)
@@ -425,7 +436,7 @@ def _epilogue_chunk(b, ep, extras, y, win, O, n, c0, m0, m1, p0, pc, OW):
     r1 = b.udiv(b.sub(p1, i64(1)), i64(OW))
     with for_range(b, m0, m1, name="em") as m:
         c = b.add(c0, m)
-        plane = gep(b, y, b.mul(b.add(b.mul(n, i64(O)), c), i64(win.P)))
+        plane = gep(b, y, b.add(b.mul(n, i64(ys)), b.mul(c, i64(win.P))))
         with for_range(b, r0, b.add(r1, i64(1)), name="er") as r:
             rbase = b.mul(r, i64(OW))
             a = imax(b, p0, rbase)

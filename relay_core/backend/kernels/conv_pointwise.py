@@ -302,6 +302,7 @@ def emit(kf, win, O: int, Cg: int):
     ukr_tail = _ukr_fn(kf.b.module, O - O6, w) if O6 < O else None
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
+    ys = kf.ys or O * P  # elements between output images
     ldb = i64(CB if stem else nr)  # B panels: im2col rows of CB, or packed panels of nr
 
     def body(b, vals, sh):
@@ -313,7 +314,7 @@ def emit(kf, win, O: int, Cg: int):
             n, cb, rb = _unit(b, u, ncb, nrb)
             p0 = b.mul(cb, i64(CB))
             pc = imin(b, i64(CB), b.sub(i64(P), p0))
-            yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
+            yn = gep(b, y, b.add(b.mul(n, i64(ys)), p0))
             if stem:  # the unit's im2col columns, rows of CB floats (zero padded past pc)
                 xg = gep(b, x, b.mul(n, i64(win.C * win.IP)))
                 geo = geom_args(win, Cg)
@@ -341,7 +342,7 @@ def emit(kf, win, O: int, Cg: int):
                 with b.if_then(b.icmp_signed(">", r1, i64(O6))):
                     row_panel(ukr_tail, i64(O6), O - O6)
             if kf.ep:
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW, ys)
         sh.end(b)
         free(b, buf)
 
@@ -389,6 +390,7 @@ def _emit_wide(kf, win, O: int, K: int):
     tail = (_wide_fn(llmod, O - Om, WIDE_VECS), _wide_fn(llmod, O - Om)) if Om < O else None
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
+    ys = kf.ys or O * P  # elements between output images
 
     def body(b, vals, sh):
         x, wp, y = vals[0], vals[1], vals[2]
@@ -399,7 +401,7 @@ def _emit_wide(kf, win, O: int, K: int):
             p0 = b.mul(cb, i64(CB))
             pc = imin(b, i64(CB), b.sub(i64(P), p0))
             xn = gep(b, x, b.add(b.mul(n, i64(K * P)), p0))
-            yn = gep(b, y, b.add(b.mul(n, i64(O * P)), p0))
+            yn = gep(b, y, b.add(b.mul(n, i64(ys)), p0))
             r0 = b.mul(rb, i64(RB))
             r1 = imin(b, b.add(r0, i64(RB)), i64(O))
             r1f = imin(b, r1, i64(Om))
@@ -409,7 +411,7 @@ def _emit_wide(kf, win, O: int, K: int):
                 with b.if_then(b.icmp_signed(">", r1, i64(Om))):
                     _wide_tiles(b, tail, wp, K, i64(Om), xn, P, yn, P, pc)
             if kf.ep:
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), r0, r1, p0, pc, OW, ys)
         sh.end(b)
 
     parallel(kf.b, kf.fn.name, kf.ins[:1] + [kf.ins[1]] + kf.outs + kf.extras, nt, body)

@@ -400,6 +400,7 @@ def emit(kf, win, O: int, Cg: int):
     pack = _pack_strips_fn(kf.b.module, mr)
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * P * K, units)
     OW = win.osp[2]
+    ys = kf.ys or O * P  # elements between output images
     sst = K * mr + 8  # floats per packed strip, with the gap pack's spill lands in
     ldt = -(-min(RB, P) // 16) * 16 + 16  # im2col rows (im2col pads them to its NR)
     cc = max(1, min(Cg, COL_BUDGET // (4 * win.KK * ldt)))  # input channels per im2col call
@@ -458,7 +459,7 @@ def emit(kf, win, O: int, Cg: int):
                 b.store(nr_, have)
             o0 = b.mul(cb, i64(CB))
             o1 = imin(b, b.add(o0, i64(CB)), i64(O))
-            yn = gep(b, y, b.mul(n, i64(O * P)))
+            yn = gep(b, y, b.mul(n, i64(ys)))
             ns = b.udiv(b.add(pc, i64(mr - 1)), i64(mr))
             # K in blocks of KC: a block of a weight panel (KC x nr) stays in L1 while the
             # unit's strips pass; partial sums per (strip, panel) tile in acc
@@ -483,7 +484,7 @@ def emit(kf, win, O: int, Cg: int):
                             acc_t = gep(b, acc, t)
                         b.call(ukr, [kc, a, bpan, c, i64(P), mv, nj, acc_t, first, last])
             if kf.ep:
-                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+                _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW, ys)
         sh.end(b)
         free(b, buf)
         if acc is not None:

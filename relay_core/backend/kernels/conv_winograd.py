@@ -200,6 +200,7 @@ def emit(kf, w, win, O, C, transposed: bool | None = None):
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * win.N * O * C * 16 * TH * TW, units0 * -(-O // MR))
     store_fn = transposed_store_fn(kf.b.module) if tr else plain_store_fn(kf.b.module)
     kcb = k_block(C, True)  # U is packed at compile time; V is read in place or packed by rows
+    ys = kf.ys or O * OH * OW  # elements between output images
 
     def body(b, vals, sh):
         x, up, y = vals[0], vals[1], vals[2]
@@ -247,7 +248,7 @@ def emit(kf, w, win, O, C, transposed: bool | None = None):
                     gemm_call(b, a, bsrc, C, o0, o1, 0, tc, store_fn, [cp, i64(ld)], kc_block=kcb)
             with for_range(b, 0, nimg, name="oimg") as im:
                 n = b.add(n0, im)
-                yn = gep(b, y, b.mul(n, i64(O * OH * OW)))
+                yn = gep(b, y, b.mul(n, i64(ys)))
                 mi = gep(b, mb, b.mul(im, i64(tpi)))
                 with for_range(b, o0, o1, name="o") as o:
                     mo, yo = gep(b, mi, b.mul(o, i64(ld))), gep(b, yn, b.mul(o, i64(OH * OW)))
@@ -255,7 +256,7 @@ def emit(kf, w, win, O, C, transposed: bool | None = None):
                 if kf.ep:
                     p0 = b.mul(ty0, i64(2 * OW))
                     pc = b.sub(imin(b, b.mul(b.add(ty0, nty), i64(2 * OW)), i64(OH * OW)), p0)
-                    _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW)
+                    _epilogue_chunk(b, kf.ep, extras, y, win, O, n, i64(0), o0, o1, p0, pc, OW, ys)
         sh.end(b)
         free_buffers(b, vb, mb, slab, abuf)
 
