@@ -2,8 +2,12 @@
 axis: channels at batch 1) costs no copy in the static graph: the steps that produce the parts
 write them into the result (graph.GraphCompiler._elide_concats). Compiled against numpy: parts
 computed far apart, nested concatenations, a part read by other steps too, a value in two
-concatenations; and the cases that keep the copy (a batch of 2, an input, a repeated part, a part
-not 64-byte aligned, a part or the result as an output)."""
+concatenations; and the cases that keep the copy (a batch of 2 of parts no convolution writes,
+an input, a repeated part, a part not 64-byte aligned, a part or the result as an output).
+At batch > 1 the convolution kernels write their parts strided into the result (each path,
+with epilogues reading residuals), other parts are copied image by image; fused nested
+concatenations; torch blocks (fire modules, an Inception block) exported to ONNX against
+onnxruntime."""
 
 from __future__ import annotations
 
@@ -219,3 +223,80 @@ def test_fused_nested_concatenations(batch):
     want = read.want(np.concatenate([f.want(xs) for f in convs], axis=1))
     np.testing.assert_allclose(lib(xs)[0], want, rtol=1e-4, atol=1e-4)
     assert _concat_steps(lib) == 0
+
+
+def _torch_blocks():
+    """A SqueezeNet fire module and an Inception-v3-like block (a max-pool branch, and two
+    branches that concatenate a 1x3 and a 3x1 convolution), in torch."""
+    import torch
+    from torch import nn
+
+    def cbr(cin, cout, k, **kw):
+        return nn.Sequential(nn.Conv2d(cin, cout, k, **kw), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class Fire(nn.Module):
+        def __init__(self, cin, sq, ex):
+            super().__init__()
+            self.sq, self.e1, self.e3 = cbr(cin, sq, 1), cbr(sq, ex, 1), cbr(sq, ex, 3, padding=1)
+
+        def forward(self, x):
+            s = self.sq(x)
+            return torch.cat([self.e1(s), self.e3(s)], 1)
+
+    class Mixed(nn.Module):
+        def __init__(self, cin):
+            super().__init__()
+            self.b1, self.b3 = cbr(cin, 32, 1), cbr(cin, 32, 1)
+            self.b3a, self.b3b = (
+                cbr(32, 32, (1, 3), padding=(0, 1)),
+                cbr(32, 32, (3, 1), padding=(1, 0)),
+            )
+            self.d = cbr(cin, 32, 3, padding=1)
+            self.da, self.db = (
+                cbr(32, 16, (1, 3), padding=(0, 1)),
+                cbr(32, 16, (3, 1), padding=(1, 0)),
+            )
+            self.pool = nn.MaxPool2d(3, 1, 1)
+
+        def forward(self, x):
+            b3, d = self.b3(x), self.d(x)
+            parts = [self.b1(x), torch.cat([self.b3a(b3), self.b3b(b3)], 1)]
+            parts += [torch.cat([self.da(d), self.db(d)], 1), self.pool(x)]
+            return torch.cat(parts, 1)
+
+    net = nn.Sequential(cbr(3, 32, 3, stride=2), Fire(32, 16, 32), Fire(64, 16, 32), Mixed(64))
+    net = nn.Sequential(*net, nn.Conv2d(192, 8, 1))
+    torch.manual_seed(0)
+    net.train()
+    with torch.no_grad():  # batch statistics as training leaves them: activations of O(1)
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.momentum = None
+        net(torch.randn(4, 3, 40, 40))
+    return net.eval()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [1, 3])
+def test_torch_blocks_static_batch(tmp_path, batch):
+    """Fire modules and an Inception block exported from torch with a static batch
+    (torch.onnx.export), loaded and compiled with no options, against onnxruntime on the same
+    file: every concatenation is written in place, but for the max-pool part at batch 3,
+    copied image by image."""
+    import onnxruntime as ort
+    import torch
+
+    import relay_import as ri
+
+    net = _torch_blocks()
+    x = torch.randn(batch, 3, 40, 40)
+    path = str(tmp_path / "blocks.onnx")
+    with torch.no_grad():
+        torch.onnx.export(net, (x,), path, input_names=["x"], output_names=["y"])
+    lib = ri.compile(ri.load(path))
+    xs = x.numpy()
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": xs})[0]
+    assert float(np.abs(want).std()) > 0.1  # activations of O(1): parity is not vacuous
+    np.testing.assert_allclose(lib(xs)[0], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    kernels = [s["kernel"] for s in lib.manifest["steps"] if "concatenate" in s["ops"]]
+    assert kernels == ([] if batch == 1 else ["copy"])
