@@ -16,6 +16,7 @@ from .errors import (
     EvalError,
     InputError,
     ModelLoadError,
+    ModelRunError,
     OpTypeError,
     ParseError,
     RelayError,
@@ -90,6 +91,7 @@ __all__ = [
     "EvalError",
     "InputError",
     "ModelLoadError",
+    "ModelRunError",
     "ResourceLimitError",
     "UnsupportedOpsError",
 ]

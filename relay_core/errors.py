@@ -33,6 +33,11 @@ class EvalError(RelayError, RuntimeError):
     """Evaluating a program failed (e.g. an incomplete match found no clause)."""
 
 
+class ModelRunError(RelayError, RuntimeError):
+    """A compiled model stopped with an error at run time (an index out of range, a failed
+    check): the message says which."""
+
+
 class ResourceLimitError(RelayError, MemoryError):
     """A tensor would exceed a configured byte budget."""
 

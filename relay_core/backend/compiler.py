@@ -385,7 +385,7 @@ def _compile_to(
     from .llvm_target import host, link_shared, runtime_objects, target_key
     from .split import split_module
     from .timings import BuildTimings
-    from .units import build_objects, jobs, warm
+    from .units import InvalidKernelIR, build_objects, jobs, warm
 
     report = BuildTimings() if report is None else report
     n_jobs = jobs()
@@ -446,10 +446,14 @@ def _compile_to(
         kcache = None
         if cdir and _mkdir(cdir):
             kcache = KernelCache(cdir, f"{target_key()}|{compiler_fingerprint()}")
-        objs, records, st = build_objects(
-            main_unit, units, lambda u: _unit_level(u, opt_level), host(), kcache, n_jobs
-        )
         ops = _kernel_ops(plan)
+        try:
+            objs, records, st = build_objects(
+                main_unit, units, lambda u: _unit_level(u, opt_level), host(), kcache, n_jobs
+            )
+        except InvalidKernelIR as e:
+            names = ", ".join(dict.fromkeys(o for k in e.kernels for o in ops.get(k, ())))
+            raise InvalidKernelIR(e.kernels, e.detail, names) from None
         for r in records:
             r["ops"] = ", ".join(dict.fromkeys(o for k in r["kernels"] for o in ops.get(k, ())))
         report.units = records

@@ -52,11 +52,11 @@ def can_fuse(expr, value_buf: T.Buffer, axes, env=()) -> bool:
             continue
         if t is Load and n.buffer.scope not in ("param", "const"):
             return False
-        if (
-            t is Select
-            and any(type(m) is Load for m in post_order(n.t))
-            or (t is Select and any(type(m) is Load for m in post_order(n.f)))
+        if t is Select and any(
+            type(m) is Load for m in post_order(n.t if n.dtype != "int64" else n)
         ):
+            return False  # reads in a branch, or an index chosen by data (lanes would differ)
+        if t is Select and any(type(m) is Load for m in post_order(n.f)):
             return False
         if t is Var and id(n) not in known:
             return False
@@ -155,6 +155,8 @@ class _EpilogueEmitter(_FuncEmitter):
         self.fm, self.fm_red = ("contract",), ("contract", "reassoc", "nsz")
         self.value = value
         self.lanes = value.type.count if isinstance(value.type, ir.VectorType) else 0
+        self.int_ctx = 0  # > 0 while an int64 (index) node is emitted: its operands stay scalar
+        self.index_only: dict[int, bool] = {}
         for a, v in zip(spec.axes + spec.env, indices):
             self.env.vars[id(a)] = v
         for buf, p in zip(spec.extras, extra_ptrs):
@@ -162,9 +164,19 @@ class _EpilogueEmitter(_FuncEmitter):
 
     def val(self, e):
         v = super().val(e)
-        if self.lanes and e.dtype != "int64" and not isinstance(v.type, ir.VectorType):
-            v = self.splat(v)
+        if self.lanes and not self.int_ctx and e.dtype != "int64":
+            if not isinstance(v.type, ir.VectorType):
+                v = self.splat(v)
         return v
+
+    def _index_only(self, e) -> bool:
+        """A bool computed from indices alone (no reads, no floats): the same for every lane,
+        kept scalar so that index selects can use it (val splats it for vector consumers)."""
+        r = self.index_only.get(id(e))
+        if r is None:
+            r = all(type(m) is not Load and m.dtype in ("int64", "bool") for m in post_order(e))
+            self.index_only[id(e)] = r
+        return r
 
     def splat(self, v):
         if not self.lanes or isinstance(v.type, ir.VectorType):
@@ -191,8 +203,12 @@ class _EpilogueEmitter(_FuncEmitter):
             if e.buffer is self.spec.value_buf:
                 return self.value
             return self.load_lanes(e)
-        if e.dtype == "int64":  # index arithmetic stays scalar
-            return super()._node(e)
+        if e.dtype == "int64":  # index arithmetic stays scalar (its conditions too)
+            self.int_ctx += 1
+            try:
+                return super()._node(e)
+            finally:
+                self.int_ctx -= 1
         if (
             t is Call
             and self.lanes
@@ -200,6 +216,12 @@ class _EpilogueEmitter(_FuncEmitter):
             and e.name in ("isnan", "isinf", "isfinite")
         ):
             return super()._node(e)
+        if e.dtype == "bool" and self._index_only(e):
+            self.int_ctx += 1
+            try:
+                return super()._node(e)
+            finally:
+                self.int_ctx -= 1
         args_vec = self.lanes
         v = super()._node(e)
         if args_vec and not isinstance(v.type, ir.VectorType):

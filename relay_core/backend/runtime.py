@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, ModelLoadError, RelayError, ResourceLimitError
+from ..errors import InputError, ModelLoadError, ModelRunError, RelayError, ResourceLimitError
 from ..ir import dtype as _dt
 
 # 2: constants may be derived at load time (`derived` entries, `relay_prepare`); 1 still loads
@@ -32,8 +32,7 @@ _READABLE_VERSIONS = (1, 2)
 _c_ptr = ctypes.c_void_p
 
 
-class RuntimeError_(RelayError, RuntimeError):
-    """The generated code reported an error at run time."""
+RuntimeError_ = ModelRunError  # its former name
 
 
 def _default_threads() -> int:
@@ -179,7 +178,7 @@ class CompiledModule:
 
     A model with loops runs under a budget per call when `lib.max_iterations` (loop iterations
     and function calls) or `lib.timeout` (seconds) is set: past it, a ResourceLimitError.
-    Indices out of range raise RuntimeError_ naming the index (nothing is clamped).
+    Indices out of range raise ModelRunError naming the index (nothing is clamped).
     """
 
     def __init__(self, path: str, num_threads: int | None = None):
@@ -363,7 +362,7 @@ class CompiledModule:
         )
         if rc != 0:
             msg = self._lib.relay_last_error().decode(errors="replace")
-            raise RuntimeError_(f"the compiled model failed: {msg or f'code {rc}'}")
+            raise ModelRunError(f"the compiled model failed: {msg or f'code {rc}'}")
         if self._has_strings:
             outs = self._string_outputs(vals, outs)
         return outs
@@ -376,7 +375,7 @@ class CompiledModule:
                 try:
                     items = [objs[int(p)] for p in o.flat]
                 except KeyError:
-                    raise RuntimeError_("a string output is not one of the inputs") from None
+                    raise ModelRunError("a string output is not one of the inputs") from None
                 arr = np.empty(o.shape, object)
                 arr.flat[:] = items
                 o = arr
@@ -481,7 +480,7 @@ class CompiledModule:
             if msg.startswith("limit: "):
                 hint = "raise lib.max_iterations / lib.timeout (--max-iterations / --timeout)"
                 raise ResourceLimitError(f"{msg[7:]}; {hint} if the loop is meant to run on")
-            raise RuntimeError_(f"the compiled model failed: {msg}")
+            raise ModelRunError(f"the compiled model failed: {msg}")
         results = []
         for k in range(nout):
             o = outs[k]
@@ -634,7 +633,7 @@ def _ctor(desc: dict, tag: int) -> dict:
     for c in desc["ctors"]:
         if c["tag"] == tag:
             return c
-    raise RuntimeError_(f"unknown constructor tag {tag} of {desc['name']}")
+    raise ModelRunError(f"unknown constructor tag {tag} of {desc['name']}")
 
 
 def load_module(path: str, num_threads: int | None = None) -> CompiledModule:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from . import llvm_worker
+from .llvm_target import BuildError
 
 _WORKER = os.path.abspath(llvm_worker.__file__)
 # run by path without putting this directory first on sys.path (its modules would shadow others)
@@ -131,8 +132,6 @@ class Compiled:
 
 def compile_all(texts: list[tuple[str, int]], target: tuple, n_jobs: int | None = None):
     """[(IR text, opt level)] -> [Compiled], in order. `target` is (triple, cpu, features)."""
-    from .llvm_target import BuildError
-
     n_jobs = jobs() if n_jobs is None else n_jobs
     results: list = [None] * len(texts)
     order = iter(sorted(range(len(texts)), key=lambda i: -len(texts[i][0])))
@@ -148,7 +147,7 @@ def compile_all(texts: list[tuple[str, int]], target: tuple, n_jobs: int | None 
         try:
             obj, a, b = llvm_worker.compile_text(text, *target, level)
         except llvm_worker.IRError as e:
-            raise BuildError(f"generated LLVM IR is invalid: {e}") from None
+            raise _InvalidIR(i, str(e)) from None
         results[i] = Compiled(obj, a, b, "here")
 
     def run_here():
@@ -171,7 +170,7 @@ def compile_all(texts: list[tuple[str, int]], target: tuple, n_jobs: int | None 
                     run_here()
                     return
                 if r[0] != "ok":
-                    raise BuildError(f"generated LLVM IR is invalid: {r[1]}")
+                    raise _InvalidIR(i, str(r[1]))
                 results[i] = Compiled(r[1], r[2], r[3], "worker")
         except BaseException as e:
             errors.append(e)
@@ -196,6 +195,32 @@ def compile_all(texts: list[tuple[str, int]], target: tuple, n_jobs: int | None 
     return results
 
 
+class _InvalidIR(Exception):
+    """A unit's text did not parse or verify (index into compile_all's texts)."""
+
+    def __init__(self, index: int, detail: str):
+        super().__init__(detail)
+        self.index, self.detail = index, detail
+
+
+class InvalidKernelIR(BuildError):
+    """The code generated for some kernels is not valid LLVM IR: a compiler bug. `kernels`
+    names them; the compiler adds their ops to the message."""
+
+    def __init__(self, kernels, detail: str, ops: str = ""):
+        self.kernels, self.detail, self.ops = list(kernels), detail, ops
+        what = ", ".join(self.kernels) or "the entry function"
+        lines = [ln.strip() for ln in detail.splitlines()]
+        first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
+        super().__init__(
+            f"internal error: the code generated for {what}"
+            + (f" ({ops})" if ops else "")
+            + f" is not valid LLVM IR ({first}). This is a bug in relay_core's code generation;"
+            " please report it with the model. Meanwhile the model may build with opt_level=0"
+            " or run with the interpreter (relay_core.evaluate)."
+        )
+
+
 def build_objects(main, units, level_of, target, cache, n_jobs=None):
     """Objects for the main unit and the kernel units, through `cache` (a KernelCache or None).
     `level_of(unit)` picks the optimisation level. Returns (objects, per-unit records, stats)."""
@@ -215,7 +240,10 @@ def build_objects(main, units, level_of, target, cache, n_jobs=None):
             todo.append(k)
     t1 = time.perf_counter()
     texts = [([main, *units][k].text, records[k]["level"]) for k in todo]
-    done = compile_all(texts, target, n_jobs)
+    try:
+        done = compile_all(texts, target, n_jobs)
+    except _InvalidIR as e:
+        raise InvalidKernelIR(records[todo[e.index]]["kernels"], e.detail) from None
     t2 = time.perf_counter()
     for k, c in zip(todo, done):
         objs[k] = c.obj

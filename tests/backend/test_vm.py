@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import relay_core
-from relay_core.backend.runtime import RuntimeError_
+from relay_core.backend.runtime import ModelRunError
 from relay_core.errors import InputError
 
 
@@ -194,7 +194,7 @@ def @main(%k: int32) {
 """
     lib = relay_core.build(relay_core.parse(text))
     assert lib(np.int32(4))[0] == 4
-    with pytest.raises(RuntimeError_, match="no clause"):
+    with pytest.raises(ModelRunError, match="no clause"):
         lib(np.int32(0))
     assert lib(np.int32(2))[0] == 2  # the module still works after an error
 

@@ -128,7 +128,7 @@ def _onnx_index_cases():
 @pytest.mark.parametrize("label", ["gather", "gather_elements", "gather_nd"])
 def test_onnx_indices_match_onnxruntime(label):
     """onnxruntime's answer where it gives one; where it refuses, the interpreter raises
-    EvalError and the compiled module RuntimeError_, both naming the index."""
+    EvalError and the compiled module ModelRunError, both naming the index."""
     import relay_core
     import relay_import as ri
     from relay_core.errors import RelayError
