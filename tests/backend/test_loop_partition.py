@@ -213,3 +213,50 @@ def test_small_concatenation_region(batch, monkeypatch):
     np.testing.assert_array_equal(lib(*xs)[0], np.maximum(np.concatenate(xs, 1), 0))
     kinds = {type(r).__name__ if r is None or type(r) is not T.For else r.kind for r in made}
     assert kinds == ({"NoneType"} if batch == "?" else {"serial"}), made
+
+
+def _stores(stmt) -> int:
+    """The stores (one per loop nest of a partitioned stage) in a loop IR statement."""
+    n, stack = 0, [stmt]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, T.Store):
+            n += 1
+        elif isinstance(x, T.Seq):
+            stack.extend(x.stmts)
+        elif isinstance(x, T.IfThenElse):
+            stack.extend(c for c in (x.then, x.else_) if c is not None)
+        elif hasattr(x, "body"):
+            stack.append(x.body)
+    return n
+
+
+@pytest.mark.parametrize("size,pad", [(56, 0), (28, 4)])
+def test_shifted_windows_few_nests(size, pad, partitions):
+    """Swin-V2's shifted windows: a roll as two concatenations of slices (after a pad), then
+    windows of 8 x 8 by reshape and transpose. Cutting by residues of the window axis resolves
+    the column selects; the row selects compare a sum of two loop axes, which no further cut
+    resolves, so none is made (cutting the rows by residues too had made 56 nests that all kept
+    their selects, and LLVM took 35 s over them)."""
+    c, s, win = 8, 4, 8
+    x = var("x", (1, size, size, c))
+    p = call("nn.pad", x, pad_width=((0, 0), (0, pad), (0, pad), (0, 0)))
+    hp = size + pad
+
+    def roll(v, axis):
+        a = call("strided_slice", v, begin=[s], end=[hp], strides=[1], axes=[axis])
+        b = call("strided_slice", v, begin=[0], end=[s], strides=[1], axes=[axis])
+        return call("concatenate", a, b, axis=axis)
+
+    n = hp // win
+    r = call("reshape", roll(roll(p, 1), 2), newshape=[1, n, win, n, win, c])
+    t = call("transpose", r, axes=[0, 1, 3, 2, 4, 5])
+    y = call("reshape", t, newshape=[n * n, win * win, c])
+    (xs,) = _inputs([(1, size, size, c)])
+    got = build_function([x], y, 2)(xs)[0]
+    xp = np.pad(xs, ((0, 0), (0, pad), (0, pad), (0, 0)))
+    want = np.roll(np.roll(xp, -s, 1), -s, 2).reshape(1, n, win, n, win, c)
+    want = want.transpose(0, 1, 3, 2, 4, 5).reshape(n * n, win * win, c)
+    np.testing.assert_array_equal(got, want)
+    made = [_stores(r) for r in partitions if r is not None]
+    assert made and max(made) < n * win, made  # not a nest per window row and column
