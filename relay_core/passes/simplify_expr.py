@@ -506,6 +506,60 @@ def _pad_into_conv(root, pad, w, **_):
     return call(root.op.name, pad.args[0], w, **attrs)
 
 
+def _live_taps(n: int, k: int, s: int, d: int, pb: int, out: int) -> tuple[int, int]:
+    """[first, last] window taps along an axis that some output position reads inside the
+    input (n positions, window k, stride s, dilation d, leading pad pb, `out` outputs)."""
+    live = [t for t in range(k) if t * d - pb < n and (out - 1) * s + t * d - pb >= 0]
+    return (live[0], live[-1]) if live else (0, k - 1)
+
+
+def _conv_dead_taps(root, x, w, **_):
+    # conv(x, W) whose window rows / columns at the edges only ever read padding (DeepLabV3's
+    # ASPP: dilation 36 on a 28x28 plane reads 1 of its 9 taps, 24 reads 3 of 9 on 4 rows only)
+    # -> conv(x, W cut to the live taps, the padding cut with it): the same sums, no zeros.
+    from ..ops.nn_util import resolve_pads
+
+    a = root.attrs
+    layout, klayout = a.data_layout, a.kernel_layout
+    xt, yt = _static(x), _static(root)
+    if xt is None or yt is None or (a.out_layout or layout) != layout:
+        return None
+    sp = [i for i, c in enumerate(layout) if c not in "NC"]
+    ksp = [i for i, c in enumerate(klayout) if c not in "OI"]
+    ks = [w.data.shape[i] for i in ksp]
+    if len(ks) != len(sp):
+        return None
+    n_in = [xt.shape[i] for i in sp]
+    try:
+        pads = resolve_pads(a.auto_pad, a.padding, n_in, ks, a.strides, a.dilation, "conv")
+    except Exception:  # noqa: BLE001 - an attribute the type checker would refuse: leave it
+        return None
+    if any(p is None for p in pads):
+        return None
+    nd = len(sp)
+    per_axis = lambda v: tuple(v) * nd if len(tuple(v)) == 1 else tuple(v)  # noqa: E731
+    strides, dilation = per_axis(a.strides), per_axis(a.dilation)
+    if len(strides) != nd or len(dilation) != nd:
+        return None
+    cut, begins, ends = [], [], []
+    for n, k, st, d, (pb, pe), i in zip(n_in, ks, strides, dilation, pads, sp):
+        lo, hi = _live_taps(n, k, st, d, pb, yt.shape[i])
+        cut.append(slice(lo, hi + 1))
+        begins.append(pb - lo * d)
+        ends.append(pe - (k - 1 - hi) * d)
+    if all(c.stop - c.start == k for c, k in zip(cut, ks)) or min(begins + ends) < 0:
+        return None
+    index = [slice(None)] * w.data.ndim
+    for i, c in zip(ksp, cut):
+        index[i] = c
+    attrs = _attrs(root)
+    kernel = tuple(c.stop - c.start for c in cut)
+    attrs.update(padding=tuple(begins + ends), auto_pad="NOTSET")
+    if attrs.get("kernel_size") is not None:
+        attrs["kernel_size"] = kernel
+    return call(root.op.name, x, Constant(np.ascontiguousarray(w.data[tuple(index)])), **attrs)
+
+
 def _matmul_to_dense(root, x, w, **_):
     # x @ W with a constant 2-D W is dense(x, W^T): the form the backend fuses with a bias.
     a = root.attrs
@@ -536,6 +590,8 @@ def _is_conv(d) -> bool:
 CONV = op(_is_conv, X, const("w"), name="conv")
 DENSE = op("nn.dense", X, const("w"), name="dense")
 FOLD = [
+    # conv(x, W) -> conv(x, W[live taps]) when edge taps only ever read padding
+    rule(CONV, _conv_dead_taps, "conv(x, W) -> conv(x, W without taps that read only padding)"),
     # conv(pad(x), W) -> conv(x, W) with the pad in the convolution's padding
     rule(
         op(_is_conv, op("nn.pad", any_args=True, name="pad"), const("w")),

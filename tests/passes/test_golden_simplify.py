@@ -145,6 +145,57 @@ def test_zero_pad_folds_into_the_convolution_padding():
         )
 
 
+def test_window_taps_that_read_only_padding_are_cut():
+    # DeepLabV3's ASPP on a 14 x 14 plane: dilation 24 reads only the centre tap (a 1x1
+    # convolution), dilation 6 reads all; a 3 x 5 window with asymmetric pads, stride 2 and
+    # dilation (4, 3) on a 4 x 7 plane keeps rows 1-2 and columns 0-3. NHWC / HWIO too. The
+    # interpreter computes the same values before and after
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(1, 3, 14, 14)).astype(np.float32)
+    w = rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+    sig = "%x: Tensor[(1, 3, 14, 14), float32]"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][0], padding=[24], dilation=[24]) }}",
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][1], padding=[0, 0, 0, 0], "
+        "dilation=[24]) }",
+        consts=[w, w[:, :, 1:2, 1:2]],
+        inputs=[x],
+    )
+    body = "nn.conv2d(%x, meta[Constant][0], padding=[6], dilation=[6])"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ {body} }}",
+        f"def @main({sig}) {{ {body} }}",
+        consts=[w],
+    )
+    x = rng.normal(size=(1, 2, 4, 7)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 3, 5)).astype(np.float32)
+    sig = "%x: Tensor[(1, 2, 4, 7), float32]"
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][0], strides=[2, 2], "
+        "padding=[5, 4, 3, 6], dilation=[4, 3]) }",
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][1], strides=[2, 2], "
+        "padding=[1, 4, 3, 3], dilation=[4, 3]) }",
+        consts=[w, w[:, :, 1:3, 0:4]],
+        inputs=[x],
+    )
+    xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    wl = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
+    sig = "%x: Tensor[(1, 4, 7, 2), float32]"
+    attrs = 'data_layout="NHWC", kernel_layout="HWIO"'
+    check(
+        passes.SimplifyExpr(),
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][0], strides=[2, 2], "
+        f"padding=[5, 4, 3, 6], dilation=[4, 3], {attrs}) }}",
+        f"def @main({sig}) {{ nn.conv2d(%x, meta[Constant][1], strides=[2, 2], "
+        f"padding=[1, 4, 3, 3], dilation=[4, 3], {attrs}) }}",
+        consts=[wl, wl[1:3, 0:4]],
+        inputs=[xl],
+    )
+
+
 @pytest.mark.parametrize(
     "pad",
     [
