@@ -729,10 +729,9 @@ def _strided_parts(nodes: list) -> dict[int, int]:
             off = c0 * inner * isz
             c0 += int(t.shape[1]) if isinstance(t, TensorType) and len(t.shape) > 1 else 0
             if type(a) is not Call or uses.get(id(a)) != 1 or off % _VIEW_ALIGN:
-                continue
-            if not isinstance(a.op, (Function, Op)) or t.dtype != rt.dtype:
-                continue
-            out[id(a)] = shape[1] * inner
+                continue  # (a static graph calls only groups and ops)
+            if t.dtype == rt.dtype:
+                out[id(a)] = shape[1] * inner
     return out
 
 
