@@ -169,6 +169,14 @@ class _EpilogueEmitter(_FuncEmitter):
                 v = self.splat(v)
         return v
 
+    def _scalar_node(self, e):
+        """`e` emitted as a scalar, its operands too (val does not splat them meanwhile)."""
+        self.int_ctx += 1
+        try:
+            return super()._node(e)
+        finally:
+            self.int_ctx -= 1
+
     def _index_only(self, e) -> bool:
         """A bool computed from indices alone (no reads, no floats): the same for every lane,
         kept scalar so that index selects can use it (val splats it for vector consumers)."""
@@ -204,11 +212,7 @@ class _EpilogueEmitter(_FuncEmitter):
                 return self.value
             return self.load_lanes(e)
         if e.dtype == "int64":  # index arithmetic stays scalar (its conditions too)
-            self.int_ctx += 1
-            try:
-                return super()._node(e)
-            finally:
-                self.int_ctx -= 1
+            return self._scalar_node(e)
         if (
             t is Call
             and self.lanes
@@ -217,11 +221,7 @@ class _EpilogueEmitter(_FuncEmitter):
         ):
             return super()._node(e)
         if e.dtype == "bool" and self._index_only(e):
-            self.int_ctx += 1
-            try:
-                return super()._node(e)
-            finally:
-                self.int_ctx -= 1
+            return self._scalar_node(e)
         args_vec = self.lanes
         v = super()._node(e)
         if args_vec and not isinstance(v.type, ir.VectorType):

@@ -195,11 +195,12 @@ def compile_all(texts: list[tuple[str, int]], target: tuple, n_jobs: int | None 
     return results
 
 
-class _InvalidIR(Exception):
-    """A unit's text did not parse or verify (index into compile_all's texts)."""
+class _InvalidIR(BuildError):
+    """A unit's text did not parse or verify (index into compile_all's texts); build_objects
+    names its kernels (InvalidKernelIR)."""
 
     def __init__(self, index: int, detail: str):
-        super().__init__(detail)
+        super().__init__(f"generated LLVM IR is invalid: {detail}")
         self.index, self.detail = index, detail
 
 

@@ -54,15 +54,19 @@ _PREFERRED: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("varia
 
 
 @contextlib.contextmanager
-def prefer_variant(variant: tuple | None) -> Iterator[None]:
-    """Within the block, generators take `variant` (a KernelInfo.variant) where it can serve the
-    call: the scheduler uses it to give a batch-block kernel the per-element kernel's weight
-    layout, so the module stores that constant once."""
-    token = _PREFERRED.set(variant)
+def _set_within(var: contextvars.ContextVar, value) -> Iterator[None]:
+    token = var.set(value)
     try:
         yield
     finally:
-        _PREFERRED.reset(token)
+        var.reset(token)
+
+
+def prefer_variant(variant: tuple | None):
+    """Within the block, generators take `variant` (a KernelInfo.variant) where it can serve the
+    call: the scheduler uses it to give a batch-block kernel the per-element kernel's weight
+    layout, so the module stores that constant once."""
+    return _set_within(_PREFERRED, variant)
 
 
 def preferred_variant() -> tuple | None:
@@ -72,17 +76,12 @@ def preferred_variant() -> tuple | None:
 _IMAGE_STRIDE: contextvars.ContextVar[int | None] = contextvars.ContextVar("ys", default=None)
 
 
-@contextlib.contextmanager
-def output_image_stride(stride: int | None) -> Iterator[None]:
+def output_image_stride(stride: int | None):
     """Within the block, generators that can write output 0 with `stride` elements between
     images (a part of a channel concatenation at batch > 1, written in place: each image's
     channels are a contiguous run of the result's image) do so and say it in
     KernelInfo.out_image_stride; the others write contiguously."""
-    token = _IMAGE_STRIDE.set(stride)
-    try:
-        yield
-    finally:
-        _IMAGE_STRIDE.reset(token)
+    return _set_within(_IMAGE_STRIDE, stride)
 
 
 def requested_image_stride() -> int | None:
