@@ -293,6 +293,60 @@ def test_conv2d_winograd(nthreads, layout, klayout, monkeypatch):
     _check(cases, "nn.conv2d")
 
 
+@pytest.mark.parametrize(
+    "n,c,hw,o,pad,want",
+    [
+        (8, 32, 149, 32, 0, True),  # Inception-v3's 32 -> 32 (h 16): many tiles over the batch
+        (1, 32, 149, 32, 0, True),  # 21609 positions at batch 1
+        (8, 32, 56, 32, 1, True),
+        (8, 32, 28, 32, 1, False),  # too few positions: conv_strips
+        (1, 32, 56, 32, 1, False),
+        (8, 16, 112, 16, 1, False),  # h 8: never
+        (1, 64, 56, 64, 1, True),  # h 32 on a wide plane (worth_transforms)
+        (1, 64, 14, 64, 1, False),
+    ],
+)
+def test_winograd_rules(n, c, hw, o, pad, want):
+    """Which 3x3 convolutions take Winograd by the rules (no FORCE): worth_transforms per image,
+    or many_tiles over the batch."""
+    from relay_core.backend.kernels import conv_winograd
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    cs, want_y = conv_case(2, n, c, (hw, hw), o, 3, 1, pad, 1, 1)
+    win, G, O, Cg, Og, _, _ = conv_window(
+        [tt(a.shape) for a in cs["inputs"]], [tt(want_y.shape)], cs["attrs"], 2
+    )
+    assert conv_winograd.usable(win, G, Cg, Og, True) is want
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv2d_many_tiles_winograd(nthreads):
+    """Convolutions the many_tiles rule sends to Winograd by default (32 -> 32 on 103x103 at
+    batch 2, 24 -> 48 with padding at batch 3), plain and with an epilogue reading output
+    indices."""
+    geo = [(2, 32, (103, 103), 32, 3, 1, 0, 1, 1), (3, 24, (90, 84), 48, 3, 1, 1, 1, 1)]
+    from relay_core.backend.kernels import conv_winograd
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    cases = [conv_case(2, *g, nthreads=nthreads) for g in geo]
+    for c, want in cases:
+        win, G, O, Cg, Og, _, _ = conv_window(
+            [tt(a.shape) for a in c["inputs"]], [tt(want.shape)], c["attrs"], 2
+        )
+        assert conv_winograd.usable(win, G, Cg, Og, True)
+        assert not conv_winograd.worth_transforms(win.P, Cg, Og)
+    wts = (0.5, 0.25, 0.125, 0.0625)
+    cases += [
+        (c, index_expected(want, wts))
+        for c, want in [
+            conv_case(2, *g, nthreads=nthreads, epilogue=index_epilogue(wts)) for g in geo
+        ]
+    ]
+    _check(cases, "nn.conv2d")
+
+
 GROUPED_2D = [  # small output planes, batch >= 4: units of several images (conv.images_per_unit),
     # for the convolutions conv_strips leaves to the im2col path (forced here)
     (8, 40, (7, 7), 70, 1, 1, 0, 1, 1),
