@@ -52,12 +52,14 @@ def can_fuse(expr, value_buf: T.Buffer, axes, env=()) -> bool:
             continue
         if t is Load and n.buffer.scope not in ("param", "const"):
             return False
+        if t is Select and n.dtype == "int64" and any(type(m) is Load for m in post_order(n)):
+            return False  # an index chosen by data (lanes would differ)
         if t is Select and any(
-            type(m) is Load for m in post_order(n.t if n.dtype != "int64" else n)
+            type(m) is Load and m.buffer is not value_buf
+            for m in (*post_order(n.t), *post_order(n.f))
         ):
-            return False  # reads in a branch, or an index chosen by data (lanes would differ)
-        if t is Select and any(type(m) is Load for m in post_order(n.f)):
-            return False
+            return False  # reads in a branch (the other lanes' indices may be out of bounds);
+            # the kernel's own value is there in every lane (where(isnan(p), 0, p))
         if t is Var and id(n) not in known:
             return False
     return True
@@ -176,6 +178,11 @@ class _EpilogueEmitter(_FuncEmitter):
             return super()._node(e)
         finally:
             self.int_ctx -= 1
+
+    def _guarded(self, e) -> bool:
+        """No select is a branch here: can_fuse let through only selects whose arms read at
+        most the kernel's own value, which every lane has."""
+        return False
 
     def _index_only(self, e) -> bool:
         """A bool computed from indices alone (no reads, no floats): the same for every lane,

@@ -341,11 +341,13 @@ def _softmax_op(name: str, fn: Callable, doc: str):
     )
 
 
+_SOFTMAX_DYN = "relay_core.backend.kernels.softmax:emit_dynamic_softmax_family"
 _softmax_op("nn.softmax", _softmax, "exp(x) / sum(exp(x)) along axis")
 declare(
     "nn.softmax",
     lower=Rule("relay_core.te.lower_nn:_softmax"),
     kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "softmax"),
+    dynamic_kernel=Kernel(_SOFTMAX_DYN, "softmax"),
     grad=Rule("relay_core.ops.grads_nn:_softmax"),
 )
 _softmax_op("nn.log_softmax", _log_softmax, "x - log(sum(exp(x))) along axis")
@@ -353,6 +355,7 @@ declare(
     "nn.log_softmax",
     lower=Rule("relay_core.te.lower_nn:_log_softmax"),
     kernel=Kernel("relay_core.backend.kernels.softmax:emit_softmax_family", "log_softmax"),
+    dynamic_kernel=Kernel(_SOFTMAX_DYN, "log_softmax"),
     grad=Rule("relay_core.ops.grads_nn:_log_softmax"),
 )
 _softmax_op("nn.hardmax", _hardmax, "one-hot of the first maximum along axis (ONNX Hardmax-13)")

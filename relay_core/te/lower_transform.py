@@ -470,10 +470,10 @@ def _where(inputs, attrs, out_type):
     shape = _shape(out_type, broadcast_shape(c.shape, x.shape, y.shape))
 
     def body(*i):
-        cv = broadcast_read(c, i)
+        cv = broadcast_read(c, i, shape)
         if cv.dtype != "bool":
             cv = cast("bool", cv)
-        return select(cv, broadcast_read(x, i), broadcast_read(y, i))
+        return select(cv, broadcast_read(x, i, shape), broadcast_read(y, i, shape))
 
     return compute(shape, body, "where")
 

@@ -164,6 +164,20 @@ class KernelFn:
     ys: int | None = None
 
 
+class WithEnv:
+    """An epilogue called with a run-time-shaped kernel's extents (`env`) appended to its
+    indices: the group's index expressions may read them."""
+
+    def __init__(self, ep: Epi, env: list):
+        self.ep, self.env = ep, list(env)
+
+    def __bool__(self) -> bool:
+        return bool(self.ep)
+
+    def __call__(self, b, value, indices, extras):
+        return self.ep(b, value, [*indices, *self.env], extras)
+
+
 def kernel_function(llmod, name, in_types, out_types, epilogue=None, in_storage=None) -> KernelFn:
     """Declare `void name(in..., out..., extra..., i32 nthreads)`.
 

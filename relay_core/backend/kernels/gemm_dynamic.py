@@ -24,7 +24,7 @@ import math
 
 import llvmlite.ir as ir
 
-from .common import Epi, KernelInfo, attr, epilogue_row
+from .common import Epi, KernelInfo, WithEnv, attr, epilogue_row
 from .gemm_core import (
     PackedA,
     PackedB,
@@ -76,19 +76,6 @@ def _unravel(b, flat, dims) -> list:
         out.append(b.urem(flat, d))
         flat = b.udiv(flat, d)
     return [flat, *reversed(out)] if dims else []
-
-
-class _WithEnv:
-    """An epilogue called with the run-time extents appended to its indices."""
-
-    def __init__(self, ep: Epi, env: list):
-        self.ep, self.env = ep, list(env)
-
-    def __bool__(self) -> bool:
-        return bool(self.ep)
-
-    def __call__(self, b, value, indices, extras):
-        return self.ep(b, value, [*indices, *self.env], extras)
 
 
 def _forms(opname: str, attrs) -> tuple[bool, bool]:
@@ -180,7 +167,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
             with for_range(b, 0, b.mul(nbatch, M), name="zr") as r:
                 prefix = row_index(b, b.udiv(r, M), b.urem(r, M), obatch, m_dims)
                 p = gep(b, c_ptr, b.mul(r, N))
-                epilogue_row(b, _WithEnv(ep, env), extras, p, N, prefix, 0)
+                epilogue_row(b, WithEnv(ep, env), extras, p, N, prefix, 0)
         b.ret_void()
 
     t = gemm_tile()

@@ -13,9 +13,21 @@ import math
 import llvmlite.ir as ir
 
 from ..llvm_math import exp_f32, exp_nonpos_f32, log_f32
-from .common import KernelInfo, attr, epilogue_block, kernel_function, shape_of
+from .common import (
+    Epi,
+    KernelInfo,
+    WithEnv,
+    attr,
+    epilogue_block,
+    epilogue_row,
+    kernel_function,
+    shape_of,
+)
 from .llvm_util import (
     F32,
+    F32P,
+    I32,
+    I64,
     V8F,
     call_intrinsic,
     compute_type,
@@ -26,11 +38,14 @@ from .llvm_util import (
     gep,
     i64,
     lanes_below,
+    llvm_type,
     load,
     load_as,
     malloc,
     masked_load,
     masked_store,
+    new_function,
+    ptr,
     splat,
     store,
     store_from,
@@ -38,7 +53,7 @@ from .llvm_util import (
     vload,
     vstore,
 )
-from .parallel import clamp_threads, parallel
+from .parallel import MIN_PARALLEL_WORK, clamp_threads, parallel
 
 
 class _Ops:
@@ -150,22 +165,34 @@ def emit_softmax_family(kind: str):
     return emit
 
 
-def _row_f32(b, kind, x, y, L: int):
+def _row_f32(b, kind, x, y, L):
     """Softmax / log_softmax of one contiguous float32 row at the target's vector width (16
     lanes with AVX-512): the L % width last values as one masked vector (lanes past the row
     read as -inf, which adds exp(-inf) = 0 to the sum), not one scalar exp each (ViT's rows of
-    197: 5 scalar exps, each as dear as a vector one, beside 12 vectors)."""
+    197: 5 scalar exps, each as dear as a vector one, beside 12 vectors). L: an int, or an i64
+    value (a row length known at run time only)."""
     W = vector_width()
     vt = ir.VectorType(F32, W)
-    nfull, tail = divmod(L, W)
-    mask = lanes_below(W, tail)
+    if isinstance(L, int):
+        nfull, tail = divmod(L, W)
+        end = i64(nfull * W) if nfull else None
+        mask, has_tail = lanes_below(W, tail), bool(tail)
+    else:
+        end = b.mul(b.udiv(L, i64(W)), i64(W))
+        rest = b.sub(L, end)
+        lanes = ir.Constant(ir.VectorType(I64, W), list(range(W)))
+        mask = b.icmp_signed("<", lanes, splat(b, rest, W))
+        has_tail = b.icmp_signed(">", rest, i64(0))
 
     def each(body):  # body(j, masked) over the row: whole vectors, then the masked rest
-        if nfull:
-            with for_range(b, 0, nfull * W, W, name="v") as j:
+        if end is not None:
+            with for_range(b, 0, end, W, name="v") as j:
                 body(j, False)
-        if tail:
-            body(i64(nfull * W), True)
+        if has_tail is True:
+            body(end if end is not None else i64(0), True)
+        elif has_tail is not False:
+            with b.if_then(has_tail):
+                body(end, True)
 
     def ld(p, j, masked, fill):
         if not masked:
@@ -204,6 +231,76 @@ def _row_f32(b, kind, x, y, L: int):
     else:
         ll = splat(b, log_f32(b, total), W)
         each(lambda j, masked: st(b.fsub(b.fsub(ld(x, j, masked, 0.0), mv), ll), y, j, masked))
+
+
+def emit_dynamic_softmax_family(kind: str):
+    """The run-time-shaped kernel (`OpDef.dynamic_kernel`) of softmax / log_softmax over the
+    last axis of a float32 tensor: `void name(x*, y*, extra*..., i64 x_dims..., i64 env...,
+    i32 nthreads)`, rows taken by the threads as in the static kernel, the epilogue (a
+    consumer fused into the group: HF attention's isnan / where) applied to each row after it.
+    A shape-generic build of a transformer (dynamic batch and sequence) had these rows computed
+    by tensor expressions: DistilBERT's attention softmax at batch 8 x 128 tokens took 3.4x the
+    static kernel's time. Other axes and dtypes raise NotImplementedError (tensor expressions
+    serve them)."""
+
+    def emit(llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0):
+        args = (llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env)
+        return _emit_dynamic(kind, *args)
+
+    return emit
+
+
+def _emit_dynamic(
+    kind, llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0
+):
+    t = in_types[0]
+    shape = tuple(t.shape)
+    nd = len(shape)
+    axis = int(attr(attrs, "axis", -1)) % max(nd, 1)
+    if kind == "hardmax" or t.dtype != "float32" or nd == 0 or axis != nd - 1:
+        raise NotImplementedError(f"{kind}: no run-time-shaped kernel for {t}")
+    ep = Epi(epilogue)
+    extra_t = [ptr(llvm_type(e.dtype)) for e in ep.extra_types]
+    args = [F32P, F32P, *extra_t] + [I64] * (nd + n_env) + [I32]
+    fn, b = new_function(llmod, name, args)
+    x, y = fn.args[:2]
+    ne = len(extra_t)
+    extras = list(fn.args[2 : 2 + ne])
+    dims = [
+        i64(d) if isinstance(d, int) else v for d, v in zip(shape, fn.args[2 + ne : 2 + ne + nd])
+    ]
+    env = list(fn.args[2 + ne + nd : -1])
+    L = dims[-1]
+    outer = i64(1)
+    for d in dims[:-1]:
+        outer = b.mul(outer, d)
+    work = b.mul(b.mul(outer, L), i64(20))
+    small = b.icmp_unsigned("<", work, i64(int(MIN_PARALLEL_WORK)))
+    nt = b.select(small, ir.Constant(I32, 1), fn.args[-1])
+    lead = dims[:-1]
+
+    def body(b, vals, sh):
+        x, y, outer, L = vals[:4]
+        lead = vals[4 : 4 + len(dims) - 1]
+        extras = vals[3 + len(dims) : 3 + len(dims) + ne]
+        env = vals[3 + len(dims) + ne :]
+        u0, u1 = sh.range(b, outer)
+        with for_range(b, u0, u1, name="o") as o:
+            off = b.mul(o, L)
+            xo, yo = gep(b, x, off), gep(b, y, off)
+            _row_f32(b, kind, xo, yo, L)
+            if ep:
+                prefix, r = [], o
+                for d in reversed(lead[1:]):
+                    prefix.append(b.urem(r, d))
+                    r = b.udiv(r, d)
+                prefix = ([r] if lead else []) + list(reversed(prefix))
+                epilogue_row(b, WithEnv(ep, env), extras, yo, L, prefix, 0)
+        sh.end(b)
+
+    parallel(b, name, [x, y, outer, L, *lead, *extras, *env], nt, body)
+    b.ret_void()
+    return KernelInfo(fn)
 
 
 def _row(b, kind, x, y, L, dtype):
