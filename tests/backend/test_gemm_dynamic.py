@@ -65,8 +65,8 @@ def _close(got, want):
 
 # (op, A shape, B shape, attrs, unknown dims of A, of B, constant B, run-time shapes (A, B))
 CASES = {
-    # dense layers of a transformer: (batch, sequence, features) x constant weights; K = 768
-    # reads A in place, K = 2048 packs it once for all column runs
+    # dense layers of a transformer: (batch, sequence, features) x constant weights: A packed
+    # once for all column runs (K = 768 and 2048); products of two values read A in place
     "dense_bsk": (
         "nn.dense",
         (2, 5, 768),
