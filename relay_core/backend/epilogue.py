@@ -257,20 +257,39 @@ class _EpilogueEmitter(_FuncEmitter):
             vt = ir.VectorType(F32, self.lanes)
             p = b.bitcast(b.gep(ptr, [idx]), vt.as_pointer())
             return b.load(p, align=4)
-        # a gather: one index per lane
+        # a gather: one index per lane, each computed afresh (the scopes memoise the index
+        # computed above for lane 0, which every lane would otherwise get)
         lanes = []
+        saved = self.scopes
         for k in range(self.lanes):
             self.env.vars[id(last)] = b.add(self._last0(), ir.Constant(I64, k))
-            self.scopes.append({})
+            self.scopes = [{}]
             i_k = self.expr(e.index)
-            self.scopes.pop()
             lanes.append(self.from_storage(b.load(b.gep(ptr, [i_k])), e.buffer.dtype))
+        self.scopes = saved
         self.env.vars[id(last)] = self._last0()
         vt = ir.VectorType(lanes[0].type, self.lanes)
         v = ir.Constant(vt, ir.Undefined)
         for k, x in enumerate(lanes):
             v = b.insert_element(v, x, ir.Constant(ir.IntType(32), k))
         return v
+
+    def cast(self, v, src: str, dst: str):
+        """Casts of vectors (a bool mask to float32 in the epilogue: the scalar rules would
+        convert a <N x i1> to a float): lane by lane, but for bool -> float32."""
+        if not isinstance(v.type, ir.VectorType):
+            return super().cast(v, src, dst)
+        b, n = self.b, v.type.count
+        if src == "bool" and dst == "float32":
+            return b.uitofp(v, ir.VectorType(F32, n))
+        out = None
+        for k in range(n):
+            ik = ir.Constant(ir.IntType(32), k)
+            r = super().cast(b.extract_element(v, ik), src, dst)
+            if out is None:
+                out = ir.Constant(ir.VectorType(r.type, n), ir.Undefined)
+            out = b.insert_element(out, r, ik)
+        return out
 
     def _last0(self):
         if not hasattr(self, "_l0"):
