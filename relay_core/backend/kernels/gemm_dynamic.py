@@ -44,6 +44,7 @@ from .llvm_util import (
     I32,
     I64,
     as_i64,
+    extents,
     for_range,
     free,
     gep,
@@ -52,30 +53,16 @@ from .llvm_util import (
     imin,
     llvm_type,
     new_function,
+    product,
     ptr,
+    unravel,
 )
-from .parallel import MIN_PARALLEL_WORK, parallel
+from .parallel import clamp_threads_at_run_time, parallel
 
 
 def _ceil_div(b, x, d):
     d = as_i64(b, d)
     return b.udiv(b.add(as_i64(b, x), b.sub(d, i64(1))), d)
-
-
-def _prod(b, dims):
-    out = i64(1)
-    for d in dims:
-        out = b.mul(out, d)
-    return out
-
-
-def _unravel(b, flat, dims) -> list:
-    """Row-major multi-index of `flat` into run-time extents `dims` (i64 values)."""
-    out = []
-    for d in reversed(dims[1:]):
-        out.append(b.urem(flat, d))
-        flat = b.udiv(flat, d)
-    return [flat, *reversed(out)] if dims else []
 
 
 def _forms(opname: str, attrs) -> tuple[bool, bool]:
@@ -119,10 +106,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
     env = list(fn.args[len(fn.args) - 1 - n_env : -1])
     nthreads = fn.args[-1]
 
-    def dims(shape, vals):
-        return [i64(d) if isinstance(d, int) else v for d, v in zip(shape, vals)]
-
-    da, db = dims(sa, dim_args[: len(sa)]), dims(sb, dim_args[len(sa) :])
+    da, db = extents(sa, dim_args[: len(sa)]), extents(sb, dim_args[len(sa) :])
     # A (.., M, K) or (.., K, M); B (.., K, N) or (.., N, K)
     M, K = (da[-1], da[-2]) if ta else (da[-2], da[-1])
     N = db[-2] if tb else db[-1]
@@ -130,7 +114,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
     m_dims = [M]  # the output axes GEMM row m runs over
     if folded:  # rows of A are contiguous across its batch dims: one product
         m_dims = [*abatch, M]
-        M = b.mul(_prod(b, abatch), M)
+        M = b.mul(product(b, abatch), M)
         abatch = []
     rank = max(len(abatch), len(bbatch))
     abatch = [i64(1)] * (rank - len(abatch)) + abatch
@@ -145,7 +129,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
         b_str.append(b.select(y1, i64(0), acc_b))
         acc_a, acc_b = b.mul(acc_a, x), b.mul(acc_b, y)
     obatch.reverse(), a_str.reverse(), b_str.reverse()
-    nbatch = _prod(b, obatch)
+    nbatch = product(b, obatch)
     MN = b.mul(M, N)
 
     # the epilogue's indices of output row m of batch matrix bidx; whether it needs them
@@ -157,8 +141,8 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
         if not by_row:
             return [i64(0)] * (out_rank - 1)
         if folded:
-            return _unravel(b, m, m_dims)
-        return _unravel(b, bidx, obatch) + [m]
+            return unravel(b, m, m_dims)
+        return unravel(b, bidx, obatch) + [m]
 
     with b.if_then(b.icmp_signed("==", K, i64(0))):  # an empty reduction: zeros
         with for_range(b, 0, b.mul(nbatch, MN), name="z") as i:
@@ -181,8 +165,7 @@ def _emit(opname, llmod, name, in_types, out_types, attrs, const_inputs, epilogu
     mblocks = _ceil_div(b, M, MB)
     npan = _ceil_div(b, N, NR)
     flops = b.mul(b.mul(nbatch, MN), K)
-    small = b.icmp_unsigned("<", flops, i64(int(MIN_PARALLEL_WORK / 2)))
-    nt = b.select(small, ir.Constant(I32, 1), nthreads)
+    nt = clamp_threads_at_run_time(b, nthreads, b.mul(flops, i64(2)))
     store_fn = plain_store_fn(llmod)
     ctx_extra = []  # after (C, ldc) in the store function's context: bidx, extras, extents
     if ep:

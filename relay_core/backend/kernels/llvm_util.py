@@ -375,15 +375,34 @@ def udiv_const(b: ir.IRBuilder, x, d: int):
     return b.udiv(as_i64(b, x), i64(d)) if d != 1 else as_i64(b, x)
 
 
-def unravel(b: ir.IRBuilder, flat, dims: Sequence[int]) -> list[ir.Value]:
-    """Row-major multi-index of a flat i64 offset into static `dims`."""
+def unravel(b: ir.IRBuilder, flat, dims: Sequence) -> list[ir.Value]:
+    """Row-major multi-index of a flat i64 offset into `dims`: ints, or i64 values (extents
+    known at run time)."""
     flat = as_i64(b, flat)
     out = []
     for d in reversed(dims[1:]):
-        out.append(b.urem(flat, i64(d)) if d != 1 else i64(0))
-        flat = b.udiv(flat, i64(d)) if d != 1 else flat
+        if isinstance(d, int) and d == 1:
+            out.append(i64(0))
+            continue
+        d = i64(d) if isinstance(d, int) else d
+        out.append(b.urem(flat, d))
+        flat = b.udiv(flat, d)
     out.append(flat if dims else None)
     return list(reversed(out)) if dims else []
+
+
+def extents(shape: Sequence, values: Sequence) -> list[ir.Value]:
+    """A run-time-shaped kernel's extents as i64 values: the compile-time ones of `shape` as
+    constants, the others its arguments `values` (passed for every dim, in order)."""
+    return [i64(d) if isinstance(d, int) else v for d, v in zip(shape, values)]
+
+
+def product(b: ir.IRBuilder, dims: Sequence[ir.Value]) -> ir.Value:
+    """The product of i64 values (1 for none)."""
+    out = i64(1)
+    for d in dims:
+        out = b.mul(out, d)
+    return out
 
 
 def new_function(

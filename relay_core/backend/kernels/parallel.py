@@ -154,6 +154,13 @@ def clamp_threads(b: ir.IRBuilder, nthreads: ir.Value, work: float, max_useful: 
     return n
 
 
+def clamp_threads_at_run_time(b: ir.IRBuilder, nthreads: ir.Value, work: ir.Value) -> ir.Value:
+    """clamp_threads for `work` (an i64 value) known at run time only: 1 below
+    MIN_PARALLEL_WORK, else `nthreads`."""
+    small = b.icmp_unsigned("<", work, i64(int(MIN_PARALLEL_WORK)))
+    return b.select(small, i32(1), nthreads)
+
+
 def split_range(b: ir.IRBuilder, total, tid, nt, unit: int = 1) -> tuple[ir.Value, ir.Value]:
     """This thread's share [begin, end) of range(total), in whole `unit`s, balanced."""
     total = as_i64(b, total)

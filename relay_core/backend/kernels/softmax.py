@@ -33,6 +33,7 @@ from .llvm_util import (
     compute_type,
     const,
     entry_alloca,
+    extents,
     for_range,
     free,
     gep,
@@ -45,15 +46,17 @@ from .llvm_util import (
     masked_load,
     masked_store,
     new_function,
+    product,
     ptr,
     splat,
     store,
     store_from,
+    unravel,
     vector_width,
     vload,
     vstore,
 )
-from .parallel import MIN_PARALLEL_WORK, clamp_threads, parallel
+from .parallel import clamp_threads, clamp_threads_at_run_time, parallel
 
 
 class _Ops:
@@ -173,26 +176,25 @@ def _row_f32(b, kind, x, y, L):
     value (a row length known at run time only)."""
     W = vector_width()
     vt = ir.VectorType(F32, W)
-    if isinstance(L, int):
-        nfull, tail = divmod(L, W)
-        end = i64(nfull * W) if nfull else None
+    if isinstance(L, int):  # the loops and the tail's mask known at compile time
+        end, tail = L // W * W, L % W
         mask, has_tail = lanes_below(W, tail), bool(tail)
     else:
         end = b.mul(b.udiv(L, i64(W)), i64(W))
         rest = b.sub(L, end)
         lanes = ir.Constant(ir.VectorType(I64, W), list(range(W)))
         mask = b.icmp_signed("<", lanes, splat(b, rest, W))
-        has_tail = b.icmp_signed(">", rest, i64(0))
+        has_tail = b.icmp_signed(">", rest, i64(0))  # tested at run time
 
     def each(body):  # body(j, masked) over the row: whole vectors, then the masked rest
-        if end is not None:
+        if not isinstance(end, int) or end:
             with for_range(b, 0, end, W, name="v") as j:
                 body(j, False)
-        if has_tail is True:
-            body(end if end is not None else i64(0), True)
-        elif has_tail is not False:
+        if isinstance(has_tail, ir.Value):
             with b.if_then(has_tail):
                 body(end, True)
+        elif has_tail:
+            body(i64(end), True)
 
     def ld(p, j, masked, fill):
         if not masked:
@@ -266,36 +268,24 @@ def _emit_dynamic(
     x, y = fn.args[:2]
     ne = len(extra_t)
     extras = list(fn.args[2 : 2 + ne])
-    dims = [
-        i64(d) if isinstance(d, int) else v for d, v in zip(shape, fn.args[2 + ne : 2 + ne + nd])
-    ]
+    dims = extents(shape, fn.args[2 + ne : 2 + ne + nd])
     env = list(fn.args[2 + ne + nd : -1])
-    L = dims[-1]
-    outer = i64(1)
-    for d in dims[:-1]:
-        outer = b.mul(outer, d)
-    work = b.mul(b.mul(outer, L), i64(20))
-    small = b.icmp_unsigned("<", work, i64(int(MIN_PARALLEL_WORK)))
-    nt = b.select(small, ir.Constant(I32, 1), fn.args[-1])
-    lead = dims[:-1]
+    lead, L = dims[:-1], dims[-1]
+    outer = product(b, lead)
+    nt = clamp_threads_at_run_time(b, fn.args[-1], b.mul(b.mul(outer, L), i64(20)))
 
     def body(b, vals, sh):
         x, y, outer, L = vals[:4]
-        lead = vals[4 : 4 + len(dims) - 1]
-        extras = vals[3 + len(dims) : 3 + len(dims) + ne]
-        env = vals[3 + len(dims) + ne :]
+        lead = vals[4 : 3 + nd]
+        extras = vals[3 + nd : 3 + nd + ne]
+        env = vals[3 + nd + ne :]
         u0, u1 = sh.range(b, outer)
         with for_range(b, u0, u1, name="o") as o:
             off = b.mul(o, L)
             xo, yo = gep(b, x, off), gep(b, y, off)
             _row_f32(b, kind, xo, yo, L)
             if ep:
-                prefix, r = [], o
-                for d in reversed(lead[1:]):
-                    prefix.append(b.urem(r, d))
-                    r = b.udiv(r, d)
-                prefix = ([r] if lead else []) + list(reversed(prefix))
-                epilogue_row(b, WithEnv(ep, env), extras, yo, L, prefix, 0)
+                epilogue_row(b, WithEnv(ep, env), extras, yo, L, unravel(b, o, lead), 0)
         sh.end(b)
 
     parallel(b, name, [x, y, outer, L, *lead, *extras, *env], nt, body)
