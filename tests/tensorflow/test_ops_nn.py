@@ -72,7 +72,34 @@ CASES = [
     Case("L2Loss", lambda x: R.L2Loss(t=x), [rand(3, 4)], ("L2Loss",)),
 ]
 
+
 # -- convolutions ---------------------------------------------------------------------------------
+def _depthwise_by_taps(x, w, padding, strides, dilations):
+    """DepthwiseConv2dNative (NHWC, filter KH x KW x C x M) as TF computes it tap by tap: a
+    strided slice of the padded input times the tap's C x M weights, summed over the taps."""
+    (kh, kw, c, m), (n, h, wd, _) = w.shape, x.shape
+    s, d = strides[1:3], dilations[1:3]
+    x = tf.constant(x)
+    if padding == "SAME":
+        pads = []
+        for size, k, st, dl in zip((h, wd), (kh, kw), s, d):
+            out = -(-size // st)
+            total = max((out - 1) * st + (k - 1) * dl + 1 - size, 0)
+            pads.append((total // 2, total - total // 2))
+        x = tf.pad(x, [(0, 0), *pads, (0, 0)])
+    ph, pw = int(x.shape[1]), int(x.shape[2])
+    oh = (ph - (kh - 1) * d[0] - 1) // s[0] + 1
+    ow = (pw - (kw - 1) * d[1] - 1) // s[1] + 1
+    y = None
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * d[0], j * d[1]
+            tap = x[:, r0 : r0 + (oh - 1) * s[0] + 1 : s[0], c0 : c0 + (ow - 1) * s[1] + 1 : s[1]]
+            t = tf.reshape(tap[..., None] * tf.constant(w[i, j]), (n, oh, ow, c * m))
+            y = t if y is None else y + t
+    return y.numpy()
+
+
 CONV = [
     ("VALID", [1, 1, 1, 1], [1, 1, 1, 1]),
     ("SAME", [1, 2, 2, 1], [1, 1, 1, 1]),
@@ -99,6 +126,7 @@ for _pad, _s, _d in CONV:
             ),
             [IMG, rand(3, 3, 3, 2, seed=2)],
             ("DepthwiseConv2dNative",),
+            equivalent=lambda x, w, p=_pad, s=_s, d=_d: _depthwise_by_taps(x, w, p, s, d),
             **TOL,
         )
     )
