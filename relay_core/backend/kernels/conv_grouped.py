@@ -52,14 +52,26 @@ from .llvm_util import (
 )
 from .parallel import clamp_threads, parallel
 
-NR = 16  # grid positions per tile (one zmm)
+NR = 16  # grid positions per tile (one zmm, two ymm)
 BUF_BUDGET = 96 * 1024  # bytes of the band's padded input copy (stays in L2 for all its tiles)
 MIN_UNITS = 16  # units per call when the shape allows
 
 
+def tile_rows(Og: int) -> int | None:
+    """Output channels per tile (mr), a divisor of the group's Og, or None. The tile is mr x 16
+    grid positions: one zmm per row with AVX-512 (`wide_rows`: 12-28 rows); two ymm per row
+    with AVX2 (3-6 rows: 2 * mr of its 16 registers accumulate, two hold the loads)."""
+    if vector_width() == 16:
+        mr = wide_rows(Og)
+        return mr if Og % mr == 0 else None
+    if Og <= 6:
+        return Og
+    return next((d for d in (6, 5, 4, 3) if Og % d == 0), None)
+
+
 def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
-    """AVX-512, constant weights, channel-first 1-D / 2-D, and a group's output channels a
-    whole number of tiles."""
+    """Constant weights, channel-first 1-D / 2-D, and a group's output channels a whole number
+    of tiles."""
     return (
         G > 1
         and Cg > 1
@@ -68,8 +80,7 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, cl: bool) -> bool:
         and win.nd <= 2
         and win.k[0] == 1
         and win.sp[0] == 1
-        and vector_width() == 16
-        and Og % wide_rows(Og) == 0
+        and tile_rows(Og) is not None
     )
 
 
@@ -118,33 +129,38 @@ def _tile_fn(llmod: ir.Module, mr: int, Cg: int, geo: _Geo) -> ir.Function:
     the tile's first position); weights packed K x mr (a[(c * KK + t) * mr + i]); stored as
     c[i * ldc : i * ldc + 16]."""
     KK = len(geo.taps)
-    sig = ".".join(str(v) for v in (mr, Cg, geo.CS, *geo.taps))
+    W = vector_width()
+    nv = NR // W  # vectors per tile row
+    sig = ".".join(str(v) for v in (mr, W, Cg, geo.CS, *geo.taps))
     name = f"relay.grp.t{sig}"
     fn = llmod.globals.get(name)
     if fn is not None:
         return fn
     fn, b = new_function(llmod, name, [F32P, F32P, F32P, I64], internal=True)
     wp, bp, cp, ldc = fn.args
-    zero = const(ir.VectorType(F32, 16), 0.0)
-    sets = 2 if mr < 8 else 1  # independent accumulators against the FMA latency
+    zero = const(ir.VectorType(F32, W), 0.0)
+    n = mr * nv  # accumulators per set
+    sets = 2 if n < 8 else 1  # independent accumulators against the FMA latency
 
     def chan(c, accs):
         base = b.mul(c, i64(geo.CS))
         wc = b.mul(c, i64(KK * mr))
         accs = list(accs)
         for t, off in enumerate(geo.taps):
-            bv = vload(b, bp, b.add(base, i64(off)), 16)
-            s = (t % sets) * mr
+            bvs = [vload(b, bp, b.add(base, i64(off + v * W)), W) for v in range(nv)]
+            s = (t % sets) * n
             for i in range(mr):
-                a = splat(b, load(b, wp, b.add(wc, i64(t * mr + i))), 16)
-                accs[s + i] = fma(b, a, bv, accs[s + i])
+                a = splat(b, load(b, wp, b.add(wc, i64(t * mr + i))), W)
+                for v, bv in enumerate(bvs):
+                    accs[s + i * nv + v] = fma(b, a, bv, accs[s + i * nv + v])
         return accs
 
-    accs = for_carry(b, 0, Cg, [zero] * (mr * sets), chan, name="c")
+    accs = for_carry(b, 0, Cg, [zero] * (n * sets), chan, name="c")
     if sets > 1:
-        accs = [b.fadd(x, y) for x, y in zip(accs[:mr], accs[mr:])]
-    for i, v in enumerate(accs):
-        vstore(b, v, cp, b.mul(i64(i), ldc))
+        accs = [b.fadd(x, y) for x, y in zip(accs[:n], accs[n:])]
+    for k, v in enumerate(accs):
+        i, j = divmod(k, nv)
+        vstore(b, v, cp, b.add(b.mul(i64(i), ldc), i64(j * W)))
     b.ret_void()
     return fn
 
@@ -190,7 +206,7 @@ def emit(kf, win, G: int, O: int, Cg: int):
     band = bands(win, G, Cg)
     nb = -(-OH // band)
     geo = _Geo(win, Cg, band)
-    mr = wide_rows(Og)
+    mr = tile_rows(Og)
     units = N * G * nb
     ukr = _tile_fn(kf.b.module, mr, Cg, geo)
     nt = clamp_threads(kf.b, kf.nthreads, 2.0 * N * O * win.P * K, units)

@@ -547,7 +547,7 @@ def test_conv2d_pointwise(nthreads, layout, klayout, monkeypatch):
     _check(cases, "nn.conv2d")
 
 
-GROUPS_2D = [  # grouped, Cg > 1: conv_grouped (with AVX-512)
+GROUPS_2D = [  # grouped, Cg > 1: conv_grouped
     # n, c, (h, w), o, k, s, p, d, g
     (2, 32, (16, 16), 32, 3, 1, 1, 1, 2),  # groups of 16 -> 16: one tile per group
     (1, 48, (8, 8), 96, 3, 1, 1, 1, 3),  # 16 -> 32: two tiles of 16 per group
@@ -567,12 +567,10 @@ GROUPS_2D = [  # grouped, Cg > 1: conv_grouped (with AVX-512)
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_conv2d_grouped(nthreads):
     from relay_core.backend.kernels import conv_grouped
-    from relay_core.backend.kernels.llvm_util import vector_width
 
-    wide = vector_width() == 16
-    for g in GROUPS_2D:  # each is one the kernel serves (with AVX-512)
+    for g in GROUPS_2D:  # each is one the kernel serves (AVX-512 and AVX2 tiles)
         c, o, groups = g[1], g[3], g[8]
-        assert conv_grouped.usable(_win(g), groups, c // groups, o // groups, True, False) == wide
+        assert conv_grouped.usable(_win(g), groups, c // groups, o // groups, True, False)
     cases = [conv_case(2, *g, nthreads=nthreads) for g in GROUPS_2D]
     cases += [conv_case(2, *g, nthreads=nthreads, pads=((0, 2), (1, 0))) for g in GROUPS_2D[6:8]]
     wts = (0.5, 0.25, 0.125, 0.0625)
