@@ -123,12 +123,13 @@ class BenchReport:
 
 def profile_table(steps: list[dict], top: int = 25) -> list[str]:
     """Time per step (fused group), slowest first: its share of the total and, for groups with
-    convolutions or matrix products, GFLOP/s."""
+    convolutions or matrix products, GFLOP/s and the operands' shapes."""
     total = sum(s["us"] for s in steps) or 1e-9
     order = sorted(range(len(steps)), key=lambda k: -steps[k]["us"])
     lines = [
         f"profile: {len(steps)} steps (fused groups), {total / 1e3:.3f} ms per call in total",
-        f"  {'step':>4}  {'kernel':<12} {'us':>9} {'share':>6} {'cum':>6} {'GFLOP/s':>8}  ops",
+        f"  {'step':>4}  {'kernel':<12} {'us':>9} {'share':>6} {'cum':>6} {'GFLOP/s':>8}  "
+        f"{'ops':<40}  shape",
     ]
     cum = 0.0
     for k in order[:top]:
@@ -139,7 +140,7 @@ def profile_table(steps: list[dict], top: int = 25) -> list[str]:
         ops = ",".join(o.removeprefix("nn.") for o in s.get("ops", [])) or "(copy)"
         lines.append(
             f"  {k:>4}  {s['kernel'][-12:]:<12} {s['us']:>9.1f} {100 * s['us'] / total:>5.1f}% "
-            f"{100 * cum / total:>5.1f}% {gf}  {ops[:60]}"
+            f"{100 * cum / total:>5.1f}% {gf}  {ops[:40]:<40}  {s.get('shape', '')}".rstrip()
         )
     rest = order[top:]
     if rest:

@@ -542,18 +542,20 @@ def _compile_to(
 
 
 def _steps_json(info: dict) -> list[dict]:
-    """The profile steps of the manifest: kernel, ops and FLOP count (or, in shape-generic
-    builds, the count per element of the run-time batch)."""
+    """The profile steps of the manifest: kernel, ops, FLOP count (or, in shape-generic
+    builds, the count per element of the run-time batch) and the group's signature."""
     kernels = info.get("step_kernels", [])
     zeros = [0] * len(kernels)
     out = []
-    for k, o, fl, fb in zip(
+    for k, o, fl, fb, sig in zip(
         kernels,
         info.get("step_ops", []),
         info.get("step_flops") or zeros,
         info.get("step_flops_per_batch") or zeros,
+        info.get("step_sigs") or [""] * len(kernels),
     ):
-        out.append({"kernel": k, "ops": o, "flops": fl} | ({"flops_per_batch": fb} if fb else {}))
+        step = {"kernel": k, "ops": o, "flops": fl, "shape": sig}
+        out.append(step | ({"flops_per_batch": fb} if fb else {}))
     return out
 
 

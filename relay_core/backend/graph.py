@@ -157,6 +157,40 @@ def group_ops(fn: Function) -> list:
     )
 
 
+CONVS = ("nn.conv1d", "nn.conv2d", "nn.conv3d")
+
+
+def _dims(t) -> str:
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        return "?"
+    return "x".join(str(d) if isinstance(d, int) else "?" for d in shape) or "scalar"
+
+
+def group_signature(fn: Function) -> str:
+    """A short description of a fused group for profiles: its first convolution or matrix
+    product with operand shapes and window attributes ("conv2d 8x48x56x56 * 48x8x3x3 s2 g6"),
+    else the shape of its result ("-> 8x48x56x56")."""
+    for n in post_order(fn.body):
+        if type(n) is not Call or not isinstance(n.op, Op):
+            continue
+        name, a = n.op.name, n.attrs
+        if name in CONVS or name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
+            try:
+                x, w = (_dims(arg.checked_type) for arg in n.args[:2])
+            except (AttributeError, ValueError):
+                continue
+            sig = f"{name.removeprefix('nn.')} {x} * {w}"
+            if name in CONVS:
+                s = "x".join(str(int(v)) for v in a.strides)
+                sig += f" s{s}" + (f" g{int(a.groups)}" if int(a.groups) > 1 else "")
+            return sig
+    try:
+        return "-> " + _dims(fn.body.checked_type)
+    except (AttributeError, ValueError):
+        return ""
+
+
 def group_flops(fn: Function, per_batch: bool = False) -> int:
     """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
     elementwise work is not counted). per_batch: per element of a run-time batch, counting
@@ -169,7 +203,7 @@ def group_flops(fn: Function, per_batch: bool = False) -> int:
         name, a = n.op.name, n.attrs
         try:
             out = n.checked_type.shape
-            if name in ("nn.conv1d", "nn.conv2d", "nn.conv3d"):
+            if name in CONVS:
                 w = n.args[1].checked_type.shape
                 layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
                 o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
@@ -243,6 +277,7 @@ class GraphCompiler(ExprFunctor):
         self.const_keys = ConstKeys()
         self.step_ops: list = []
         self.step_flops: list = []
+        self.step_sigs: list = []
         self.steps: list[Step] = []
         self.ws: list[Storage] = []
         import os
@@ -356,6 +391,7 @@ class GraphCompiler(ExprFunctor):
                 "step_ops": self.step_ops,
                 "step_kernels": [s.kernel for s in self.steps],
                 "step_flops": self.step_flops,
+                "step_sigs": self.step_sigs,
                 "profile": self.profile,
             },
         )
@@ -397,6 +433,7 @@ class GraphCompiler(ExprFunctor):
         self.steps.append(Step(name, list(flat_args), outs, values, _concat_of(fn)))
         self.step_flops.append(group_flops(fn))
         self.step_ops.append(group_ops(fn))
+        self.step_sigs.append(group_signature(fn))
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
             from .lower import _unflatten
@@ -463,6 +500,7 @@ class GraphCompiler(ExprFunctor):
         self.steps = [x for x, k in zip(self.steps, keep) if k]
         self.step_ops = [x for x, k in zip(self.step_ops, keep) if k]
         self.step_flops = [x for x, k in zip(self.step_flops, keep) if k]
+        self.step_sigs = [x for x, k in zip(self.step_sigs, keep) if k]
 
     def _elide(self, st: Step) -> bool:
         if st.concat is None or len(st.outputs) != 1 or st.values:

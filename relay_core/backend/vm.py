@@ -44,7 +44,7 @@ from .codegen import (
     ModuleContext,
 )
 from .derived import DerivedPrepack, derived_const
-from .graph import ConstKeys, group_flops, group_ops, lift_constants
+from .graph import ConstKeys, group_flops, group_ops, group_signature, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
 
@@ -134,7 +134,8 @@ class VMCompiler:
         self.kernel_ops: dict = {}  # llvm name -> the ops it computes (build reports)
         # RELAY_PROFILE=1: every kernel call site times its kernel (CompiledModule.profile())
         self.profile = os.environ.get("RELAY_PROFILE") == "1"
-        self.steps: list[tuple[str, list, int]] = []  # per call site: kernel, ops, FLOPs
+        self.steps: list[tuple[str, list, int, int]] = []  # per call site: kernel, ops, FLOPs
+        self.step_sigs: list[str] = []
         self.globals: dict[str, _FnInfo] = {}
         self.closures: dict[int, _FnInfo] = {}
         self.todo: list[_FnInfo] = []
@@ -227,6 +228,7 @@ class VMCompiler:
                 "step_ops": [o for _, o, _, _ in self.steps],
                 "step_flops": [f for _, _, f, _ in self.steps],
                 "step_flops_per_batch": [f for _, _, _, f in self.steps],
+                "step_sigs": self.step_sigs,
                 "profile": self.profile,
             },
         )
@@ -292,6 +294,7 @@ class VMCompiler:
             if isinstance(t, TensorType) and t.shape and not isinstance(t.shape[0], int):
                 per_batch = group_flops(call.op, per_batch=True)
         self.steps.append((name, self.kernel_ops[name], flops, per_batch))
+        self.step_sigs.append(group_signature(call.op))
         return len(self.steps) - 1, per_batch > 0
 
     def kernel(self, call: Call):

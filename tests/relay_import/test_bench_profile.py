@@ -32,6 +32,9 @@ def test_flop_counts_of_dense_and_conv():
     oh = (20 + 2 - 3) // 2 + 1
     want = sorted([2 * 8 * 40 * 96, 2 * 12 * oh * oh * 3 * 9])
     assert got == want
+    # each step names its product with the operands' shapes (and the window's strides)
+    sigs = sorted(s["shape"] for s in steps)
+    assert sigs == ["conv2d 1x3x20x20 * 12x3x3x3 s2x2", "dense 8x96 * 40x96"], sigs
 
 
 def test_bench_profile_report():
@@ -74,6 +77,7 @@ def @main(%x: Tensor[(?, 64), float32], %w: Tensor[(64, 64), float32]) {
     assert [s["flops"] for s in steps] == [2 * 5 * 64 * 64] * 2, steps
     assert all(s["us"] == 0 and s["flops"] == 0 for s in lib.profile())  # read and reset
     assert "profile: 2 steps" in "\n".join(profile_table(steps))
+    assert all(s["shape"] == "dense ?x64 * 64x64" for s in steps), steps
     assert "GFLOP per call" in "\n".join(profile_table(steps))
     for n in (2, 4):  # the mean batch of the calls since the last read
         lib(np.ones((n, 64), np.float32), w)
