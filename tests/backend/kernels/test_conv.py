@@ -561,6 +561,8 @@ GROUPS_2D = [  # grouped, Cg > 1: conv_grouped
     (1, 32, (45, 37), 32, 3, 2, 1, 1, 2),  # stride 2, odd sizes: vector split + scalar edges
     (1, 16, (20, 20), 16, 5, 1, 2, 2, 4),  # 5x5, dilation 2, groups of 4 -> 4
     (1, 24, (17, 17), 24, 3, 3, 1, 1, 3),  # stride 3: nine phases, scalar copy
+    (1, 72, (10, 10), 72, 3, 1, 1, 1, 3),  # 24 -> 24 (RegNetX-1.6GF): AVX2 tiles of 6 rows
+    (2, 18, (9, 9), 18, 3, 2, 1, 1, 6),  # 3 -> 3: three rows, two accumulator sets
 ]
 
 
