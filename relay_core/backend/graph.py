@@ -169,8 +169,8 @@ def _dims(t) -> str:
 
 def group_signature(fn: Function) -> str:
     """A short description of a fused group for profiles: its first convolution or matrix
-    product with operand shapes and window attributes ("conv2d 8x48x56x56 * 48x8x3x3 s2 g6"),
-    else the shape of its result ("-> 8x48x56x56")."""
+    product with its operands' shapes, strides and groups ("conv2d 8x48x112x112 * 48x8x3x3 s2x2
+    g6"; "?" for a run-time dimension), else the shape of its result ("-> 8x48x56x56")."""
     for n in post_order(fn.body):
         if type(n) is not Call or not isinstance(n.op, Op):
             continue

@@ -134,8 +134,8 @@ class VMCompiler:
         self.kernel_ops: dict = {}  # llvm name -> the ops it computes (build reports)
         # RELAY_PROFILE=1: every kernel call site times its kernel (CompiledModule.profile())
         self.profile = os.environ.get("RELAY_PROFILE") == "1"
-        self.steps: list[tuple[str, list, int, int]] = []  # per call site: kernel, ops, FLOPs
-        self.step_sigs: list[str] = []
+        # per call site: kernel, ops, FLOPs, FLOPs per batch element, signature
+        self.steps: list[tuple[str, list, int, int, str]] = []
         self.globals: dict[str, _FnInfo] = {}
         self.closures: dict[int, _FnInfo] = {}
         self.todo: list[_FnInfo] = []
@@ -224,11 +224,11 @@ class VMCompiler:
                 "input_descs": [type_desc(t, self.mod) for t in in_types],
                 "output_descs": [type_desc(t, self.mod) for t in out_types],
                 "kernel_ops": self.kernel_ops,
-                "step_kernels": [k for k, _, _, _ in self.steps],
-                "step_ops": [o for _, o, _, _ in self.steps],
-                "step_flops": [f for _, _, f, _ in self.steps],
-                "step_flops_per_batch": [f for _, _, _, f in self.steps],
-                "step_sigs": self.step_sigs,
+                "step_kernels": [s[0] for s in self.steps],
+                "step_ops": [s[1] for s in self.steps],
+                "step_flops": [s[2] for s in self.steps],
+                "step_flops_per_batch": [s[3] for s in self.steps],
+                "step_sigs": [s[4] for s in self.steps],
                 "profile": self.profile,
             },
         )
@@ -293,8 +293,7 @@ class VMCompiler:
             t = call.args[0].checked_type
             if isinstance(t, TensorType) and t.shape and not isinstance(t.shape[0], int):
                 per_batch = group_flops(call.op, per_batch=True)
-        self.steps.append((name, self.kernel_ops[name], flops, per_batch))
-        self.step_sigs.append(group_signature(call.op))
+        self.steps.append((name, self.kernel_ops[name], flops, per_batch, group_signature(call.op)))
         return len(self.steps) - 1, per_batch > 0
 
     def kernel(self, call: Call):
