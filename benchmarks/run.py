@@ -68,7 +68,14 @@ def _machine() -> str:
                     break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
+    # the vector width our kernels (and the others') take: results differ most by it
+    from relay_core.backend.llvm_target import host
+
+    on = set(host()[2].split(","))
+    isa = "AVX-512" if "+avx512f" in on else "AVX2, no AVX-512" if "+avx2" in on else "no AVX2"
+    return (
+        f"{cpu} ({isa}), {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
+    )
 
 
 def _load() -> str:
