@@ -32,6 +32,7 @@ from .derived import DerivedConst, DerivedPrepack, derived_const
 from .kernels.common import output_image_stride
 from .lower import GroupLowering, StridedOutputError, flatten_type
 from .runtime import _contig
+from .step_info import describe
 
 ENTRY = "relay_run"
 
@@ -141,81 +142,6 @@ def is_static_graph(func: Function) -> bool:
             return False
     check = _IsStatic()
     return all(check.dispatch(node) for node in post_order(func.body, _children))
-
-
-def _numel(shape, per_batch: bool = False) -> int:
-    n = 1
-    for i, d in enumerate(shape):
-        n *= 1 if per_batch and i == 0 and not isinstance(d, int) else int(d)
-    return n
-
-
-def group_ops(fn: Function) -> list:
-    """The names of the ops a fused group computes, sorted (build reports, profiles)."""
-    return sorted(
-        {n.op.name for n in post_order(fn.body) if type(n) is Call and isinstance(n.op, Op)}
-    )
-
-
-CONVS = ("nn.conv1d", "nn.conv2d", "nn.conv3d")
-
-
-def _dims(t) -> str:
-    shape = getattr(t, "shape", None)
-    if shape is None:
-        return "?"
-    return "x".join(str(d) if isinstance(d, int) else "?" for d in shape) or "scalar"
-
-
-def group_signature(fn: Function) -> str:
-    """A short description of a fused group for profiles: its first convolution or matrix
-    product with its operands' shapes, strides and groups ("conv2d 8x48x112x112 * 48x8x3x3 s2x2
-    g6"; "?" for a run-time dimension), else the shape of its result ("-> 8x48x56x56")."""
-    for n in post_order(fn.body):
-        if type(n) is not Call or not isinstance(n.op, Op):
-            continue
-        name, a = n.op.name, n.attrs
-        if name in CONVS or name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
-            try:
-                x, w = (_dims(arg.checked_type) for arg in n.args[:2])
-            except (AttributeError, ValueError):
-                continue
-            sig = f"{name.removeprefix('nn.')} {x} * {w}"
-            if name in CONVS:
-                s = "x".join(str(int(v)) for v in a.strides)
-                sig += f" s{s}" + (f" g{int(a.groups)}" if int(a.groups) > 1 else "")
-            return sig
-    try:
-        return "-> " + _dims(fn.body.checked_type)
-    except (AttributeError, ValueError):
-        return ""
-
-
-def group_flops(fn: Function, per_batch: bool = False) -> int:
-    """Multiply-adds x 2 of the convolutions and matrix products in a fused group (0: none;
-    elementwise work is not counted). per_batch: per element of a run-time batch, counting
-    only the products whose one dynamic dimension is axis 0 of their data and output (the
-    run-time batch of shape-generic builds; the profile multiplies by it)."""
-    total = 0
-    for n in post_order(fn.body):
-        if type(n) is not Call or not isinstance(n.op, Op):
-            continue
-        name, a = n.op.name, n.attrs
-        try:
-            out = n.checked_type.shape
-            if name in CONVS:
-                w = n.args[1].checked_type.shape
-                layout = getattr(a, "kernel_layout", "") or "OI" + "DHW"[-(len(w) - 2) :]
-                o = int(w[layout.index("O")]) if "O" in layout else int(w[0])
-                total += 2 * _numel(out, per_batch) * _numel(w) // max(o, 1)
-            elif name in ("nn.dense", "nn.matmul", "nn.batch_matmul"):
-                x = n.args[0].checked_type.shape
-                ta = bool(getattr(a, "transpose_a", False))
-                k = int(x[-2] if ta and len(x) >= 2 else x[-1])
-                total += 2 * _numel(out, per_batch) * k
-        except (AttributeError, TypeError, ValueError, IndexError):
-            continue  # dynamic or unusual shapes: no count
-    return total
 
 
 def lift_constants(fn: Function) -> tuple[Function, list[Constant]]:
@@ -431,9 +357,10 @@ class GraphCompiler(ExprFunctor):
             for dv, src in zip(lk.dims, lk.dim_sources)
         ]
         self.steps.append(Step(name, list(flat_args), outs, values, _concat_of(fn)))
-        self.step_flops.append(group_flops(fn))
-        self.step_ops.append(group_ops(fn))
-        self.step_sigs.append(group_signature(fn))
+        info = describe(fn)
+        self.step_flops.append(info.flops)
+        self.step_ops.append(info.ops)
+        self.step_sigs.append(info.signature)
         rt = fn.body.checked_type
         if isinstance(rt, TupleType):
             from .lower import _unflatten

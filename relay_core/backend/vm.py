@@ -44,9 +44,10 @@ from .codegen import (
     ModuleContext,
 )
 from .derived import DerivedPrepack, derived_const
-from .graph import ConstKeys, group_flops, group_ops, group_signature, lift_constants
+from .graph import ConstKeys, lift_constants
 from .lower import GroupLowering, flatten_type
 from .runtime import _contig
+from .step_info import describe
 
 ENTRY = "relay_run_dyn"
 OBJ = PTR  # RObj*
@@ -287,13 +288,13 @@ class VMCompiler:
     def profile_step(self, name: str, call: Call) -> tuple[int, bool]:
         """A new profile step for a call site of kernel `name`: (its index, whether its FLOP
         count is per element of the run-time batch, axis 0 of its first input)."""
-        flops = group_flops(call.op)
+        info = describe(call.op)
         per_batch = 0
-        if not flops and call.args:
+        if not info.flops and call.args:
             t = call.args[0].checked_type
             if isinstance(t, TensorType) and t.shape and not isinstance(t.shape[0], int):
-                per_batch = group_flops(call.op, per_batch=True)
-        self.steps.append((name, self.kernel_ops[name], flops, per_batch, group_signature(call.op)))
+                per_batch = info.flops_per_batch
+        self.steps.append((name, self.kernel_ops[name], info.flops, per_batch, info.signature))
         return len(self.steps) - 1, per_batch > 0
 
     def kernel(self, call: Call):
@@ -311,7 +312,7 @@ class VMCompiler:
             if lk.pre is not None:
                 KernelCodegen(self.llctx, lk.pre[0]).emit()
             entry = self.kernels[key] = (lk, name)
-            self.kernel_ops[name] = group_ops(fn)
+            self.kernel_ops[name] = describe(fn).ops
         return entry[0], entry[1], consts
 
 

@@ -7,7 +7,7 @@ import json
 import os
 
 import relay_core
-from relay_core.backend.graph import group_flops
+from relay_core.backend.step_info import describe
 from relay_import.bench import bench, profile_table
 
 from .clirun import DEMO, relay
@@ -24,7 +24,7 @@ def @main(%x: Tensor[(8, 96), float32], %w: Tensor[(40, 96), float32],
 
 def test_flop_counts_of_dense_and_conv():
     mod = relay_core.parse(SRC)
-    assert group_flops(mod["main"]) > 0  # also counts an unfused function
+    assert describe(mod["main"]).flops > 0  # also counts an unfused function
     lib = relay_core.build(mod)
     with open(os.path.join(lib.path, "manifest.json")) as f:
         steps = json.load(f)["steps"]
