@@ -58,7 +58,7 @@ def _good_npz(url, port, k):
     x = XS[k % len(XS)]
     status, out = request(url + "/v1/models/cnn/run", npz(image=x))
     if status != 200:
-        return status, None, False
+        return status, out[:300], False
     with np.load(io.BytesIO(out)) as z:
         return status, None, np.allclose(z["probs"], WANT[k % len(XS)], rtol=1e-5, atol=1e-6)
 
@@ -89,7 +89,7 @@ def _good_chunked(url, port, k):
         b"Transfer-Encoding: chunked\r\n\r\n" + body,
     )
     if status_of(r) != 200:
-        return status_of(r), None, False
+        return status_of(r), r[:300], False
     payload = r.split(b"\r\n\r\n", 1)[1]
     with np.load(io.BytesIO(payload)) as z:
         return 200, None, np.allclose(z["probs"], WANT[k % len(XS)], rtol=1e-5, atol=1e-6)
@@ -292,6 +292,7 @@ def test_mixed_load_with_faults_then_sigterm(srv):
     while sum(_cpu(p) for p in srv.worker_pids()) - start < 0.5:
         time.sleep(0.05)
     t_kill = time.monotonic()
+    log = srv.stderr  # the server's log, for a failure's message
     for p in srv.worker_pids():
         os.kill(p, signal.SIGKILL)
     t.join(600)
@@ -307,9 +308,9 @@ def test_mixed_load_with_faults_then_sigterm(srv):
     by_kind = Counter(r[0] for r in results)
     failed = [r for r in results if not r[3]]
     for name, status, out, _ok, t0, t1 in failed:  # the only excuse: the killed worker's job
-        assert KINDS[name][1] and t0 <= t_killed and t1 >= t_kill, (name, status, out)
+        assert KINDS[name][1] and t0 <= t_killed and t1 >= t_kill, (name, status, out, log())
         assert status == 500 and out["code"] == "worker_crashed", (name, status, out)
-    assert not [r for r in results if r[1] >= 500 and r[0] not in ("upload-tiny",)]
+    assert not [r for r in results if r[1] >= 500 and r[0] not in ("upload-tiny",)], log()
     lat = sorted(t1 - t0 for name, *_, t0, t1 in results if name.startswith("run-"))
     print(
         f"\n{N_REQUESTS} requests, kinds {dict(by_kind)}; run latency p50 "
