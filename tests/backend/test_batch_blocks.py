@@ -159,6 +159,39 @@ def test_block_takes_the_element_kernels_variant(monkeypatch, c, o, hw, k):
         np.testing.assert_allclose(lib(xv)[0], want, rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
 
 
+def test_element_kernel_takes_the_blocks_winograd(monkeypatch):
+    """One image of a 192-channel 3x3 convolution on 7x7 is refused by Winograd's rule for few
+    positions against large weights (on AVX-512 targets, forced here) and a block of 8 is not:
+    the one-image kernel is built again with the block's Winograd, so the blocks keep it."""
+    from relay_core.backend.kernels import conv_winograd
+
+    monkeypatch.setattr(conv_winograd, "vector_width", lambda: 16)
+    seen = []
+    emit_blocks = schedule.Scheduler._emit_blocks
+
+    def record(self, op, epilogue_of):
+        before = op.info.variant
+        emit_blocks(self, op, epilogue_of)
+        seen.append((before, op.info.variant, [name for _, name, _ in op.blocks]))
+
+    monkeypatch.setattr(schedule.Scheduler, "_emit_blocks", record)
+    rng = np.random.default_rng(3)
+    c = o = 192
+    w = (rng.standard_normal((o, c, 3, 3)) * 0.05).astype(np.float32)
+    x = Var("x", TensorType((Any, c, 7, 7), "float32"))
+    y = call("nn.conv2d", x, const(w), padding=(1,) * 4, channels=o, kernel_size=(3, 3))
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), call("nn.relu", y))))
+    lib = relay_core.build(mod, specialize=False, cache=False)
+    assert len(seen) == 1, seen
+    before, after, blocks = seen[0]
+    assert before == ("strips",) and after[0] == "winograd", seen
+    assert len(blocks) == 2 and not any(n.endswith("v") for n in blocks), seen
+    for n in (1, 3, K2, K + 1):
+        xv = rng.standard_normal((n, c, 7, 7)).astype(np.float32)
+        want = np.maximum(_conv_ref(xv, w, pad=1), 0)
+        np.testing.assert_allclose(lib(xv)[0], want, rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
+
+
 def _closure(scale, panel):
     def pack(w):
         return (w * scale).reshape(-1, panel)

@@ -50,6 +50,7 @@ from .llvm_util import (
     malloc,
     memset0,
     store,
+    vector_width,
     vload,
     vstore,
 )
@@ -67,6 +68,8 @@ PLAN_BUDGET = 2 << 20  # bytes of V + M per chunk of the channel-first kernel (p
 # Lake): its three 512-channel 3x3 convolutions on 7x7 planes took 2.0-2.1 ms each in the model
 # through Winograd (16.8 MB of transformed weights each; 1.2 ms alone, the weights in cache),
 # 1.66 through conv_strips; the model 1.35 -> 1.31x onnxruntime's time, ResNet-18 1.27 -> 1.18x.
+# Not on AVX2: on AMD EPYC Zen 3 (32 MB L3, interleaved, 30 rounds, 2026-12-05) Winograd took
+# 0.90 of ResNet-18's time at batch 1 through those convolutions, 0.98 of ResNet-50's.
 MIN_POSITIONS = 100  # output positions (all images) below which ...
 STREAMED_BYTES = 2 << 20  # ... transformed weights of more bytes than this go to direct kernels
 WIDE_PLANE = 784  # output positions per image (28 x 28) from which few channels suffice
@@ -85,7 +88,7 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> 
     )
     if force or not can:
         return can
-    if win.N * win.P < MIN_POSITIONS and 16 * 4 * Cg * Og > STREAMED_BYTES:
+    if win.N * win.P < MIN_POSITIONS and 16 * 4 * Cg * Og > STREAMED_BYTES and vector_width() == 16:
         return False
     if not (worth_transforms(win.P, Cg, Og) or many_tiles(win.N * win.P, Cg, Og)):
         return False
