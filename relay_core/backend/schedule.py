@@ -376,12 +376,11 @@ class Scheduler:
         """Define the block kernels of a batch-split op after its per-element kernel, each with
         the epilogue `epilogue_of(images)` returns as (ok, epilogue); drop a block when not ok,
         when the kernel refuses it, or when it would read a constant in another layout than the
-        per-element kernel (the module stores each constant once). A block whose own choice of
-        algorithm reads another layout is emitted again with the per-element kernel's variant
-        (`prefer_variant`): a 7x7 Winograd convolution's transposed form, a 1x1 one's strips
-        (block of 8: 9 ms against 8 calls of 1.9 ms). But where the largest block takes Winograd
-        and the per-element kernel does not, the per-element kernel takes Winograd instead
-        (`_adopt_block_variant`)."""
+        per-element kernel (the module stores each constant once). The per-element kernel first
+        takes the largest block's own algorithm where it can (`_adopt_block_variant`); a block
+        whose choice still reads another layout is emitted again with the per-element kernel's
+        variant (`prefer_variant`): a 7x7 Winograd convolution's transposed form (16 tiles of
+        one image take the transposed product, 128 of a block the other)."""
         self._adopt_block_variant(op, epilogue_of)
         pp1 = (op.info.prepack or {}) if op.info is not None else {}
         variant = op.info.variant if op.info is not None else None
@@ -395,15 +394,16 @@ class Scheduler:
         op.blocks = kept
 
     def _adopt_block_variant(self, op, epilogue_of) -> None:
-        """Re-emit the per-element kernel of a batch-split op with the Winograd variant its
-        largest block kernel takes on its own. Winograd's rule refuses few positions against
-        large weights (conv_winograd.MIN_POSITIONS: 512 channels on 7x7 at batch 1), and the
-        block would then run the per-element kernel's direct algorithm: ResNet-18 with a run-time
-        batch took 140.7 ms at batch 8 against 124.4 with Winograd in both (AMD EPYC Zen 3,
-        interleaved; 119.4 its static build), and 17.3 against 19.3 at batch 1."""
+        """Re-emit the per-element kernel of a batch-split op with the algorithm its largest
+        block kernel takes on its own, where that reads the weights in another layout: the
+        blocks, which do most of the work at batch 8 and more, then keep their own choice. One
+        image's rules pick for batch 1 alone: Winograd refuses few positions against large
+        weights (MIN_POSITIONS: 512 channels on 7x7), 1x1 convolutions on wide channels take
+        conv_strips; the blocks then ran that. Shape-generic builds, interleaved against the
+        same build without this (AMD EPYC Zen 3): ResNet-18 at batch 8 0.88 of the time (140.7
+        -> 124.4 ms; its static build 119.4), at batch 1 0.90; RegNetY-400MF 0.97 / 0.95 (b8 /
+        b1), ResNet-50 0.98 / 0.99, MobileNetV2 unchanged."""
         if not op.blocks or op.info is None or op.info.variant is None:
-            return
-        if op.info.variant[0] == "winograd":
             return
         k, bname, emit = op.blocks[0]
         ok, epilogue = epilogue_of(k)
@@ -413,8 +413,8 @@ class Scheduler:
         except NotImplementedError:
             info = None
         self._forget(probe)
-        if info is None or info.variant is None or info.variant[0] != "winograd":
-            return
+        if info is None or info.variant is None or info.variant[0] == op.info.variant[0]:
+            return  # the same algorithm (another form: _emit_block's fallback) or none
         ok, epilogue = epilogue_of(1)
         if not ok:
             return

@@ -122,40 +122,46 @@ def test_no_block_for_large_planes(monkeypatch):
     np.testing.assert_allclose(lib(xv)[0], _conv_ref(xv, w, pad=1), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize(
-    "c, o, hw, k",
-    [
-        # one image: conv_strips (wide channels; 324 positions, not a multiple of 16, so not
-        # conv_pointwise's in-place AVX-512 kernel); a block of 8 by its own rule: pointwise
-        (72, 64, 18, 1),
-        (16, 64, 7, 3),  # Winograd: one image's 16 tiles take the transposed product
-    ],
-)
-def test_block_takes_the_element_kernels_variant(monkeypatch, c, o, hw, k):
-    """A block kernel whose own choice of algorithm would read the weights in another layout
-    is built with the per-element kernel's (the block is kept, the weights stored once)."""
+@pytest.mark.parametrize("adopt", [True, False])
+def test_element_kernel_takes_the_blocks_algorithm(monkeypatch, adopt):
+    """One image of a 1x1 convolution on wide channels takes conv_strips by its own rule, a
+    block of 8 conv_pointwise (their weight layouts differ): the one-image kernel is built again
+    with the block's conv_pointwise (a new name), and the blocks are kept as they are. Where the
+    one-image kernel cannot take it (adopt=False: as a Winograd form of one image that blocks do
+    not take), the blocks are built again with its variant (new names); the weights are stored
+    once either way."""
+    if not adopt:
+        monkeypatch.setattr(schedule.Scheduler, "_adopt_block_variant", lambda *a: None)
     seen = []
     emit_blocks = schedule.Scheduler._emit_blocks
 
     def record(self, op, epilogue_of):
+        before = op.info.variant
         emit_blocks(self, op, epilogue_of)
-        seen.append((op.info.variant, [name for _, name, _ in op.blocks]))
+        seen.append((before, op.info.variant, op.name, [name for _, name, _ in op.blocks]))
 
     monkeypatch.setattr(schedule.Scheduler, "_emit_blocks", record)
     rng = np.random.default_rng(2)
-    w = (rng.standard_normal((o, c, k, k)) * 0.3).astype(np.float32)
+    # 324 positions, not a multiple of 16: not conv_pointwise's in-place AVX-512 kernel
+    c, o, hw = 72, 64, 18
+    w = (rng.standard_normal((o, c, 1, 1)) * 0.3).astype(np.float32)
     x = Var("x", TensorType((Any, c, hw, hw), "float32"))
-    y = call("nn.conv2d", x, const(w), padding=(k // 2,) * 4, channels=o, kernel_size=(k, k))
+    y = call("nn.conv2d", x, const(w), channels=o, kernel_size=(1, 1))
     mod = relay_core.infer_type(IRModule.from_expr(Function((x,), call("nn.relu", y))))
-    if k == 1:
-        monkeypatch.setattr(lower, "BLOCK_MAX_POSITIONS", hw * hw)
+    monkeypatch.setattr(lower, "BLOCK_MAX_POSITIONS", hw * hw)
     lib = relay_core.build(mod, specialize=False, cache=False)
-    assert len(seen) == 1 and len(seen[0][1]) == 2, seen  # both blocks are kept
-    if k == 1:  # built again with the element kernel's variant (a new name)
-        assert seen[0][0] == ("strips",) and all(n.endswith("v") for n in seen[0][1]), seen
+    assert len(seen) == 1, seen
+    before, after, name, blocks = seen[0]
+    assert before == ("strips",), seen
+    if adopt:
+        assert after == ("pointwise",) and name.endswith("w"), seen
+        assert len(blocks) == 2 and not any(n.endswith("v") for n in blocks), seen
+    else:
+        assert after == ("strips",) and not name.endswith("w"), seen
+        assert len(blocks) == 2 and all(n.endswith("v") for n in blocks), seen
     for n in (3, K2, K, K + K2 + 1):
         xv = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
-        want = np.maximum(_conv_ref(xv, w, pad=k // 2), 0)
+        want = np.maximum(_conv_ref(xv, w), 0)
         np.testing.assert_allclose(lib(xv)[0], want, rtol=1e-4, atol=1e-4, err_msg=f"batch {n}")
 
 
