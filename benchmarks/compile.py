@@ -265,9 +265,13 @@ def _table(rows, source, tvm_py, tvm_version, started, before, after) -> str:
 
 
 def _write(path: str, md: str) -> None:
-    """Replace the bench-compile section of RESULTS.md (or append it)."""
+    write_section(path, "<!-- section: bench-compile -->", md)
+
+
+def write_section(path: str, marker: str, md: str) -> None:
+    """Replace the section of RESULTS.md that starts with `marker` (md starts with it too), up
+    to the next `<!-- section:`; append it when absent."""
     text = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    marker = "<!-- section: bench-compile -->"
     if marker in text:
         head, rest = text.split(marker, 1)
         nxt = rest.find("<!-- section:")
