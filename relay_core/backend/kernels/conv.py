@@ -150,7 +150,11 @@ def emit_conv(llmod, name, in_types, out_types, attrs, epilogue=None, const_inpu
             prepack = strips.emit(kf, win, O, Cg)
             kf.b.ret_void()
             return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("strips",), ys)
-    if pw and (images_per_unit(win, G, Cg, packed, cl) == 1 or force == "pointwise"):
+    if pw and (
+        images_per_unit(win, G, Cg, packed, cl) == 1
+        or force == "pointwise"
+        or strips.pointwise_batched(win)
+    ):
         prepack = pointwise.emit(kf, win, O, Cg)
         kf.b.ret_void()
         return KernelInfo(kf.fn, {1: _with_axes(prepack, kax)}, ("pointwise",), ys)

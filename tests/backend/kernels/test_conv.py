@@ -508,7 +508,41 @@ POINTWISE_2D = [  # 1x1 stride 1 or stems, channel first, constant weights: conv
     (1, 17, (4, 16), 5, 1, 1, 0, 1, 1),  # a tile of 5 (two accumulator sets), odd reduction
     (3, 64, (16, 12), 61, 1, 1, 0, 1, 1),  # tiles of 24 and a tail tile of 13
     (8, 144, (16, 16), 24, 1, 1, 0, 1, 1),  # a projection: one tile holds every channel
+    (2, 64, (14, 14), 96, 1, 1, 0, 1, 1),  # batch 2 on 14x14 (on AVX2 by pointwise_batched)
 ]
+
+
+@pytest.mark.parametrize(
+    "n,c,hw,o,width,want",
+    [
+        (8, 64, 14, 384, 8, True),  # MobileNetV2's expansion at batch 8, AVX2
+        (2, 1024, 14, 256, 8, True),  # ResNet-50's projection at batch 2
+        (1, 64, 14, 384, 8, False),  # batch 1: conv_strips' rules
+        (8, 160, 7, 960, 8, False),  # 7x7: the same time either way, conv_strips
+        (8, 64, 28, 384, 8, False),  # 28x28: not a small plane (conv_pointwise already)
+        (8, 64, 14, 384, 16, False),  # AVX-512: conv_strips (32-wide tiles waste 12.5%)
+    ],
+)
+def test_pointwise_batched_rule(n, c, hw, o, width, want, monkeypatch):
+    """Which 1x1 convolutions on small planes go to conv_pointwise rather than conv_strips or
+    units of several images, and that emit_conv follows it."""
+    from llvmlite import ir
+
+    from relay_core.backend.kernels import conv, conv_strips
+    from relay_core.backend.kernels.conv import conv_window
+    from tools.kernel_jit import tt
+
+    monkeypatch.setattr(conv_strips, "vector_width", lambda: width)
+    cs, want_y = conv_case(2, n, c, (hw, hw), o, 1, 1, 0, 1, 1)
+    win, G, O, Cg, Og, _, cl = conv_window(
+        [tt(a.shape) for a in cs["inputs"]], [tt(want_y.shape)], cs["attrs"], 2
+    )
+    assert conv_strips.pointwise_batched(win) is want
+    if want:
+        assert not conv_strips.usable(win, G, Cg, O, True, cl)
+        ins, outs = [tt(a.shape) for a in cs["inputs"]], [tt(want_y.shape)]
+        info = conv.emit_conv(ir.Module(), "k", ins, outs, cs["attrs"], const_inputs=(1,))
+        assert info.variant == ("pointwise",), info.variant
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
