@@ -109,15 +109,24 @@ def worth_transforms(P: int, C: int, O: int) -> bool:
 
 
 MANY_POSITIONS = 20000  # output positions of all images from which h >= 16 suffices
+AVX2_POSITIONS = 4000  # on AVX2, from which h >= 8 suffices
 
 
 def many_tiles(NP: int, C: int, O: int) -> bool:
     """Enough tiles over all images (NP output positions) for h = C O / (C + O) >= 16: with 32
     or fewer output channels conv_strips packs its windows for one or two panels of weights and
-    runs at half the FMA rate. Against conv_strips (2 threads, interleaved, 2026-12-05):
+    runs at half the FMA rate. Against conv_strips (2 threads, interleaved, Xeon Ice Lake):
     Inception-v3's 32 -> 32 on 147x147 took 0.51 of its time at batch 8 (0.95 at batch 1, NP
     21609), 32 -> 32 on 56x56 at batch 8 0.76; on 28x28 at batch 8 (NP 6272) 2.4, and on 56x56
-    at batch 1 1.2, so those keep conv_strips."""
+    at batch 1 1.2, so those keep conv_strips there. On AVX2 (16 registers: conv_strips' tiles
+    are 6 x 16) Winograd wins from h = 8 and 4000 positions (AMD EPYC Zen 3, alone, interleaved
+    with onnxruntime, batch 8): SqueezeNet's 16 -> 64 on 55x55 0.76 of conv_strips' time,
+    32 -> 128 on 27x27 0.61, 16 -> 16 on 56x56 0.65, 32 -> 32 on 28x28 0.75, 16 -> 32 on 28x28
+    the same; SqueezeNet at batch 8 0.91 of its time. Below: 24 -> 64 on 14x14 and 64 -> 256
+    on 13x13 at batch 8 (1352-1568 positions) the same time, SqueezeNet at batch 1 (16 -> 64
+    on 55x55, 3025 positions) 1.01."""
+    if vector_width() == 8:
+        return NP >= AVX2_POSITIONS and C * O >= 8 * (C + O)
     return NP >= MANY_POSITIONS and C * O >= 16 * (C + O)
 
 

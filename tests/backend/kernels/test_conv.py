@@ -294,25 +294,32 @@ def test_conv2d_winograd(nthreads, layout, klayout, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "n,c,hw,o,pad,want",
+    "n,c,hw,o,pad,width,want",
     [
-        (8, 32, 149, 32, 0, True),  # Inception-v3's 32 -> 32 (h 16): many tiles over the batch
-        (1, 32, 149, 32, 0, True),  # 21609 positions at batch 1
-        (8, 32, 56, 32, 1, True),
-        (8, 32, 28, 32, 1, False),  # too few positions: conv_strips
-        (1, 32, 56, 32, 1, False),
-        (8, 16, 112, 16, 1, False),  # h 8: never
-        (1, 64, 56, 64, 1, True),  # h 32 on a wide plane (worth_transforms)
-        (1, 64, 14, 64, 1, False),
+        (8, 32, 149, 32, 0, 16, True),  # Inception-v3's 32 -> 32 (h 16): many tiles, the batch
+        (1, 32, 149, 32, 0, 16, True),  # 21609 positions at batch 1
+        (8, 32, 56, 32, 1, 16, True),
+        (8, 32, 28, 32, 1, 16, False),  # too few positions: conv_strips
+        (1, 32, 56, 32, 1, 16, False),
+        (8, 16, 112, 16, 1, 16, False),  # h 8: never
+        (1, 64, 56, 64, 1, 16, True),  # h 32 on a wide plane (worth_transforms)
+        (1, 64, 14, 64, 1, 16, False),
+        # AVX2: from 4000 positions (h >= 8: any 16 -> 16 channels or more)
+        (8, 32, 28, 32, 1, 8, True),
+        (8, 16, 112, 16, 1, 8, True),
+        (8, 16, 55, 64, 1, 8, True),  # SqueezeNet's fire expansion at batch 8
+        (1, 16, 55, 64, 1, 8, False),  # ... at batch 1: 3025 positions
+        (8, 24, 14, 64, 1, 8, False),  # 1568 positions
     ],
 )
-def test_winograd_rules(n, c, hw, o, pad, want):
+def test_winograd_rules(n, c, hw, o, pad, width, want, monkeypatch):
     """Which 3x3 convolutions take Winograd by the rules (no FORCE): worth_transforms per image,
-    or many_tiles over the batch."""
+    or many_tiles over the batch (its thresholds depend on the vector width)."""
     from relay_core.backend.kernels import conv_winograd
     from relay_core.backend.kernels.conv import conv_window
     from tools.kernel_jit import tt
 
+    monkeypatch.setattr(conv_winograd, "vector_width", lambda: width)
     cs, want_y = conv_case(2, n, c, (hw, hw), o, 3, 1, pad, 1, 1)
     win, G, O, Cg, Og, _, _ = conv_window(
         [tt(a.shape) for a in cs["inputs"]], [tt(want_y.shape)], cs["attrs"], 2
