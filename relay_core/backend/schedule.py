@@ -399,10 +399,11 @@ class Scheduler:
         blocks, which do most of the work at batch 8 and more, then keep their own choice. One
         image's rules pick for batch 1 alone: Winograd refuses few positions against large
         weights (MIN_POSITIONS: 512 channels on 7x7), 1x1 convolutions on wide channels take
-        conv_strips; the blocks then ran that. Shape-generic builds, interleaved against the
-        same build without this (AMD EPYC Zen 3): ResNet-18 at batch 8 0.88 of the time (140.7
-        -> 124.4 ms; its static build 119.4), at batch 1 0.90; RegNetY-400MF 0.97 / 0.95 (b8 /
-        b1), ResNet-50 0.98 / 0.99, MobileNetV2 unchanged."""
+        conv_strips; the blocks then ran that. Shape-generic builds, interleaved (AMD EPYC Zen
+        3): against the same build without this, RegNetY-400MF 0.97 / 0.95 of the time (b8 /
+        b1), ResNet-50 0.98 / 0.99, MobileNetV2 unchanged; ResNet-18 with Winograd in the
+        one-image kernel and the blocks against conv_strips in both (the rule lifted; on AVX2
+        it no longer applies) 0.88 at batch 8 (140.7 -> 124.4 ms; its static build 119.4)."""
         if not op.blocks or op.info is None or op.info.variant is None:
             return
         k, bname, emit = op.blocks[0]
