@@ -17,8 +17,6 @@ estimates) are in loop_nest.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from numbers import Number
-from types import FunctionType
 
 from ..te.expr import INDEX, Const, Load, PrimExpr, Read, Reduce, Var
 from ..te.simplify import Simplifier
@@ -26,7 +24,7 @@ from ..te.tensor import Tensor, identity
 from ..te.visit import operands, post_order, rewrite, substitute
 from . import loop_nest
 from . import tir as T
-from .kernels.common import prefer_variant
+from .batch_blocks import BatchBlocks, _batch_calls, same_transform  # noqa: F401
 from .loop_nest import expr_cost, flat_index, fused_var, linear_in, parallelize, static_work
 from .schedule_rows import row_reductions
 
@@ -145,7 +143,7 @@ class KernelUnsupported(Exception):
         self.op = op
 
 
-class Scheduler:
+class Scheduler(BatchBlocks):
     """Builds the loop IR of one kernel. `llctx` (a codegen ModuleContext) receives the
     hand-written kernels the group calls."""
 
@@ -371,85 +369,6 @@ class Scheduler:
             raise KernelUnsupported(op) from None
         self.llctx.externs.add(op.name)
         return True
-
-    def _emit_blocks(self, op, epilogue_of) -> None:
-        """Define the block kernels of a batch-split op after its per-element kernel, each with
-        the epilogue `epilogue_of(images)` returns as (ok, epilogue); drop a block when not ok,
-        when the kernel refuses it, or when it would read a constant in another layout than the
-        per-element kernel (the module stores each constant once). The per-element kernel first
-        takes the largest block's own algorithm where it can (`_adopt_block_variant`); a block
-        whose choice still reads another layout is emitted again with the per-element kernel's
-        variant (`prefer_variant`): a 7x7 Winograd convolution's transposed form (16 tiles of
-        one image take the transposed product, 128 of a block the other)."""
-        self._adopt_block_variant(op, epilogue_of)
-        pp1 = (op.info.prepack or {}) if op.info is not None else {}
-        variant = op.info.variant if op.info is not None else None
-        kept = []
-        for k, name, emit in op.blocks:
-            ok, epilogue = epilogue_of(k)
-            if ok:
-                name = self._emit_block(k, name, emit, epilogue, pp1, variant)
-                if name is not None:
-                    kept.append((k, name, emit))
-        op.blocks = kept
-
-    def _adopt_block_variant(self, op, epilogue_of) -> None:
-        """Re-emit the per-element kernel of a batch-split op with the algorithm its largest
-        block kernel takes on its own, where that reads the weights in another layout: the
-        blocks, which do most of the work at batch 8 and more, then keep their own choice. One
-        image's rules pick for batch 1 alone: Winograd refuses few positions against large
-        weights (MIN_POSITIONS: 512 channels on 7x7), 1x1 convolutions on wide channels take
-        conv_strips; the blocks then ran that. Shape-generic builds, interleaved (AMD EPYC Zen
-        3): against the same build without this, RegNetY-400MF 0.97 / 0.95 of the time (b8 /
-        b1), ResNet-50 0.98 / 0.99, MobileNetV2 unchanged; ResNet-18 with Winograd in the
-        one-image kernel and the blocks against conv_strips in both (the rule lifted; on AVX2
-        it no longer applies) 0.88 at batch 8 (140.7 -> 124.4 ms; its static build 119.4)."""
-        if not op.blocks or op.info is None or op.info.variant is None:
-            return
-        k, bname, emit = op.blocks[0]
-        ok, epilogue = epilogue_of(k)
-        probe = f"{bname}p"
-        try:
-            info = emit(self.llctx.llmod, probe, epilogue) if ok else None
-        except NotImplementedError:
-            info = None
-        self._forget(probe)
-        if info is None or info.variant is None or info.variant[0] == op.info.variant[0]:
-            return  # the same algorithm (another form: _emit_block's fallback) or none
-        ok, epilogue = epilogue_of(1)
-        if not ok:
-            return
-        name = f"{op.name}w"
-        try:
-            with prefer_variant(info.variant):
-                new = op.emit(self.llctx.llmod, name, epilogue)
-        except NotImplementedError:
-            new = None
-        if new is None or new.variant != info.variant:
-            self._forget(name)
-            return
-        self._forget(op.name)
-        self.llctx.externs.discard(op.name)
-        self.llctx.externs.add(name)
-        op.name, op.info = name, new
-
-    def _emit_block(self, k, name, emit, epilogue, pp1, variant) -> str | None:
-        """One block kernel (see _emit_blocks): the name it was defined under, or None."""
-        for prefer in (None, variant) if variant is not None else (None,):
-            if prefer is not None:  # a new name: LLVM modules do not reuse a removed one's
-                name = f"{name}v"
-            try:
-                with prefer_variant(prefer):
-                    info = emit(self.llctx.llmod, name, epilogue)
-            except NotImplementedError:
-                info = None
-            ppk = (info.prepack or {}) if info is not None else {}
-            if info is not None and pp1.keys() == ppk.keys():
-                if all(same_transform(pp1[i], ppk[i]) for i in pp1):
-                    self.llctx.externs.add(name)
-                    return name
-            self._forget(name)
-        return None
 
     def _forget(self, name: str) -> None:
         g = self.llctx.llmod.globals
@@ -719,74 +638,6 @@ class Scheduler:
             if linear_in(f, (src, where)):
                 return [(a, a.extent) for a in axes[:j]] + [(f, total)], src, where
         return None
-
-
-def _batch_slice(buf: T.Buffer, n) -> T.Offset:
-    """Element n of a buffer's leading (batch) axis."""
-    per = 1
-    for d in buf.shape[1:]:
-        per = per * d
-    return T.Offset(buf, n * per)
-
-
-def _batch_calls(op: ExternOp, ins: list, outs: list, extra: list) -> T.Stmt:
-    """The calls of a batch-split kernel: whole blocks of each block kernel in turn (largest
-    first), then the per-element kernel for the rest."""
-
-    def call(name, n):
-        ins_n = [_batch_slice(b, n) if k == 0 else b for k, b in enumerate(ins)]
-        outs_n = [_batch_slice(b, n) for b in outs]
-        ext_n = [_batch_slice(b, n) if _has_run_time_batch(b) else b for b in extra]
-        return T.CallKernel(name, ins_n + outs_n + ext_n + list(op.scalar_args), None)
-
-    start = 0
-    stmts = []
-    for k, name, _ in op.blocks:
-        count = (op.batch - start) // k
-        blk = T.index_var(f"block{k}")
-        stmts.append(T.For(blk, count, call(name, start + blk * k)))
-        start = start + count * k
-    n = T.index_var("batch")
-    stmts.append(T.For(n, op.batch, call(op.name, n), begin=start))
-    return stmts[0] if len(stmts) == 1 else T.seq(*stmts)
-
-
-def same_transform(a, b) -> bool:
-    """Whether two prepack transforms certainly compute the same array: the same object,
-    DerivedPrepacks with the same routine and parameters, or functions with the same code whose
-    captured values (and defaults) are equal (closures of the same kernel generator built with
-    the same layout parameters). False when unsure."""
-    from .derived import DerivedPrepack
-
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if x is y:
-            continue
-        if isinstance(x, DerivedPrepack) and isinstance(y, DerivedPrepack):
-            # the runtime derives it from these alone (the numpy fn mirrors them)
-            if (x.routine, x.params, x.shape) != (y.routine, y.params, y.shape):
-                return False
-        elif isinstance(x, FunctionType) and isinstance(y, FunctionType):
-            if x.__code__ is not y.__code__ or x.__globals__ is not y.__globals__:
-                return False
-            cx, cy = x.__closure__ or (), y.__closure__ or ()
-            stack.append((x.__defaults__ or (), y.__defaults__ or ()))
-            stack.extend((p.cell_contents, q.cell_contents) for p, q in zip(cx, cy))
-        elif isinstance(x, tuple) and isinstance(y, tuple):
-            if len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, (Number, str, type(None))) and type(x) is type(y):
-            if x != y:  # numpy scalars too (numbers.Number)
-                return False
-        else:
-            return False
-    return True
-
-
-def _has_run_time_batch(buf: T.Buffer) -> bool:
-    return bool(buf.shape) and not isinstance(buf.shape[0], int)
 
 
 def _batch_read(read, stage) -> bool:
