@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -18,15 +19,92 @@ def _budget() -> int:
     return max_tensor_bytes()
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_TOKEN = re.compile(r"\s*(?:'([^'\\]*)'|(True|False)|(\d+)|([{}(),:]))")
+_NPY_KEYS = {"descr", "fortran_order", "shape"}
+
+
+def read_npy_header(f) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) from a .npy header, parsed without `ast`: numpy's own
+    reader calls `ast.literal_eval`, whose AST constructor keeps a recursion counter shared
+    by all threads in CPython 3.11 ("SystemError: AST constructor recursion depth mismatch"
+    when two threads parse at once, as a server's request threads do; CPython gh-106905).
+    Plain dtypes only (a string descr); raises ValueError on anything else."""
+    magic = f.read(8)
+    if len(magic) != 8 or magic[:6] != _NPY_MAGIC or magic[6] not in (1, 2, 3):
+        raise ValueError("no .npy magic string")
+    width = 2 if magic[6] == 1 else 4
+    raw = f.read(width)
+    if len(raw) != width:
+        raise ValueError("truncated header")
+    n = int.from_bytes(raw, "little")
+    if n > 1 << 20:
+        raise ValueError(f"a header of {n:,} bytes")
+    text = f.read(n)
+    if len(text) != n:
+        raise ValueError("truncated header")
+    text = text.decode("latin1" if magic[6] < 3 else "utf8").rstrip()
+    toks, pos = [], 0
+    while pos < len(text):
+        m = _NPY_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"cannot parse the header {text[:80]!r}")
+        toks.append(m.groups())
+        pos = m.end()
+    # {'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }
+    if not toks or toks[0][3] != "{" or toks[-1][3] != "}":
+        raise ValueError(f"the header {text[:80]!r} is not a dictionary")
+    try:
+        vals = _npy_dict(toks, text)
+    except IndexError:
+        raise ValueError(f"cannot parse the header {text[:80]!r}") from None
+    shape, fortran, descr = vals.get("shape"), vals.get("fortran_order"), vals.get("descr")
+    if not isinstance(shape, tuple) or not isinstance(fortran, bool) or not isinstance(descr, str):
+        raise ValueError(f"the header {text[:80]!r} lacks descr, fortran_order or shape")
+    try:
+        dtype = np.dtype(descr)
+    except TypeError:
+        raise ValueError(f"unknown dtype {descr!r}") from None
+    return shape, fortran, dtype
+
+
+def _npy_dict(toks: list, text: str) -> dict:
+    vals: dict = {}
+    k = 1
+    while k < len(toks) - 1:
+        key, colon = toks[k][0], toks[k + 1][3] if k + 1 < len(toks) else None
+        if key not in _NPY_KEYS or key in vals or colon != ":":
+            raise ValueError(f"unexpected key in the header {text[:80]!r}")
+        k += 2
+        if toks[k][3] == "(":
+            dims, k = [], k + 1
+            while toks[k][3] != ")":
+                if toks[k][2] is None:
+                    raise ValueError(f"a shape of non-integers in {text[:80]!r}")
+                dims.append(int(toks[k][2]))
+                k += 1
+                if toks[k][3] == ",":
+                    k += 1
+                elif toks[k][3] != ")":
+                    raise ValueError(f"cannot parse the shape in {text[:80]!r}")
+            vals[key] = tuple(dims)
+        elif toks[k][0] is not None or toks[k][1] is not None:
+            vals[key] = toks[k][0] if toks[k][0] is not None else toks[k][1] == "True"
+        else:
+            raise ValueError(f"unexpected value in the header {text[:80]!r}")
+        k += 1
+        if toks[k][3] == ",":
+            k += 1
+        elif k != len(toks) - 1:
+            raise ValueError(f"cannot parse the header {text[:80]!r}")
+    return vals
+
+
 def read_npy(f, size: int, what: str, budget: int) -> np.ndarray:
     """One .npy array from the stream `f` holding `size` bytes: the header is checked (no
     Python objects, data size matching the file, within `budget`) before any data is read."""
     try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        shape, fortran, dtype = read_npy_header(f)
     except (ValueError, OSError, EOFError) as e:
         raise InputError(f"{what} is not a .npy array: {e}") from None
     if dtype.hasobject:
@@ -47,7 +125,9 @@ def read_npy(f, size: int, what: str, budget: int) -> np.ndarray:
     return np.array(arr, order="C")
 
 
-def _read_npz(path: str, budget: int) -> dict:
+def read_npz(path: str, budget: int) -> dict:
+    """The arrays of an .npz file by name, each checked as `read_npy` does (and, unlike
+    np.load, safe to call from several threads at once: see `read_npy_header`)."""
     from converters.archive import check_zip
 
     check_zip(path, f"inputs archive {path}", budget, InputError)
@@ -76,7 +156,7 @@ def read_inputs(pairs: list[str] | None, npz: str | None, names: list[str] | Non
     """Inputs from `name=file.npy` pairs and / or an .npz of arrays by name."""
     feed: dict[str, np.ndarray] = {}
     if npz:
-        feed.update(_read_npz(npz, _budget()))
+        feed.update(read_npz(npz, _budget()))
     for p in pairs or []:
         name, sep, path = p.partition("=")
         if not sep:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..io import read_npz
 from .config import ServiceConfig
 from .errors import ApiError
 from .limits import check_shapes
@@ -437,8 +438,8 @@ class Engine:
                     "max_output_bytes": self.limits.max_output_bytes,
                 },
             )
-            with np.load(opath, allow_pickle=False) as z:
-                return res["outputs"], [z[n] for n in res["outputs"]]
+            outs = read_npz(opath, self.limits.max_output_bytes)  # not np.load: see read_npz
+            return res["outputs"], [outs[n] for n in res["outputs"]]
 
     # -- preloaded models ----------------------------------------------------------------------
     def preload(self, name: str, path: str) -> dict:

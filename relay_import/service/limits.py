@@ -12,6 +12,7 @@ import zipfile
 
 import numpy as np
 
+from ..io import read_npy_header
 from .config import Limits
 from .errors import ApiError
 
@@ -173,11 +174,7 @@ def decode_npz(data: bytes, expected: dict, max_bytes: int) -> dict[str, np.ndar
             )
         try:
             with z.open(info) as f:
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, _fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, _fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                shape, fortran, dtype = read_npy_header(f)
                 offset = f.tell()
         except (ValueError, OSError, zipfile.BadZipFile, EOFError, RuntimeError):
             raise ApiError("invalid_inputs", f"member {name!r} is not a .npy array") from None
@@ -203,14 +200,17 @@ def decode_npz(data: bytes, expected: dict, max_bytes: int) -> dict[str, np.ndar
             raise ApiError(
                 "invalid_inputs", f"input {name!r} has dtype {dtype}, expected {want_dtype}"
             )
-        plan.append((name, info))
+        plan.append((name, info, offset, shape, fortran, dtype))
     out = {}
-    for name, info in plan:
+    for name, info, offset, shape, fortran, dtype in plan:
         try:
             with z.open(info) as f:
-                out[name] = np.lib.format.read_array(f, allow_pickle=False)
-        except (ValueError, OSError, zipfile.BadZipFile, EOFError):
+                f.seek(offset)
+                data = f.read(info.file_size - offset)
+            a = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+        except (ValueError, OSError, zipfile.BadZipFile, EOFError, RuntimeError):
             raise ApiError("invalid_inputs", f"member {name!r} is corrupt") from None
+        out[name] = np.array(a, order="C")
     return out
 
 

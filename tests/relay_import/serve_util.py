@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -70,6 +71,20 @@ class Server:
         if self.log:
             return Path(self.log).read_text(errors="replace")[-4000:]
         return self.proc.stderr.read()[-4000:] if self.proc.poll() is not None else ""
+
+    def errors(self, answer) -> str:
+        """The tracebacks the server logged for the error ids in `answer` (an "unexpected
+        error (id ...)" body), else the log's tail: what a failure's message should show."""
+        ids = re.findall(r"\(id ([0-9a-f]{12})\)", str(answer))
+        text = Path(self.log).read_text(errors="replace") if self.log else ""
+        found = []
+        for eid in ids:
+            head = f"relay serve: error {eid} "
+            if head in text:
+                block = text[text.index(head) :].splitlines()
+                end = next((i for i, ln in enumerate(block[2:], 2) if ln[:1].isalnum()), 1)
+                found.append("\n".join(block[: end + 1]))
+        return "\n".join(found)[-6000:] if found else self.stderr()
 
     def stop(self, timeout: float = 60) -> int:
         if self.proc.poll() is None:

@@ -292,7 +292,6 @@ def test_mixed_load_with_faults_then_sigterm(srv):
     while sum(_cpu(p) for p in srv.worker_pids()) - start < 0.5:
         time.sleep(0.05)
     t_kill = time.monotonic()
-    log = srv.stderr  # the server's log, for a failure's message
     for p in srv.worker_pids():
         os.kill(p, signal.SIGKILL)
     t.join(600)
@@ -308,9 +307,11 @@ def test_mixed_load_with_faults_then_sigterm(srv):
     by_kind = Counter(r[0] for r in results)
     failed = [r for r in results if not r[3]]
     for name, status, out, _ok, t0, t1 in failed:  # the only excuse: the killed worker's job
-        assert KINDS[name][1] and t0 <= t_killed and t1 >= t_kill, (name, status, out, log())
+        if not (KINDS[name][1] and t0 <= t_killed and t1 >= t_kill):
+            pytest.fail(f"{name}: {status} {out}\n{srv.errors(out)}", pytrace=False)
         assert status == 500 and out["code"] == "worker_crashed", (name, status, out)
-    assert not [r for r in results if r[1] >= 500 and r[0] not in ("upload-tiny",)], log()
+    bad = [r[:3] for r in results if r[1] >= 500 and r[0] not in ("upload-tiny",)]
+    assert not bad, f"{bad}\n{srv.errors(bad)}"
     lat = sorted(t1 - t0 for name, *_, t0, t1 in results if name.startswith("run-"))
     print(
         f"\n{N_REQUESTS} requests, kinds {dict(by_kind)}; run latency p50 "
