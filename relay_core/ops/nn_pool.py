@@ -67,6 +67,7 @@ def _geometry(x_shape_canon, attrs, nd: int, op: str):
         U.window_out_dim(sp[a], k[a], s[a], d[a], pads[a], ceil, attrs.auto_pad, op, a)
         for a in range(nd)
     ]
+    k = tuple(U.fit_window(sp[a], k[a], d[a], pads[a], out[a]) for a in range(nd))
     return k, s, d, pads, out
 
 
@@ -219,6 +220,8 @@ def _pool_samples(nd: int, kind: str):
         yield mk(pool_size=three, auto_pad="VALID", layout=U.CHANNEL_LAST[nd])
         yield mk(shape=(1,) * nd, pool_size=(1,) * nd)
         yield mk(n=0, pool_size=(2,) * nd, padding=(1,))  # empty batch
+        # one ceil-mode window longer than the padded input (HF EfficientNet's pooler)
+        yield mk(pool_size=(64,) * nd, strides=(64,) * nd, padding=(1,), ceil_mode=True)
         if kind == "avg":
             yield mk(
                 pool_size=three, strides=two, padding=(1,), count_include_pad=True, ceil_mode=True

@@ -147,7 +147,7 @@ def window_out_dim(n, k, s: int, d: int, pad, ceil_mode: bool, auto_pad: str, op
     pb, pe = pad
     eff = d * (k - 1) + 1
     span = n + pb + pe - eff
-    if span < 0:
+    if span < 0 and not (ceil_mode and span > -s):  # ceil mode: one window past the end
         raise OpTypeError(
             f"{op}: window of size {eff} (kernel {k}, dilation {d}) does not fit spatial axis "
             f"{axis} of size {n} with padding ({pb}, {pe})"
@@ -158,6 +158,16 @@ def window_out_dim(n, k, s: int, d: int, pad, ceil_mode: bool, auto_pad: str, op
             out -= 1
         return out
     return span // s + 1
+
+
+def fit_window(n, k: int, d: int, pad, out) -> int:
+    """The window length that matters along one axis: a single ceil-mode window longer than
+    the padded input (HF EfficientNet pools 7x7 with a 2560x2560 window, ceil_mode) reads its
+    taps past the end from the overhang, which neither adds nor counts: they are dropped."""
+    if out != 1 or not R.is_int(n) or pad is None:
+        return k
+    limit = n + pad[0] + pad[1]
+    return min(k, -(-limit // d))
 
 
 def windows(xp: np.ndarray, kernel, strides, dilation, out) -> np.ndarray:

@@ -353,3 +353,31 @@ def test_category_mapper_matches_onnxruntime():
     m = _ml_model(node, [_vi("x", [4], TensorProto.STRING)], [_vi("y", [4], TensorProto.INT64)])
     x = np.array(["b", "z", "a", "c"], dtype=object)
     np.testing.assert_array_equal(run(from_onnx(m), [x])[0], _ort(m, [x])[0])
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+def test_ceil_mode_window_longer_than_the_input(op):
+    """HF EfficientNet's pooler as torch.onnx exports it: a 2560x2560 window with ceil_mode on a
+    7x7 map and a dynamic batch; onnxruntime takes it as a global pool, and so must we (the
+    type relation refused it; the interpreter must not materialise the window)."""
+    extra = {"count_include_pad": 1} if op == "AveragePool" else {}
+    node = helper.make_node(
+        op,
+        ["x"],
+        ["y"],
+        kernel_shape=[2560, 2560],
+        strides=[2560, 2560],
+        pads=[0, 0, 0, 0],
+        ceil_mode=1,
+        **extra,
+    )
+    graph = helper.make_graph(
+        [node], "g", [_vi("x", ["batch", 8, 7, 7])], [_vi("y", ["batch", 8, 1, 1])]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(0).standard_normal((3, 8, 7, 7)).astype(np.float32)
+    mod = _check_vs_ort(model, [x])
+    from relay_import import compile as compile_
+
+    got = compile_(mod)(x)[0]
+    np.testing.assert_allclose(got, _ort(model, [x])[0], rtol=1e-5, atol=1e-6)

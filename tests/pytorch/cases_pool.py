@@ -111,6 +111,32 @@ add(
         expect=("aten.avg_pool2d.default",),
     )
 )
+# one ceil-mode window longer than the input (HF EfficientNet's pooler: AvgPool2d(2560,
+# ceil_mode=True) on 7x7): the window's taps past the end are dropped, not materialised
+add(
+    fn_case(
+        "avg_pool2d_window_past_end",
+        lambda x: F.avg_pool2d(x, 2560, ceil_mode=True),
+        R(2, 3, 7, 7),
+        expect=("aten.avg_pool2d.default",),
+    )
+)
+add(
+    fn_case(
+        "avg_pool2d_window_past_end_rows",
+        lambda x: F.avg_pool2d(x, (9, 3), (16, 3), ceil_mode=True, count_include_pad=True),
+        R(1, 2, 7, 8),
+        expect=("aten.avg_pool2d.default",),
+    )
+)
+add(
+    fn_case(
+        "max_pool2d_window_past_end",
+        lambda x: F.max_pool2d(x, 64, ceil_mode=True),
+        R(1, 2, 7, 5),
+        expect=("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default"),
+    )
+)
 add(
     fn_case(
         "avg_pool2d_divisor",

@@ -15,6 +15,7 @@ Argmax and adaptive pools (and layouts that differ between input and output) use
 
 from __future__ import annotations
 
+from ...ops.nn_util import fit_window
 from .common import KernelInfo, attr, epilogue_row, kernel_function, shape_of
 from .conv_generic import canonical_strides
 from .geometry import Window, data_view, layout_axes, ntuple, pad3, resolve_pads
@@ -88,6 +89,8 @@ def _window(in_types, out_types, attrs, nd):
     s = ntuple(attr(attrs, "strides", 1), nd)
     d = ntuple(attr(attrs, "dilation", 1), nd)
     pb, pe = resolve_pads(attrs, nd, sp[3 - nd :], k, s, d)
+    osp_nd, sp_nd = osp[3 - nd :], sp[3 - nd :]
+    k = tuple(fit_window(sp_nd[a], k[a], d[a], (pb[a], pe[a]), osp_nd[a]) for a in range(nd))
     return Window(
         nd, N, C, sp, osp, pad3(k, 1), pad3(s, 1), pad3(d, 1), pad3(pb, 0), pad3(pe, 0)
     ), cl
