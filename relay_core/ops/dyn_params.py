@@ -57,10 +57,11 @@ def picked_dims(e) -> np.ndarray | None:
 def shape_entries(shape, data) -> list | None:
     """The entries of a 1-D shape expression that concatenates constants and dims read off
     tensors (`expand_dims(take(shape_of(y), k))`, `strided_slice(shape_of(y), ...)`: what
-    exporters write for `x.view(x.size(0), ...)` or Resize sizes `(*x.shape[:2], h, w)`), as
-    a list of: an int (a constant or a static dim), "same" (the dim of `data` at that
-    position: `data` itself or the same named dim), or None (unknown). None when the
-    expression is not such a concatenation."""
+    exporters write for `x.view(x.size(0), ...)` or Resize sizes `(*x.shape[:2], h, w)`) or
+    is one such piece (`x.reshape(y.shape)`: torch.onnx's GroupNorm reshapes back to
+    `shape_of(x)`), as a list of: an int (a constant or a static dim), "same" (the dim of
+    `data` at that position: `data` itself or the same named dim), or None (unknown). None
+    when the expression is neither."""
     from ..ir.expr import Call, Constant, Tuple
     from ..ir.types import ShapeVar
 
@@ -72,29 +73,42 @@ def shape_entries(shape, data) -> list | None:
         return t.shape if isinstance(t, TensorType) else None
 
     dims = dims_of(data)
-    if dims is None or not is_call(shape, "concatenate"):
+    if dims is None:
         return None
-    one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
+    if is_call(shape, "concatenate"):
+        one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
+        pieces = shape.args[0].fields if one else shape.args
+    elif is_call(shape, "shape_of") or picked_dims(shape) is not None:
+        pieces = (shape,)
+    else:
+        return None
     out: list = []
-    for whole in shape.args[0].fields if one else shape.args:
+    for whole in pieces:
         if type(whole) is Constant:
             out.extend(_ints(whole.data))
             continue
         piece = whole
         if is_call(piece, "expand_dims") or is_call(piece, "reshape"):
             piece = piece.args[0]
-        pos = picked_dims(piece)
-        if pos is None or pos.ndim > 1:  # computed (x.size(0) * 96): unknown entries
-            wdims = dims_of(whole)
-            if wdims is None or len(wdims) > 1 or not all(isinstance(d, int) for d in wdims):
+        if is_call(piece, "shape_of"):  # all of y's dims
+            src = piece.args[0]
+            sdims = dims_of(src)
+            if sdims is None:
                 return None
-            out.extend([None] * (wdims[0] if wdims else 1))
-            continue
-        picks = pos.reshape(-1).tolist()
-        src = piece.args[0].args[0]
-        sdims = dims_of(src)
-        if sdims is None:
-            return None
+            picks = list(range(len(sdims)))
+        else:
+            pos = picked_dims(piece)
+            if pos is None or pos.ndim > 1:  # computed (x.size(0) * 96): unknown entries
+                wdims = dims_of(whole)
+                if wdims is None or len(wdims) > 1 or not all(isinstance(d, int) for d in wdims):
+                    return None
+                out.extend([None] * (wdims[0] if wdims else 1))
+                continue
+            picks = pos.reshape(-1).tolist()
+            src = piece.args[0].args[0]
+            sdims = dims_of(src)
+            if sdims is None:
+                return None
         for k in picks:
             d, i = sdims[k], len(out)
             if isinstance(d, int):

@@ -381,3 +381,46 @@ def test_ceil_mode_window_longer_than_the_input(op):
 
     got = compile_(mod)(x)[0]
     np.testing.assert_allclose(got, _ort(model, [x])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_group_norm_export_with_a_dynamic_batch_builds_shape_generic():
+    """torch.onnx's GroupNorm (HF PoolFormer): Reshape(x, [0, G, -1]), InstanceNormalization,
+    Reshape(_, Shape(x)); with a dynamic batch the second reshape's shape is only known at run
+    time, and it lost every dim: the pool after it could not build shape-generic and the module
+    compiled once per input shape. The default load + compile must give one shape-generic
+    module, equal to onnxruntime at two batch sizes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(np.array([0, 2, -1], np.int64), "g"),
+        numpy_helper.from_array(np.ones(2, np.float32), "s"),
+        numpy_helper.from_array(np.zeros(2, np.float32), "b"),
+        numpy_helper.from_array(rng.standard_normal((8, 1, 1)).astype(np.float32), "gamma"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["x", "g"], ["r"]),
+        helper.make_node("InstanceNormalization", ["r", "s", "b"], ["n"]),
+        helper.make_node("Shape", ["x"], ["sh"]),
+        helper.make_node("Reshape", ["n", "sh"], ["back"]),
+        helper.make_node("Mul", ["back", "gamma"], ["m"]),
+        helper.make_node(
+            "AveragePool",
+            ["m"],
+            ["y"],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+            count_include_pad=0,
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes, "gn", [_vi("x", ["batch", 8, 6, 5])], [_vi("y", ["batch", 8, 6, 5])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    lib = compile_(from_onnx(model))
+    assert type(lib).__name__ == "CompiledModule"
+    for n in (1, 3):
+        x = rng.standard_normal((n, 8, 6, 5)).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)

@@ -209,6 +209,30 @@ def @main(%x: Tensor[({batch}, 8, 3, 5), float32]) {{
     np.testing.assert_array_equal(relay_core.build(out, cache=False)(x)[0], x.reshape(24, 15))
 
 
+def test_dynamic_to_static_reshape_back_to_another_tensors_shape():
+    # torch.onnx's GroupNorm with a dynamic batch (HF PoolFormer, any GroupNorm model): reshape
+    # to (0, groups, -1), instance_norm, then Reshape(_, Shape(x)) back: the shape is a bare
+    # shape_of of another tensor; its static dims fold and the batch is copied, so the spatial
+    # dims stay known downstream (they were all `?`, and the pools after them could not build
+    # shape-generic: the module compiled per input shape)
+    text = """
+def @main(%x: Tensor[(n, 4, 3, 5), float32]) {
+  %0 = reshape(%x, newshape=[0, 2, -1]);
+  %1 = nn.instance_norm(%0, ones(shape=[2], dtype="float32"), zeros(shape=[2], dtype="float32"));
+  %2 = dyn.reshape(%1, shape_of(%x));
+  nn.avg_pool2d(%2, pool_size=[3, 3], padding=[1, 1, 1, 1])
+}"""
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    txt = str(out)
+    assert "dyn." not in txt and "newshape=[0, 4, 3, 5]" in txt, txt
+    assert str(out["main"].checked_type.ret_type) == "Tensor[(n, 4, 3, 5), float32]"
+    lib = relay_core.build(parse(text))
+    assert type(lib).__name__ == "CompiledModule"  # shape-generic, not per input shape
+    x = np.random.default_rng(2).standard_normal((3, 4, 3, 5)).astype("float32")
+    want = relay_core.evaluate(parse(text), x)  # the interpreter, on the module as written
+    np.testing.assert_allclose(lib(x)[0], want, rtol=1e-5, atol=1e-6)
+
+
 def test_dynamic_to_static_resize_to_constant_sizes_with_an_unknown_batch():
     # ONNX Resize with sizes (*x.shape[:2], 8, 6) (timm's MobileViT): static spatial sizes, the
     # batch and channels read off the input; it becomes image.resize2d for any batch
