@@ -121,10 +121,13 @@ def Range(ctx, start, limit, delta):
 # -- shapes --------------------------------------------------------------------------------------
 @converter("Shape", 1)
 def Shape(ctx, x, *, start=0, end=None):
-    s = ctx.call("shape_of", x, dtype="int64")
     rank = ctx.ndim(x)
     lo = max(0, min(rank, start + rank if start < 0 else start))
     hi = rank if end is None else max(0, min(rank, end + rank if end < 0 else end))
+    dims = ctx.shape_of(x)[lo:hi]
+    if all(isinstance(d, int) for d in dims):  # static: the shape computations after it fold
+        return ctx.const(np.array(dims, np.int64).reshape(-1))
+    s = ctx.call("shape_of", x, dtype="int64")
     if lo == 0 and hi == rank:
         return s
     return ctx.call("strided_slice", s, begin=(lo,), end=(max(lo, hi),), strides=(1,))

@@ -180,6 +180,11 @@ def expand_as(ctx, self, other):
     return ctx.call("broadcast_to_like", self, other)
 
 
+@aten("reshape_as.default", "view_as.default")
+def reshape_as(ctx, self, other):
+    return ctx.call("reshape_like", self, other)
+
+
 @aten("broadcast_tensors.default")
 def broadcast_tensors(ctx, tensors):
     out = []

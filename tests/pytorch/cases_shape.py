@@ -83,6 +83,26 @@ add(fn_case("expand", lambda x: x.expand(2, 3, 4), R(3, 1), expect=("aten.expand
 add(fn_case("expand_keep", lambda x: x.expand(5, -1, 4), R(3, 1), expect=("aten.expand.default",)))
 add(
     fn_case(
+        "reshape_as",  # HF LeViT (torch.export keeps it whole)
+        lambda x, y: (x * 2).reshape_as(y),
+        R(2, 12),
+        R(2, 3, 4),
+        expect=("aten.reshape_as.default",),
+        decomposed=False,
+    )
+)
+add(
+    fn_case(
+        "view_as",
+        lambda x, y: (x + 1).view_as(y),
+        R(6, 4),
+        R(2, 3, 4),
+        expect=("aten.view_as.default",),
+        decomposed=False,
+    )
+)
+add(
+    fn_case(
         "expand_as",
         lambda x, y: x.expand_as(y),
         R(1, 4),
