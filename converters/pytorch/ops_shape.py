@@ -382,8 +382,10 @@ def repeat(ctx, self, repeats):
     reps = ctx.static_ints(repeats)
     x = ctx.expr(self)
     nd = ctx.ndim(x)
-    if reps is None:
-        raise ctx.error("repeat counts must be static")
+    if reps is None:  # a count read off the batch (SigLIP's probe.repeat(batch, 1, 1))
+        if len(repeats) > nd:
+            x = ctx.call("expand_dims", x, axis=0, num_newaxis=len(repeats) - nd)
+        return ctx.call("dyn.tile", x, ctx.int_tensor(list(repeats)))
     if len(reps) > nd:
         x = ctx.call("expand_dims", x, axis=0, num_newaxis=len(reps) - nd)
     if all(r == 1 for r in reps):

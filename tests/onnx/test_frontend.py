@@ -424,3 +424,42 @@ def test_group_norm_export_with_a_dynamic_batch_builds_shape_generic():
     for n in (1, 3):
         x = rng.standard_normal((n, 8, 6, 5)).astype(np.float32)
         np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
+
+
+def test_shape_of_a_static_shape_folds():
+    """The shape of SigLIP's pooling head as torch.onnx exports it: Expand(probe,
+    ConstantOfShape(Shape(c))) where c concatenates the run-time batch with constants. c's
+    length is static, so Shape(c) is a constant (the Shape converter returns static shapes as
+    constants) and every op after it static; equal to onnxruntime. (The exported SigLIP model
+    itself was refused, "a shape of unknown length"; this small graph converted before too:
+    the model is in the zoo, tests/zoo/catalog.py.)"""
+    from onnx import numpy_helper
+
+    inits = [
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array([0], np.int64), "ax"),
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+        numpy_helper.from_array(
+            np.random.default_rng(0).standard_normal((1, 4)).astype(np.float32), "probe"
+        ),
+    ]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Gather", ["sx", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax"], ["b1"]),
+        helper.make_node("Concat", ["b1", "one"], ["c"], axis=0),
+        helper.make_node("Shape", ["c"], ["sc"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["sc"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.INT64, [1], [1]),
+        ),
+        helper.make_node("Expand", ["probe", "ones"], ["p"]),
+        helper.make_node("Add", ["x", "p"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [_vi("x", ["batch", 4])], [_vi("y", ["batch", 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    mod = _check_vs_ort(model, [x])
+    assert "dyn." not in str(mod)

@@ -262,3 +262,26 @@ def test_ops_without_converter_are_decomposed_alone():
     with torch.no_grad():
         want = m(*args)
     assert_close(relay_core.evaluate(mod, *[a.numpy() for a in args]), want, 1e-6, 1e-6)
+
+
+def test_repeat_by_the_run_time_batch():
+    """SigLIP's pooling head: probe.repeat(x.shape[0], 1, 1) with a dynamic batch (the counts
+    were refused: 'repeat counts must be static'); compiled and interpreted equal torch."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.probe = torch.nn.Parameter(torch.randn(1, 1, 4))
+
+        def forward(self, x):
+            return x + self.probe.repeat(x.shape[0], 1, 1)
+
+    m = M().eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    mod = from_pytorch(m, (torch.randn(2, 3, 4),), dynamic_shapes=({0: batch},))
+    lib = relay_core.build(mod)
+    for n in (1, 3):
+        x = torch.randn(n, 3, 4)
+        want = m(x).detach().numpy()
+        np.testing.assert_allclose(relay_core.evaluate(mod, x.numpy()), want, rtol=1e-6)
+        np.testing.assert_allclose(lib(x.numpy())[0], want, rtol=1e-6)

@@ -425,6 +425,47 @@ HF = {
         strides=[4, 2],
         mlp_ratios=[2, 2],
     ),
+    # found by trying HF families with a dynamic batch (session 23): SigLIP's pooling head
+    # (Shape of a static shape), PoolFormer's GroupNorm (reshape back to shape_of), HF
+    # EfficientNet's pooler (a 2560-wide ceil-mode window on the last map), LeViT's reshape_as
+    "SigLIP-vision": _hf(
+        "SiglipVisionModel",
+        "SiglipVisionConfig",
+        _pixels(3, 32),
+        image_size=32,
+        patch_size=8,
+        **_TEXT,
+    ),
+    "PoolFormer": _hf(
+        "PoolFormerModel",
+        "PoolFormerConfig",
+        _pixels(3, 32),
+        depths=[1, 1],
+        hidden_sizes=[8, 16],
+        patch_sizes=[7, 3],
+        strides=[4, 2],
+        padding=[2, 1],
+        num_encoder_blocks=2,
+    ),
+    "EfficientNet-HF": _hf(
+        "EfficientNetModel",
+        "EfficientNetConfig",
+        _pixels(3, 32),
+        image_size=32,
+        width_coefficient=0.25,
+        depth_coefficient=0.25,
+        hidden_dim=320,
+    ),
+    "LeViT": _hf(
+        "LevitModel",
+        "LevitConfig",
+        _pixels(3, 64),
+        image_size=64,
+        hidden_sizes=[16, 24, 32],
+        num_attention_heads=[1, 2, 2],
+        depths=[1, 1, 1],
+        key_dim=[8, 8, 8],
+    ),
     "Whisper-encoder": _hf(
         "WhisperModel",
         "WhisperConfig",
