@@ -30,19 +30,29 @@ class BatchBlocks:
         whose choice still reads another layout is emitted again with the per-element kernel's
         variant (`prefer_variant`): a 7x7 Winograd convolution's transposed form (16 tiles of
         one image take the transposed product, 128 of a block the other)."""
-        self._adopt_block_variant(op, epilogue_of)
+        probe = self._adopt_block_variant(op, epilogue_of)
         pp1 = (op.info.prepack or {}) if op.info is not None else {}
         variant = op.info.variant if op.info is not None else None
         kept = []
         for k, name, emit in op.blocks:
+            if probe is not None and k == probe[0]:  # the largest block, emitted as the probe
+                pname, pinfo = probe[1]
+                probe = None
+                if _same_prepack(pp1, pinfo):
+                    self.llctx.externs.add(pname)
+                    kept.append((k, pname, emit))
+                    continue
+                self._forget(pname)
             ok, epilogue = epilogue_of(k)
             if ok:
                 name = self._emit_block(k, name, emit, epilogue, pp1, variant)
                 if name is not None:
                     kept.append((k, name, emit))
+        if probe is not None:
+            self._forget(probe[1][0])
         op.blocks = kept
 
-    def _adopt_block_variant(self, op, epilogue_of) -> None:
+    def _adopt_block_variant(self, op, epilogue_of) -> tuple | None:
         """Re-emit the per-element kernel of a batch-split op with the algorithm its largest
         block kernel takes on its own, where that reads the weights in another layout: the
         blocks, which do most of the work at batch 8 and more, then keep their own choice. One
@@ -52,9 +62,13 @@ class BatchBlocks:
         3): against the same build without this, RegNetY-400MF 0.97 / 0.95 of the time (b8 /
         b1), ResNet-50 0.98 / 0.99, MobileNetV2 unchanged; ResNet-18 with Winograd in the
         one-image kernel and the blocks against conv_strips in both (the rule lifted; on AVX2
-        it no longer applies) 0.88 at batch 8 (140.7 -> 124.4 ms; its static build 119.4)."""
+        it no longer applies) 0.88 at batch 8 (140.7 -> 124.4 ms; its static build 119.4).
+
+        Returns (images, (name, info)) of the largest block kernel, emitted here as the probe,
+        for `_emit_blocks` to keep when its layouts agree (else it is dropped there); None
+        when there was no probe."""
         if not op.blocks or op.info is None or op.info.variant is None:
-            return
+            return None
         k, bname, emit = op.blocks[0]
         ok, epilogue = epilogue_of(k)
         probe = f"{bname}p"
@@ -62,12 +76,15 @@ class BatchBlocks:
             info = emit(self.llctx.llmod, probe, epilogue) if ok else None
         except NotImplementedError:
             info = None
-        self._forget(probe)
-        if info is None or info.variant is None or info.variant[0] == op.info.variant[0]:
-            return  # the same algorithm (another form: _emit_block's fallback) or none
+        if info is None:
+            self._forget(probe)
+            return None
+        kept = (k, (probe, info))
+        if info.variant is None or info.variant[0] == op.info.variant[0]:
+            return kept  # the same algorithm (another form: _emit_block's fallback)
         ok, epilogue = epilogue_of(1)
         if not ok:
-            return
+            return kept
         name = f"{op.name}w"
         try:
             with prefer_variant(info.variant):
@@ -76,11 +93,12 @@ class BatchBlocks:
             new = None
         if new is None or new.variant != info.variant:
             self._forget(name)
-            return
+            return kept
         self._forget(op.name)
         self.llctx.externs.discard(op.name)
         self.llctx.externs.add(name)
         op.name, op.info = name, new
+        return kept
 
     def _emit_block(self, k, name, emit, epilogue, pp1, variant) -> str | None:
         """One block kernel (see _emit_blocks): the name it was defined under, or None."""
@@ -92,13 +110,17 @@ class BatchBlocks:
                     info = emit(self.llctx.llmod, name, epilogue)
             except NotImplementedError:
                 info = None
-            ppk = (info.prepack or {}) if info is not None else {}
-            if info is not None and pp1.keys() == ppk.keys():
-                if all(same_transform(pp1[i], ppk[i]) for i in pp1):
-                    self.llctx.externs.add(name)
-                    return name
+            if info is not None and _same_prepack(pp1, info):
+                self.llctx.externs.add(name)
+                return name
             self._forget(name)
         return None
+
+
+def _same_prepack(pp1: dict, info) -> bool:
+    """Whether a block kernel reads every constant in the per-element kernel's layout."""
+    ppk = info.prepack or {}
+    return pp1.keys() == ppk.keys() and all(same_transform(pp1[i], ppk[i]) for i in pp1)
 
 
 def _batch_slice(buf: T.Buffer, n) -> T.Offset:

@@ -156,6 +156,7 @@ def test_element_kernel_takes_the_blocks_algorithm(monkeypatch, adopt):
     if adopt:
         assert after == ("pointwise",) and name.endswith("w"), seen
         assert len(blocks) == 2 and not any(n.endswith("v") for n in blocks), seen
+        assert blocks[0].endswith("p"), seen  # the probe is the block of 8: emitted once
     else:
         assert after == ("strips",) and not name.endswith("w"), seen
         assert len(blocks) == 2 and all(n.endswith("v") for n in blocks), seen
@@ -192,6 +193,7 @@ def test_element_kernel_takes_the_blocks_winograd(monkeypatch):
     before, after, blocks = seen[0]
     assert before == ("strips",) and after[0] == "winograd", seen
     assert len(blocks) == 2 and not any(n.endswith("v") for n in blocks), seen
+    assert blocks[0].endswith("p"), seen
     for n in (1, 3, K2, K + 1):
         xv = rng.standard_normal((n, c, 7, 7)).astype(np.float32)
         want = np.maximum(_conv_ref(xv, w, pad=1), 0)

@@ -26,7 +26,7 @@ class Prepared:
 @dataclass
 class ZooModel:
     name: str
-    frontend: str  # keras | torch.export | onnx
+    frontend: str  # keras | torch.export | onnx | onnx-legacy
     family: str
     build: object  # fn(workdir) -> Prepared
     cheap: bool = False  # in the CI subset
@@ -246,10 +246,26 @@ def _torch_prepared(make, frontend, workdir, name):
         with torch.no_grad():
             ep = torch.export.export(module, tuple(ex), dynamic_shapes=dynamic)
         return Prepared(ep, reference, np_inputs)
-    # torch.onnx.export as a user calls it in torch 2.x: the default (dynamo) exporter, its
-    # default opset, the batch dynamic through dynamic_shapes (needs onnxscript: the zoo extra)
     path = os.path.join(workdir, f"{name}.onnx")
     names = [f"input{i}" for i in range(len(ex))]
+    if frontend == "onnx-legacy":
+        # the TorchScript exporter (dynamo=False), as Optimum and older scripts call it: the
+        # batch dynamic through dynamic_axes; its graphs compute shapes at run time (Shape,
+        # Gather, Concat, Reshape) where the dynamo exporter's are static
+        with torch.no_grad():
+            torch.onnx.export(
+                module,
+                tuple(ex),
+                path,
+                input_names=names,
+                output_names=["output"],
+                dynamic_axes={n: {0: "batch"} for n in names},
+                opset_version=17,
+                dynamo=False,
+            )
+        return Prepared(path, reference, np_inputs)
+    # torch.onnx.export as a user calls it in torch 2.x: the default (dynamo) exporter, its
+    # default opset, the batch dynamic through dynamic_shapes (needs onnxscript: the zoo extra)
     with torch.no_grad():
         torch.onnx.export(
             module,
@@ -564,7 +580,7 @@ def catalog() -> list[ZooModel]:
         out.append(ZooModel(name, "keras", "keras", b))
     for group, table in (("torchvision", TORCHVISION), ("transformers", HF)):
         for name, make in table.items():
-            for fe in ("torch.export", "onnx"):
+            for fe in ("torch.export", "onnx", "onnx-legacy"):
                 out.append(
                     ZooModel(
                         name,

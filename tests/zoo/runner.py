@@ -147,7 +147,8 @@ def markdown(results: dict[str, dict], order: list) -> str:
         f"batch {BATCHES[0]} and {BATCHES[1]}, compared with the source framework "
         f"(max relative error <= {TOL:g}). Regenerate: `make zoo` "
         "(`python -m tests.zoo.runner --markdown docs/model_zoo.md`). The `onnx` rows export "
-        "with `torch.onnx.export`'s default (dynamo) exporter. Times depend on the machine's "
+        "with `torch.onnx.export`'s default (dynamo) exporter, the `onnx-legacy` rows with its "
+        "TorchScript exporter (`dynamo=False`, `dynamic_axes`). Times depend on the machine's "
         "load and on what the compile cache already holds.",
         "",
         f"**{passed} / {len(rows)} pass** ({len(order) - len(rows)} of {len(order)} catalogued "
