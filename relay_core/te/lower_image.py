@@ -52,7 +52,8 @@ def _resize(nd: int):
         sp = [x.shape[a] for a in ax[2:]]
         if not all(isinstance(d, int) for d in sp):
             raise NotImplementedError("resize with run-time spatial dims")
-        oshape = tuple(out_type.shape)
+        # batch and channels are the input's (a run-time batch: the type's may be `?`)
+        oshape = tuple(x.shape[k] if k in ax[:2] else d for k, d in enumerate(out_type.shape))
         out = [oshape[a] for a in ax[2:]]
         if attrs.scale is not None:
             scale = [float(s) for s in U.ntuple(attrs.scale, nd, "scale", op)]
@@ -244,7 +245,9 @@ def _grid_sample(inputs, attrs, out_type):
             acc = term if acc is None else acc + term
         return cast(x.dtype, acc)
 
-    return compute(tuple(out_type.shape), body, "grid_sample")
+    # (N, C, *grid's spatial dims), from the inputs (a run-time batch: the type's is `?`)
+    oshape = (x.shape[0], x.shape[1], *grid.shape[1 : 1 + nd])
+    return compute(oshape, body, "grid_sample")
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------

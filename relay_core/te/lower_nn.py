@@ -566,7 +566,8 @@ def _d2s(to_space: bool):
         x = inputs[0]
         ax = U.data_axes(attrs.layout, 2, "")
         bs = attrs.block_size
-        oshape = tuple(out_type.shape)
+        # the batch is the input's (a run-time batch: the type's is `?`)
+        oshape = tuple(x.shape[k] if k == ax[0] else d for k, d in enumerate(out_type.shape))
         n_, c_, h_, w_ = (x.shape[a] for a in ax)
 
         def body(*o):
