@@ -35,8 +35,8 @@ class BatchBlocks:
         variant = op.info.variant if op.info is not None else None
         kept = []
         for k, name, emit in op.blocks:
-            if probe is not None and k == probe[0]:  # the largest block, emitted as the probe
-                pname, pinfo = probe[1]
+            if probe is not None:  # the first (largest) block, emitted as the probe
+                pname, pinfo = probe
                 probe = None
                 if _same_prepack(pp1, pinfo):
                     self.llctx.externs.add(pname)
@@ -48,8 +48,6 @@ class BatchBlocks:
                 name = self._emit_block(k, name, emit, epilogue, pp1, variant)
                 if name is not None:
                     kept.append((k, name, emit))
-        if probe is not None:
-            self._forget(probe[1][0])
         op.blocks = kept
 
     def _adopt_block_variant(self, op, epilogue_of) -> tuple | None:
@@ -64,9 +62,9 @@ class BatchBlocks:
         one-image kernel and the blocks against conv_strips in both (the rule lifted; on AVX2
         it no longer applies) 0.88 at batch 8 (140.7 -> 124.4 ms; its static build 119.4).
 
-        Returns (images, (name, info)) of the largest block kernel, emitted here as the probe,
-        for `_emit_blocks` to keep when its layouts agree (else it is dropped there); None
-        when there was no probe."""
+        Returns (name, info) of the largest block kernel (op.blocks[0]), emitted here as the
+        probe, for `_emit_blocks` to keep when its layouts agree (else it is dropped there);
+        None when there was no probe."""
         if not op.blocks or op.info is None or op.info.variant is None:
             return None
         k, bname, emit = op.blocks[0]
@@ -79,7 +77,7 @@ class BatchBlocks:
         if info is None:
             self._forget(probe)
             return None
-        kept = (k, (probe, info))
+        kept = (probe, info)
         if info.variant is None or info.variant[0] == op.info.variant[0]:
             return kept  # the same algorithm (another form: _emit_block's fallback)
         ok, epilogue = epilogue_of(1)

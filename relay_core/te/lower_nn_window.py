@@ -147,6 +147,13 @@ def _pool_geometry(x, attrs, nd, op):
     s = U.ntuple(attrs.strides, nd, "strides", op)
     d = U.ntuple(attrs.dilation, nd, "dilation", op)
     pads = _pads(attrs, x.shape[2:], k, s, d, op)
+    ceil = attrs.ceil_mode and attrs.auto_pad == "NOTSET"
+    sp = x.shape[2:]
+    out = [
+        U.window_out_dim(sp[a], k[a], s[a], d[a], pads[a], ceil, attrs.auto_pad, op, a)
+        for a in range(nd)
+    ]
+    k = tuple(U.fit_window(sp[a], k[a], d[a], pads[a], out[a]) for a in range(nd))
     return k, s, d, pads
 
 
