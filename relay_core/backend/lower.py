@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import te
-from ..errors import RelayError
+from ..errors import RelayError, UnknownExtentError
 from ..ir.expr import Call, Constant, Function, Op
 from ..ir.types import ShapeVar, TensorType, TupleType
 from ..ir.visitor import ExprFunctor, post_order
@@ -452,7 +452,15 @@ class _FusedBody(ExprFunctor):
     def visit_call(self, node):
         if not isinstance(node.op, Op):
             raise LoweringError("a fused function may only call operators")
-        self.values[node] = self.low._call(node, [self.values[a] for a in node.args])
+        try:
+            self.values[node] = self.low._call(node, [self.values[a] for a in node.args])
+        except UnknownExtentError as e:
+            if getattr(e, "op_named", False):
+                raise
+            t = node.checked_type if node.has_type else "?"
+            err = UnknownExtentError(f"{node.op.name} (result {t}): {e}")
+            err.op_named = True
+            raise err from None
 
     def visit_tuple(self, node):
         self.values[node] = tuple(self.values[x] for x in node.fields)

@@ -144,7 +144,25 @@ def _bcast_rel(args, attrs):
 
 def _bcast_static(call):
     shape = _const_ints(call.args[1])
-    return None if shape is None else _static_call(call, "broadcast_to", call.args[:1], shape=shape)
+    if shape is not None:
+        return _static_call(call, "broadcast_to", call.args[:1], shape=shape)
+    like = _shape_source(call.args[1])
+    if like is None:
+        return None
+    # Expand(y, Shape(x)) (`y.expand_as(x)`: timm's ECA / CBAM gates): broadcast_to_like has
+    # the same bidirectional rule and keeps x's dims, named batch included
+    return _static_call(call, "broadcast_to_like", (call.args[0], like))
+
+
+def _shape_source(shape):
+    """x when `shape` is `shape_of(x)` (through integer casts), else None."""
+    from ..ir.expr import Call
+
+    while type(shape) is Call and getattr(shape.op, "name", None) == "cast":
+        shape = shape.args[0]
+    if type(shape) is Call and getattr(shape.op, "name", None) == "shape_of":
+        return shape.args[0]
+    return None
 
 
 def _bcast_samples(rng):

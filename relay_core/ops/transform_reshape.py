@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import OpTypeError
-from ..ir.types import Any, TensorType
+from ..ir.types import Any, ShapeVar, TensorType
 from . import relations as R
 from .factories import random_array
 from .registry import OpDef, OpPattern, Rule, Sample, declare, register
@@ -104,7 +104,9 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
                 raise OpTypeError(f"{op}: cannot reshape {tuple(shape)} to {tuple(ns)}")
             out[infer_at] = rest_in // den
         else:
-            out[infer_at] = Any
+            out[infer_at] = _inferred_var(
+                [d for k, d in enumerate(shape) if k not in consumed], den
+            )
     elif isinstance(R.prod(shape), int) and R.static_ints(out) is not None:
         if R.prod(shape) != R.prod(out):
             raise OpTypeError(
@@ -112,6 +114,16 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
                 f"to {tuple(out)} ({R.prod(out)} elements)"
             )
     return tuple(out)
+
+
+def _inferred_var(rest: list, den: int):
+    """The -1 of a reshape whose other input dims are one named dim times static ones: that
+    name when the static ones cancel the explicit output dims (`x.reshape(-1, 2048)` of a
+    (batch, 2048, 1, 1) tensor keeps `batch`), else Any."""
+    named = [d for d in rest if not isinstance(d, int)]
+    if len(named) != 1 or not isinstance(named[0], ShapeVar):
+        return Any
+    return named[0] if R.prod([d for d in rest if isinstance(d, int)]) == den else Any
 
 
 @dataclass(frozen=True)

@@ -426,6 +426,55 @@ def test_group_norm_export_with_a_dynamic_batch_builds_shape_generic():
         np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
 
 
+def test_eca_gate_export_with_a_dynamic_batch_builds_shape_generic():
+    """timm's ECA attention (ecaresnet*) as its onnx_export writes it with a dynamic batch:
+    y = mean(x).view(x.shape[0], 1, -1), a conv1d over channels, a sigmoid, a view back and
+    `y.expand_as(x)`, Expand(_, Shape(x)). The Expand lost every dim (`?` batch from there on)
+    and the module compiled once per input shape; the flatten before the classifier,
+    x.reshape(-1, C), lost the batch's name. One shape-generic module, equal to onnxruntime at
+    two batch sizes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(0)
+    c = 8
+    inits = [
+        numpy_helper.from_array(np.array([2, 3], np.int64), "hw"),
+        numpy_helper.from_array(np.array([0], np.int64), "i0"),
+        numpy_helper.from_array(np.array([1, -1], np.int64), "one_rest"),
+        numpy_helper.from_array(np.array([-1, 1, 1], np.int64), "rest11"),
+        numpy_helper.from_array(np.array([-1, c], np.int64), "flat"),
+        numpy_helper.from_array(rng.standard_normal((1, 1, 3)).astype(np.float32), "w1d"),
+    ]
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "hw"], ["m"], keepdims=0),
+        helper.make_node("Shape", ["x"], ["sh"]),
+        helper.make_node("Gather", ["sh", "i0"], ["n"], axis=0),
+        helper.make_node("Concat", ["n", "one_rest"], ["s1"], axis=0),
+        helper.make_node("Reshape", ["m", "s1"], ["m1"]),
+        helper.make_node("Conv", ["m1", "w1d"], ["cv"], kernel_shape=[3], pads=[1, 1]),
+        helper.make_node("Sigmoid", ["cv"], ["g"]),
+        helper.make_node("Concat", ["n", "rest11"], ["s2"], axis=0),
+        helper.make_node("Reshape", ["g", "s2"], ["g4"]),
+        helper.make_node("Expand", ["g4", "sh"], ["ge"]),
+        helper.make_node("Mul", ["x", "ge"], ["xg"]),
+        helper.make_node("GlobalAveragePool", ["xg"], ["p"]),
+        helper.make_node("Reshape", ["p", "flat"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "eca", [_vi("x", ["batch", c, 6, 5])], [_vi("y", ["batch", c])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    mod = from_onnx(model)
+    assert str(mod["main"].checked_type.ret_type) == "Tensor[(batch, 8), float32]"
+    lib = compile_(mod)
+    assert type(lib).__name__ == "CompiledModule"
+    for n in (1, 3):
+        x = rng.standard_normal((n, c, 6, 5)).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
+
+
 def test_shape_of_a_static_shape_folds():
     """The shape of SigLIP's pooling head as torch.onnx exports it: Expand(probe,
     ConstantOfShape(Shape(c))) where c concatenates the run-time batch with constants. c's

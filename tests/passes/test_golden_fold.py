@@ -233,6 +233,42 @@ def @main(%x: Tensor[(n, 4, 3, 5), float32]) {
     np.testing.assert_allclose(lib(x)[0], want, rtol=1e-5, atol=1e-6)
 
 
+def test_dynamic_to_static_expand_as_another_tensor():
+    # `y.expand_as(x)` as torch.onnx exports it (timm's ECA / CBAM gates): Expand(y, Shape(x))
+    # becomes broadcast_to_like(y, x), whose type keeps x's dims (the named batch included);
+    # they were all `?` from there on. A bidirectional broadcast like Expand's: a dim of y
+    # larger than x's 1 wins.
+    text = """
+def @main(%x: Tensor[(n, 4, 3, 1), float32], %y: Tensor[(n, 4, 1, 5), float32]) {
+  %0 = dyn.broadcast_to(%y, cast(shape_of(%x), dtype="int64"));
+  add(%0, 1f)
+}"""
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    txt = str(out)
+    assert "dyn." not in txt and "broadcast_to_like(%y, %x)" in txt, txt
+    assert str(out["main"].checked_type.ret_type) == "Tensor[(n, 4, 3, 5), float32]"
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 3, 1)).astype("float32")
+    y = rng.standard_normal((2, 4, 1, 5)).astype("float32")
+    lib = relay_core.build(parse(text))
+    assert type(lib).__name__ == "CompiledModule"
+    np.testing.assert_array_equal(lib(x, y)[0], np.broadcast_to(y, (2, 4, 3, 5)) + 1)
+
+
+def test_reshape_infers_a_named_dim():
+    # x.reshape(-1, C) of a (batch, C, 1, 1) tensor (timm's flatten before the classifier):
+    # the -1 is `batch` itself when the other dims cancel; otherwise it stays unknown
+    from relay_core.ir.types import Any, ShapeVar
+    from relay_core.ops.transform_reshape import reshape_shape
+
+    n = ShapeVar("n")
+    assert reshape_shape((n, 16, 1, 1), (-1, 16)) == (n, 16)
+    assert reshape_shape((n, 6), (2, -1, 3)) == (2, n, 3)
+    assert reshape_shape((n, 16, 1, 1), (-1, 8)) == (Any, 8)  # 2n
+    assert reshape_shape((n, Any, 4), (-1, 4)) == (Any, 4)
+    assert reshape_shape((n, ShapeVar("m"), 4), (-1, 4)) == (Any, 4)
+
+
 def test_dynamic_to_static_resize_to_constant_sizes_with_an_unknown_batch():
     # ONNX Resize with sizes (*x.shape[:2], 8, 6) (timm's MobileViT): static spatial sizes, the
     # batch and channels read off the input; it becomes image.resize2d for any batch
