@@ -52,9 +52,11 @@ def _resize(
     vals = [None if e is None else ctx.value(e) for e in (roi, scales, sizes)]
     shape = ctx.shape_of(x)
     static = all(v is not None or e is None for v, e in zip(vals, (roi, scales, sizes)))
-    if static and all(isinstance(d, int) for d in shape):
+    if static and (
+        all(isinstance(d, int) for d in shape) or _keeps_run_time_dims(shape, vals, axes)
+    ):
         try:
-            size, scale, sp_roi = resize_plan(shape, *vals, axes, policy)
+            size, scale, sp_roi = resize_plan(_stand_in(shape), *vals, axes, policy)
         except OpTypeError as e:
             raise ctx.error(str(e)) from None
         if coord != "tf_crop_and_resize":
@@ -76,6 +78,26 @@ def _resize(
         keep_aspect_ratio_policy=policy,
         **kw,
     )
+
+
+def _keeps_run_time_dims(shape, vals, axes) -> bool:
+    """Constant scales of 1 on the batch / channel axes, whichever of them is known only at
+    run time (a dynamic batch), and static spatial dims: image.resizeNd with static sizes
+    (HRNet's fuse layers, `Resize(x, scales=[1, 1, 2, 2])`). Sizes name every axis's value,
+    which a run-time batch has not."""
+    roi, scales, sizes = vals
+    if sizes is not None and np.asarray(sizes).size or scales is None:
+        return False
+    if not all(isinstance(d, int) for d in shape[2:]):
+        return False
+    r = len(shape)
+    full = dict(zip([a + r if a < 0 else a for a in (axes or range(r))], np.ravel(scales)))
+    return all(float(full.get(a, 1.0)) == 1.0 for a in (0, 1) if not isinstance(shape[a], int))
+
+
+def _stand_in(shape):
+    """The shape with 1 for each run-time dim (left as it is by the plan: scale 1)."""
+    return tuple(d if isinstance(d, int) else 1 for d in shape)
 
 
 @converter("Resize", 10)

@@ -475,6 +475,37 @@ def test_eca_gate_export_with_a_dynamic_batch_builds_shape_generic():
         np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_by_constant_scales_with_a_dynamic_batch_builds_shape_generic(mode):
+    """timm's HRNet fuse layers exported with a dynamic batch: Resize(x, scales=[1, 1, 2, 2])
+    on (batch, C, 7, 6). The static sizes were taken only when every dim was static, so this
+    became dyn.image.resize, whose result dims are all run-time, and the module compiled once
+    per input shape. One shape-generic module, equal to onnxruntime at two batch sizes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")]
+    nodes = [
+        helper.make_node(
+            "Resize", ["x", "", "sc"], ["r"], mode=mode, coordinate_transformation_mode="asymmetric"
+        ),
+        helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes, "up", [_vi("x", ["batch", 4, 7, 6])], [_vi("y", ["batch", 4, 14, 12])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod = from_onnx(model)
+    assert "dyn." not in str(mod), str(mod)
+    lib = compile_(mod)
+    assert type(lib).__name__ == "CompiledModule"
+    rng = np.random.default_rng(4)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 4, 7, 6)).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_shape_of_a_static_shape_folds():
     """The shape of SigLIP's pooling head as torch.onnx exports it: Expand(probe,
     ConstantOfShape(Shape(c))) where c concatenates the run-time batch with constants. c's
