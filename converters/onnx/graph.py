@@ -23,6 +23,36 @@ from .table import DEFAULT_DOMAIN, SUPPORTED_OPSETS, lookup, norm_domain
 _SHAPE_OPS = frozenset({"Shape", "Size"})
 
 
+def _cut_shape_args(e: Expr) -> Expr:
+    """`e` with the data arguments of shape-only calls (shape_of, ndarray_size) replaced by
+    variables of their types. Folding those calls needs only the types, and the graph below a
+    Shape node is the whole model up to it: folding each Shape of a 2,000-node export (timm's
+    Swin) walked and re-typed the model so far every time (13 s of a 14 s load)."""
+    from relay_core.ir.expr import Call, Op
+    from relay_core.ir.visitor import ExprMutator, children, post_order
+
+    cuts: dict = {}
+
+    def kids(n):
+        if type(n) is Call and type(n.op) is Op and n.op.opdef.shape_only:
+            rest = []
+            for a in n.args:
+                if type(a) is Constant or not a.has_type:
+                    rest.append(a)
+                elif a not in cuts:
+                    cuts[a] = Var(f"shape_arg{len(cuts)}", a.checked_type)
+            return rest
+        return children(n)
+
+    for _ in post_order(e, kids):
+        pass
+    if not cuts:
+        return e
+    m = ExprMutator()
+    m.memo.update(cuts)
+    return m.mutate(e)
+
+
 class Scope:
     """ONNX tensor names -> Relay expressions, chained to the enclosing graph's scope."""
 
@@ -187,6 +217,10 @@ class GraphConverter:
         self.ctx.opsets = self.opsets
         self.mod = None  # the IRModule being built (prelude ADTs are added on demand)
         self._schema_cache: dict = {}
+        # results computed from tensor shapes only (Shape, then Gather / Concat / Mul ... of
+        # it) that did not fold: folded again when a later node uses them, as the static dims
+        # they pick may make them constants (see `_convert_nodes`)
+        self._shape_derived: set = set()
 
     # -- resolution --------------------------------------------------------------------------
     def resolve(self, domain: str, op: str, opsets: dict[str, int]) -> Resolved | None:
@@ -371,10 +405,18 @@ class GraphConverter:
                     )
                 inputs.append(e)
             outs = self.convert_node(node, inputs, opsets, label)
+            derived = self._shape_derived
             if node.op_type in _SHAPE_OPS or all(
-                x is None or isinstance(x, Constant) for x in inputs
+                x is None or isinstance(x, Constant) or x in derived for x in inputs
             ):
+                # x.view(-1, x.size(1), x.size(3)) exported with a dynamic batch: Gather of
+                # Shape(x) at a static dim is a constant, and so the Concat of it, and the
+                # Reshape gets a static shape while the converters run (an LSTM after it
+                # needs its static sequence length then, not after DynamicToStatic)
                 outs = [self.fold(e) for e in outs]
+                derived.update(
+                    e for e in outs if isinstance(e, Expr) and not isinstance(e, Constant)
+                )
             for name, e in zip(node.output, outs):
                 if name and e is not None:
                     scope.bind(name, e)
@@ -427,8 +469,9 @@ class GraphConverter:
             return e
         if not isinstance(t, TensorType):
             return e
+        cut = _cut_shape_args(e)
         mod = IRModule.from_expr(
-            Function(tuple(free_vars(e)), e), type_definitions=self.mod.type_definitions
+            Function(tuple(free_vars(cut)), cut), type_definitions=self.mod.type_definitions
         )
         for gv, f in self.mod.functions.items():  # the prelude, when the model uses it
             mod.functions.setdefault(gv, f)

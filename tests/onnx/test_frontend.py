@@ -506,6 +506,63 @@ def test_resize_by_constant_scales_with_a_dynamic_batch_builds_shape_generic(mod
         np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-5, atol=1e-6)
 
 
+def test_lstm_after_a_reshape_by_run_time_shape_pieces():
+    """timm's Sequencer2D exported with a dynamic batch: x.reshape(-1, x.size(1), x.size(2))
+    (Reshape(x, Concat(-1, Gather(Shape(x), 1), Gather(Shape(x), 2)))), a transpose to
+    time-major and a bidirectional LSTM whose initial states are ConstantOfShape of the
+    run-time batch. The Gathers pick static dims, but the driver folded only nodes with
+    constant inputs, so the shape stayed a run-time value while the converters ran and the
+    LSTM saw (?, ?, ?): refused ("needs a static batch size"). Equal to onnxruntime at two
+    batch sizes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(5)
+    t, c, h = 5, 8, 16
+    inits = [
+        numpy_helper.from_array(np.array(1, np.int64), "i1"),
+        numpy_helper.from_array(np.array(2, np.int64), "i2"),
+        numpy_helper.from_array(np.array([0], np.int64), "ax"),
+        numpy_helper.from_array(np.array([-1], np.int64), "m1"),
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(np.array([h], np.int64), "hid"),
+        numpy_helper.from_array(rng.standard_normal((2, 4 * h, c)).astype(np.float32) * 0.3, "W"),
+        numpy_helper.from_array(rng.standard_normal((2, 4 * h, h)).astype(np.float32) * 0.3, "R"),
+        numpy_helper.from_array(rng.standard_normal((2, 8 * h)).astype(np.float32) * 0.1, "B"),
+    ]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sh"]),
+        helper.make_node("Gather", ["sh", "i1"], ["g1"], axis=0),
+        helper.make_node("Gather", ["sh", "i2"], ["g2"], axis=0),
+        helper.make_node("Unsqueeze", ["g1", "ax"], ["u1"]),
+        helper.make_node("Unsqueeze", ["g2", "ax"], ["u2"]),
+        helper.make_node("Concat", ["m1", "u1", "u2"], ["ns"], axis=0),
+        helper.make_node("Reshape", ["x", "ns"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["tm"], perm=[1, 0, 2]),
+        helper.make_node("Shape", ["tm"], ["sh2"]),
+        helper.make_node("Gather", ["sh2", "i1"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax"], ["ub"]),
+        helper.make_node("Concat", ["two", "ub", "hid"], ["h0s"], axis=0),
+        helper.make_node("ConstantOfShape", ["h0s"], ["h0"]),
+        helper.make_node(
+            "LSTM",
+            ["tm", "W", "R", "B", "", "h0", "h0"],
+            ["y"],
+            direction="bidirectional",
+            hidden_size=h,
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes, "seq", [_vi("x", ["batch", t, c])], [_vi("y", [t, 2, "batch", h])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    lib = compile_(from_onnx(model))
+    for n in (1, 3):
+        x = rng.standard_normal((n, t, c)).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
+
+
 def test_shape_of_a_static_shape_folds():
     """The shape of SigLIP's pooling head as torch.onnx exports it: Expand(probe,
     ConstantOfShape(Shape(c))) where c concatenates the run-time batch with constants. c's

@@ -156,9 +156,10 @@ def test_dynamic_to_static():
 
 
 def test_dynamic_to_static_follows_a_chain_of_any_length():
-    # each dyn.reshape's shape comes from the one before it: one link turns static per round,
-    # so a chain longer than any fixed round count (ShuffleNet: 16 shuffle blocks) must still
-    # end static
+    # each dyn.reshape's shape comes from the one before it (ShuffleNet: 16 shuffle blocks,
+    # Swin's window partitions: 64): the chain must end static, and in one round (a node is
+    # re-typed and folded as soon as its children change; one fold and whole-module typing
+    # per link made a Swin export's load take 13 s)
     n = 20
     body = ["%0 = dyn.reshape(%x, shape_of(%x));"]
     body += [f"%{k} = dyn.reshape(%{k - 1}, shape_of(%{k - 1}));" for k in range(1, n)]
@@ -166,8 +167,8 @@ def test_dynamic_to_static_follows_a_chain_of_any_length():
     out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
     assert "dyn." not in str(out)
     assert str(out["main"].checked_type.ret_type) == "Tensor[(2, 3), float32]"
-    capped = relay_core.infer_type(passes.DynamicToStatic(max_iterations=3)(parse(text)))
-    assert "dyn.reshape" in str(capped)
+    one = relay_core.infer_type(passes.DynamicToStatic(max_iterations=1)(parse(text)))
+    assert "dyn." not in str(one)
 
 
 @pytest.mark.parametrize("batch", ["n", "?"])
