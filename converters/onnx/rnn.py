@@ -69,6 +69,17 @@ def _activations(ctx, names, alphas, betas, defaults, num_dir):
     return [out[d * n : (d + 1) * n] for d in range(num_dir)]
 
 
+def _zeros(ctx, X, batch, hidden):
+    """The default initial state: zeros [batch, hidden]; a run-time batch is read off X
+    (time-major [T, B, I])."""
+    dtype = ctx.dtype(X)
+    if isinstance(batch, int):
+        return ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype))))
+    b = ctx.call("strided_slice", ctx.call("shape_of", X, dtype="int64"), begin=(1,), end=(2,))
+    shape = ctx.call("concatenate", b, ctx.const(np.array([hidden], np.int64)), axis=0)
+    return ctx.call("dyn.full", scalar(ctx, 0, dtype), shape, dtype=dtype)
+
+
 def _take0(ctx, x, i):
     return ctx.call("take", x, scalar(ctx, i, "int64"), axis=0)
 
@@ -128,6 +139,10 @@ def _recurrence(
     lens_v = bind("seq_lens", cast(ctx, seq_lens, "int64")) if seq_lens is not None else None
     p_v = bind("p", P) if P is not None else None
     h_t = ctx.tensor_type(h0)
+    if h_t.ndim == 2 and not isinstance(h_t.shape[1], int):
+        # an initial state of run-time shape (ConstantOfShape of the batch): its width is the
+        # hidden size
+        h_t = TensorType((h_t.shape[0], hidden), h_t.dtype)
     t_var = Var("t", TensorType((), "int64"))
     h_var = Var("h", h_t)
     c_var = Var("c", h_t) if kind == "LSTM" else None
@@ -225,8 +240,8 @@ def _recurrence(
         ys = ys_list[0] if T == 1 else ctx.call("concatenate", *ys_list, axis=0)
         expr = ctx.tuple([*vals, ys])
     else:
-        if not h_t.is_static:
-            raise ctx.error("needs a static batch size and hidden size")
+        if not isinstance(h_t.shape[-1], int):
+            raise ctx.error("needs a static hidden size")
         ys_new = ctx.call("concatenate", ys_var, ctx.call("expand_dims", y_t, axis=0), axis=0)
         cell = Var("cell")
         step = Call(
@@ -238,7 +253,17 @@ def _recurrence(
             If(ctx.call("less", t_var, n_steps), step, done, span=ctx.span),
             span=ctx.span,
         )
-        ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
+        if h_t.is_static:
+            ys0 = ctx.const(np.zeros((0, *h_t.shape), dtype=_np(dtype)))
+        else:  # a run-time batch: no steps yet, of h0's shape
+            ys0 = ctx.call(
+                "strided_slice",
+                ctx.call("expand_dims", h0, axis=0),
+                begin=(0,),
+                end=(0,),
+                strides=(1,),
+                axes=(0,),
+            )
         init = [scalar(ctx, 0, "int64"), h0] + ([c0] if c0 is not None else []) + [ys0]
         expr = Let(cell, fn, Call(cell, tuple(init), span=ctx.span), span=ctx.span)
         for v, value in reversed(list(outer.items())):
@@ -289,20 +314,15 @@ def _run(
     batch = ctx.shape_of(X)[1]
     hidden = hidden_size if hidden_size is not None else ctx.shape_of(R)[-1]
     acts = _activations(ctx, activations, activation_alpha, activation_beta, defaults, num_dir)
-    dtype = ctx.dtype(X)
     ys, hs, cs = [], [], []
     for d in range(num_dir):
-        h0 = (
-            _take0(ctx, initial_h, d)
-            if initial_h is not None
-            else ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype))))
-        )
+        h0 = _take0(ctx, initial_h, d) if initial_h is not None else _zeros(ctx, X, batch, hidden)
         c0 = None
         if kind == "LSTM":
             c0 = (
                 _take0(ctx, initial_c, d)
                 if initial_c is not None
-                else ctx.const(np.zeros((batch, hidden), dtype=np.dtype(_np(dtype))))
+                else _zeros(ctx, X, batch, hidden)
             )
         y, h, c = _recurrence(
             ctx,

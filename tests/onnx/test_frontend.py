@@ -563,6 +563,60 @@ def test_lstm_after_a_reshape_by_run_time_shape_pieces():
         np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind,gates", [("LSTM", 4), ("GRU", 3), ("RNN", 1)])
+@pytest.mark.parametrize("init", ["zeros", "constant_of_shape"])
+def test_recurrent_layer_with_run_time_batch_and_length(kind, gates, init):
+    """A text model's LSTM / GRU exported with dynamic batch and sequence axes (torch.onnx,
+    dynamic_axes={0: "batch", 1: "seq"}): the length is a run-time loop count and the batch
+    a run-time dim, the initial states either absent (zeros) or ConstantOfShape of
+    (directions, batch, hidden) as torch's exporter writes them. Refused before ("needs a
+    static batch size"); equal to onnxruntime at two (length, batch) pairs, one past the
+    unrolling limit."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(6)
+    c, h = 6, 8
+    inits = [
+        numpy_helper.from_array(
+            0.4 * rng.standard_normal((2, gates * h, c)).astype(np.float32), "W"
+        ),
+        numpy_helper.from_array(
+            0.4 * rng.standard_normal((2, gates * h, h)).astype(np.float32), "R"
+        ),
+        numpy_helper.from_array(
+            0.1 * rng.standard_normal((2, 2 * gates * h)).astype(np.float32), "B"
+        ),
+        numpy_helper.from_array(np.array([1], np.int64), "i1"),
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(np.array([h], np.int64), "hid"),
+    ]
+    nodes = []
+    states = []
+    if init == "constant_of_shape":
+        nodes += [
+            helper.make_node("Shape", ["x"], ["sh"]),
+            helper.make_node("Gather", ["sh", "i1"], ["b"], axis=0),
+            helper.make_node("Concat", ["two", "b", "hid"], ["h0s"], axis=0),
+            helper.make_node("ConstantOfShape", ["h0s"], ["h0"]),
+        ]
+        states = ["", "h0"] + (["h0"] if kind == "LSTM" else [])
+    nodes.append(
+        helper.make_node(
+            kind, ["x", "W", "R", "B", *states], ["y"], direction="bidirectional", hidden_size=h
+        )
+    )
+    graph = helper.make_graph(
+        nodes, "rnn", [_vi("x", ["seq", "batch", c])], [_vi("y", ["seq", 2, "batch", h])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    lib = compile_(from_onnx(model))
+    for t, n in ((3, 1), (70, 3)):
+        x = (0.5 * rng.standard_normal((t, n, c))).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
+
+
 def test_shape_of_a_static_shape_folds():
     """The shape of SigLIP's pooling head as torch.onnx exports it: Expand(probe,
     ConstantOfShape(Shape(c))) where c concatenates the run-time batch with constants. c's
