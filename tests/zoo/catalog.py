@@ -564,6 +564,54 @@ TORCHVISION = {
     "inception_v3": _tv("inception_v3", 80, aux_logits=False, init_weights=True),
 }
 
+
+def _timm(name):
+    """A timm model at its default input size, as `timm.create_model(name)` builds it
+    (random weights; zero-initialised heads / gates re-drawn so that outputs are not 0, batch
+    norms calibrated)."""
+
+    def make():
+        import_torchvision()  # before timm, which imports it
+        import timm
+        import torch
+
+        model = timm.create_model(name, pretrained=False, num_classes=10)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() >= 2 and float(p.abs().max()) == 0.0:
+                    torch.nn.init.normal_(p, std=0.05)
+        c, h, w = model.pretrained_cfg.get("input_size", (3, 224, 224))
+        _calibrate_norms(model, h)
+        return model, _pixels(c, h)
+
+    return make
+
+
+# timm families, exported as timm's onnx_export does (the TorchScript exporter with a dynamic
+# batch: the onnx-legacy route); each of these failed or compiled per input shape before
+# session 24, or covers a family nothing else here does
+TIMM = {
+    name: _timm(name)
+    for name in (
+        "ecaresnet26t",  # ECA gates: Expand(y, Shape(x))
+        "hrnet_w18_small",  # Resize by constant scales
+        "sequencer2d_s",  # bidirectional LSTMs over rows and columns
+        "swin_tiny_patch4_window7_224",  # 64 chained window reshapes
+        "mixer_s16_224",
+        "ghostnetv2_100",
+        "mobilenetv4_conv_small",
+        "efficientvit_b0",
+        "fastvit_t8",
+        "repvit_m1",
+        "coat_lite_tiny",
+        "edgenext_xx_small",
+        "maxvit_nano_rw_256",
+        "tiny_vit_5m_224",
+        "dpn68",
+        "res2net50_14w_8s",
+    )
+}
+
 # The CI subset: quick to convert and compile, one per frontend kind.
 CHEAP = {"keras:LSTM", "keras:conv1d_text", "torch.export:BERT", "onnx:DistilBERT"}
 
@@ -591,6 +639,15 @@ def catalog() -> list[ZooModel]:
                         lambda wd, make=make, fe=fe, name=name: _torch_prepared(make, fe, wd, name),
                     )
                 )
+    for name, make in TIMM.items():
+        out.append(
+            ZooModel(
+                name,
+                "onnx-legacy",
+                "timm",
+                lambda wd, make=make, name=name: _torch_prepared(make, "onnx-legacy", wd, name),
+            )
+        )
     for m in out:
         m.cheap = m.id in CHEAP
     return out
