@@ -114,12 +114,141 @@ def shape_entries(shape, data) -> list | None:
             if isinstance(d, int):
                 out.append(d)
             elif i < len(dims) and (
-                (src is data and k == i) or (isinstance(d, ShapeVar) and dims[i] == d)
+                (k == i and (src is data or (i == 0 and same_leading_dim(src, data))))
+                or (isinstance(d, ShapeVar) and dims[i] == d)
             ):
                 out.append("same")
             else:
                 out.append(None)
     return out
+
+
+# ops whose result's axis 0 is their first argument's (layouts starting with the batch)
+_LEADING_KEPT = frozenset(
+    {
+        "nn.conv1d",
+        "nn.conv2d",
+        "nn.conv3d",
+        "nn.bias_add",
+        "nn.softmax",
+        "nn.log_softmax",
+        "nn.layer_norm",
+        "nn.group_norm",
+        "nn.instance_norm",
+        "nn.dense",
+        "nn.relu",
+        "nn.leaky_relu",
+        "nn.prelu",
+    }
+)
+_LEADING_STEPS = 512  # nodes visited per proof (an attention block is ~70)
+
+
+def same_leading_dim(src, data) -> bool:
+    """Whether `data`'s axis 0 is provably `src`'s (both unknown until run time): `data` is
+    computed from `src` through ops that keep axis 0 (elementwise ops whose every operand of
+    full rank has it, slices and reductions of other axes, transposes and reshapes that keep
+    it, convolutions, dense layers, norms, ...). EfficientViT's attention reads
+    `B, C, H, W = x.shape` and reshapes conv(x) to (B, -1, H, W): with B proven to be the
+    data's own axis 0 that reshape is static although B is a run-time product (4 x batch)."""
+    from ..ir.expr import Call, Op, TupleGetItem
+
+    todo, seen, steps = [data], set(), 0
+    while todo:  # every path must reach src
+        e = todo.pop()
+        if e is src or e in seen:
+            continue
+        seen.add(e)
+        steps += 1
+        if steps > _LEADING_STEPS:
+            return False
+        if type(e) is TupleGetItem:
+            t = e.tuple_value
+            kind = getattr(t.op, "name", None) if type(t) is Call else None
+            if (kind == "split" and _axis_not_0(t)) or (kind == "nn.batch_norm" and not e.index):
+                todo.append(t.args[0])
+                continue
+            return False
+        if type(e) is not Call or type(e.op) is not Op:
+            return False
+        parents = _leading_parents(e)
+        if not parents:
+            return False
+        todo.extend(parents)
+    return True
+
+
+def _rank(e):
+    t = e.checked_type if e.has_type else None
+    return t.ndim if isinstance(t, TensorType) else None
+
+
+def _axis_not_0(call) -> bool:
+    a = getattr(call.attrs, "axis", None)
+    if a is None or isinstance(a, (tuple, list)):
+        return False
+    n = _rank(call.args[0])
+    return n is not None and a % n != 0
+
+
+def _leading_parents(call) -> list:
+    """The arguments whose axis 0 `call`'s result's is, when all of them have the same one;
+    empty when it is not kept."""
+    from .registry import OpPattern
+
+    op = call.op.opdef
+    name, attrs, args = op.name, call.attrs, call.args
+    n = _rank(call)
+    if not args or n is None or n == 0:
+        return []
+    first = args[0]
+    if op.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+        # the operands of full rank whose axis 0 is not a static 1 (a lower rank has none)
+        return [a for a in args if _rank(a) == n and a.checked_type.shape[0] != 1]
+    if name in ("nn.matmul", "nn.batch_matmul") and len(args) == 2 and n >= 3:
+        # batch axes broadcast: every operand with them must keep it
+        return [a for a in args if _rank(a) == n and a.checked_type.shape[0] != 1]
+    one = _leading_parent(call, name, attrs, args, n, first)
+    return [] if one is None else [one]
+
+
+def _leading_parent(call, name, attrs, args, n, first):
+    from .registry import OpPattern
+
+    op = call.op.opdef
+    if name in _LEADING_KEPT or name.startswith(("nn.max_pool", "nn.avg_pool", "nn.global_")):
+        layout = getattr(attrs, "data_layout", None) or getattr(attrs, "layout", None) or "N"
+        return first if str(layout).startswith("N") else None
+    if name == "nn.matmul":
+        other = _rank(args[1]) if len(args) > 1 else None
+        return first if other is not None and other <= 2 and _rank(first) >= 2 else None
+    if name == "strided_slice":
+        axes = getattr(attrs, "axes", None)
+        rank = _rank(first)
+        if axes is None or rank is None:
+            return None
+        return first if all(a % rank != 0 for a in axes) else None
+    if name == "transpose":
+        axes = getattr(attrs, "axes", None)
+        return first if axes is not None and len(axes) and axes[0] == 0 else None
+    if name == "reshape":
+        ns = getattr(attrs, "newshape", ())
+        return first if ns and ns[0] == 0 and not getattr(attrs, "allowzero", False) else None
+    if name == "concatenate":
+        return _tuple_first(first) if getattr(attrs, "axis", 0) % n != 0 else None
+    if op.pattern == OpPattern.COMM_REDUCE:
+        axis = getattr(attrs, "axis", None)
+        if axis is None or getattr(attrs, "exclude", False):
+            return None
+        rank = _rank(first)
+        return first if rank and all(a % rank != 0 for a in axis) else None
+    return None
+
+
+def _tuple_first(t):
+    from ..ir.expr import Tuple
+
+    return t.fields[0] if type(t) is Tuple and t.fields else None
 
 
 def _static_call(call, name: str, args, **attrs):

@@ -256,6 +256,44 @@ def @main(%x: Tensor[(n, 4, 3, 1), float32], %y: Tensor[(n, 4, 1, 5), float32]) 
     np.testing.assert_array_equal(lib(x, y)[0], np.broadcast_to(y, (2, 4, 3, 5)) + 1)
 
 
+LEADING = """
+def @main(%x: Tensor[(n, 2, 4, 6), float32], %y: Tensor[(?, 2, 6), float32]) {{
+  %0 = reshape(%x, newshape=[-1, 4, 6]);
+  %1 = strided_slice(nn.relu(%0), begin=[0], end=[2], strides=[1], axes=[1]);
+  %2 = {mid};
+  %3 = expand_dims(take(shape_of(%0), 0i64, axis=0), axis=0);
+  dyn.reshape(%2, concatenate((%3, expand_dims(-1i64, axis=0))))
+}}"""
+
+
+@pytest.mark.parametrize(
+    "mid,static",
+    [
+        ("add(%1, %1)", True),  # every operand keeps %0's axis 0
+        ('multiply(%1, ones(shape=[1, 2, 6], dtype="float32"))', True),  # a static 1
+        ('nn.matmul(%1, ones(shape=[6, 6], dtype="float32"))', True),
+        ("add(%1, %y)", False),  # %y's axis 0 may differ (a batch of 1 broadcasts)
+        ("transpose(%1, axes=[1, 0, 2])", False),
+    ],
+)
+def test_dynamic_to_static_proves_a_run_time_leading_dim(mid, static):
+    # EfficientViT's attention: `B, C, H, W = x.shape`, then conv(x).view(B, -1, H, W) where B
+    # is a run-time product (4 x batch: `?`), not a named dim. The reshape is static (B copied
+    # from the data's own axis 0) when the data provably keeps x's axis 0; it was always left
+    # dynamic (two unknown entries), and every dim after it was `?`: the model compiled once
+    # per input shape.
+    text = LEADING.format(mid=mid)
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    assert ("dyn.reshape" not in str(out)) == static, str(out)
+    if static:
+        assert str(out["main"].checked_type.ret_type) == "Tensor[(?, 12), float32]"
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 2, 4, 6)).astype("float32")
+    y = rng.standard_normal((6, 2, 6)).astype("float32")
+    want = relay_core.evaluate(parse(text), x, y)
+    np.testing.assert_allclose(relay_core.build(parse(text))(x, y)[0], want, rtol=1e-6)
+
+
 def test_reshape_infers_a_named_dim():
     # x.reshape(-1, C) of a (batch, C, 1, 1) tensor (timm's flatten before the classifier):
     # the -1 is `batch` itself when the other dims cancel; otherwise it stays unknown
