@@ -92,7 +92,7 @@ def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = F
         return True
     if Cg <= 4:
         return False
-    if pointwise_batched(win):
+    if pointwise_batched(win) or strided_window_batched(win):
         return False
     strided = win.s != (1, 1, 1)
     one = is_1x1(win) and win.N == 1 and not (narrow_1x1(Cg, O) or _pointwise_wide(win))
@@ -100,6 +100,17 @@ def usable(win, G: int, Cg: int, O: int, packed: bool, cl: bool, force: bool = F
 
 
 POINTWISE_MIN_P = 128  # (14x14 planes; on 7x7 the two kernels took the same time)
+
+
+def strided_window_batched(win) -> bool:
+    """A strided window (3x3 stride 2: MobileNetV4's and EfficientNet-style downsampling) on
+    an output plane of MAX_P positions or more at batch 2 and more, which the im2col path
+    serves. Alone, 2 threads, interleaved (AMD EPYC Zen 3), batch 8, im2col against
+    conv_strips: 32 -> 32 on 112x112 0.78-0.89 of the time, 32 -> 96 and 64 -> 128 on
+    56x56 0.91-0.94, 128 -> 128 on 56x56 0.94, 16 -> 64 and 24 -> 48 on 112x112 0.90-0.91;
+    batch 2 and 4 0.85 and 0.92; at batch 1 conv_strips is as fast or faster (0.91-1.0), and
+    on 14x14 outputs (fewer than MAX_P positions) too (256 -> 256: 1.07)."""
+    return win.KK > 1 and win.s != (1, 1, 1) and win.N >= 2 and win.P >= MAX_P
 
 
 def pointwise_batched(win) -> bool:
