@@ -48,6 +48,11 @@ def reshape_to(ctx, x: Expr, size) -> Expr:
     if static is not None:
         return ctx.call("reshape", x, newshape=static, allowzero=0 in static)
     in_shape = ctx.shape_of(x)
+    for i, v in enumerate(size):
+        # a -1 whose size torch's metadata knows statically (MaxViT's view(B, -1, heads, 3 *
+        # dh) with B a run-time product): that size, leaving B the one unknown
+        if not isinstance(v, Expr) and v == -1 and isinstance(_meta_dim(ctx, i), int):
+            size[i] = _meta_dim(ctx, i)
     dyn = [i for i, v in enumerate(size) if isinstance(v, Expr)]
     has_neg = any(v == -1 for v in size if not isinstance(v, Expr))
     if len(dyn) == 1 and not has_neg:

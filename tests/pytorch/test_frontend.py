@@ -285,3 +285,32 @@ def test_repeat_by_the_run_time_batch():
         want = m(x).detach().numpy()
         np.testing.assert_allclose(relay_core.evaluate(mod, x.numpy()), want, rtol=1e-6)
         np.testing.assert_allclose(lib(x.numpy())[0], want, rtol=1e-6)
+
+
+def test_view_with_a_run_time_product_and_minus_one():
+    """MaxViT's window attention through torch.export with a dynamic batch: the windows are
+    `x.view(B * nw, -1, heads, 3 * dh)` with B * nw a run-time product, and `chunk(3, -1)`
+    of it. Two unknown entries (the product and the -1) made a dyn.reshape whose every dim was
+    unknown, and the attention after it refused a symbolic head size; torch's metadata knows
+    the -1's size. Compiled and interpreted equal torch at two batch sizes."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            b, c, h, w = x.shape
+            win = x.reshape(b, c, h // 2, 2, w // 2, 2).permute(0, 2, 4, 3, 5, 1)
+            win = win.reshape(-1, 4, c)  # (b * h/2 * w/2, 4, c)
+            qkv = win.view(win.shape[0], -1, 2, 6).transpose(1, 2)  # -1: 4 * c / 12
+            q, k, v = qkv.chunk(3, dim=-1)
+            att = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            return att
+
+    m = M().eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    mod = from_pytorch(m, (torch.randn(2, 6, 4, 4),), dynamic_shapes=({0: batch},))
+    lib = relay_core.build(mod)
+    for n in (1, 3):
+        x = torch.randn(n, 6, 4, 4)
+        with torch.no_grad():
+            want = m(x).numpy()
+        np.testing.assert_allclose(relay_core.evaluate(mod, x.numpy()), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lib(x.numpy())[0], want, rtol=1e-5, atol=1e-6)
