@@ -49,10 +49,11 @@ def reshape_to(ctx, x: Expr, size) -> Expr:
         return ctx.call("reshape", x, newshape=static, allowzero=0 in static)
     in_shape = ctx.shape_of(x)
     for i, v in enumerate(size):
-        # a -1 whose size torch's metadata knows statically (MaxViT's view(B, -1, heads, 3 *
-        # dh) with B a run-time product): that size, leaving B the one unknown
-        if not isinstance(v, Expr) and v == -1 and isinstance(_meta_dim(ctx, i), int):
-            size[i] = _meta_dim(ctx, i)
+        # a -1 whose size torch's metadata knows statically (beside a copied unknown dim, or
+        # MaxViT's view(B, -1, heads, 3 * dh) with B a run-time product): that size
+        m = _meta_dim(ctx, i) if not isinstance(v, Expr) and v == -1 else None
+        if isinstance(m, int):
+            size[i] = m
     dyn = [i for i, v in enumerate(size) if isinstance(v, Expr)]
     has_neg = any(v == -1 for v in size if not isinstance(v, Expr))
     if len(dyn) == 1 and not has_neg:
@@ -66,11 +67,6 @@ def reshape_to(ctx, x: Expr, size) -> Expr:
             if _same_dim(ctx, in_shape, i, _meta_dim(ctx, i)):
                 copied[i] = 0
         left = [i for i, v in enumerate(copied) if isinstance(v, Expr)]
-        if not left and has_neg:
-            # -1 beside a copied unknown dim: torch's metadata has its static size
-            for i, v in enumerate(copied):
-                if v == -1 and isinstance(_meta_dim(ctx, i), int):
-                    copied[i] = _meta_dim(ctx, i)
         if not left or (len(left) == 1 and not has_neg):
             for i in left:
                 copied[i] = -1

@@ -455,12 +455,8 @@ class _FusedBody(ExprFunctor):
         try:
             self.values[node] = self.low._call(node, [self.values[a] for a in node.args])
         except UnknownExtentError as e:
-            if getattr(e, "op_named", False):
-                raise
             t = node.checked_type if node.has_type else "?"
-            err = UnknownExtentError(f"{node.op.name} (result {t}): {e}")
-            err.op_named = True
-            raise err from None
+            raise UnknownExtentError(f"{node.op.name} (result {t}): {e}") from None
 
     def visit_tuple(self, node):
         self.values[node] = tuple(self.values[x] for x in node.fields)

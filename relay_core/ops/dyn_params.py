@@ -192,8 +192,8 @@ def _axis_not_0(call) -> bool:
 
 
 def _leading_parents(call) -> list:
-    """The arguments whose axis 0 `call`'s result's is, when all of them have the same one;
-    empty when it is not kept."""
+    """The arguments whose axis 0 `call`'s result's is (all of them must be proven); empty
+    when it is not kept."""
     from .registry import OpPattern
 
     op = call.op.opdef
@@ -202,47 +202,34 @@ def _leading_parents(call) -> list:
     if not args or n is None or n == 0:
         return []
     first = args[0]
+    full = [a for a in args if _rank(a) == n and a.checked_type.shape[0] != 1]
     if op.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
-        # the operands of full rank whose axis 0 is not a static 1 (a lower rank has none)
-        return [a for a in args if _rank(a) == n and a.checked_type.shape[0] != 1]
-    if name in ("nn.matmul", "nn.batch_matmul") and len(args) == 2 and n >= 3:
-        # batch axes broadcast: every operand with them must keep it
-        return [a for a in args if _rank(a) == n and a.checked_type.shape[0] != 1]
-    one = _leading_parent(call, name, attrs, args, n, first)
-    return [] if one is None else [one]
-
-
-def _leading_parent(call, name, attrs, args, n, first):
-    from .registry import OpPattern
-
-    op = call.op.opdef
+        return full  # a lower rank or a static 1 has no axis 0 of its own
+    if name in ("nn.matmul", "nn.batch_matmul"):
+        if n >= 3:
+            return full  # batch axes broadcast
+        return [first] if not getattr(attrs, "transpose_a", False) else []
     if name in _LEADING_KEPT or name.startswith(("nn.max_pool", "nn.avg_pool", "nn.global_")):
         layout = getattr(attrs, "data_layout", None) or getattr(attrs, "layout", None) or "N"
-        return first if str(layout).startswith("N") else None
-    if name == "nn.matmul":
-        other = _rank(args[1]) if len(args) > 1 else None
-        return first if other is not None and other <= 2 and _rank(first) >= 2 else None
+        return [first] if str(layout).startswith("N") else []
+    axes = getattr(attrs, "axes", None)
     if name == "strided_slice":
-        axes = getattr(attrs, "axes", None)
-        rank = _rank(first)
-        if axes is None or rank is None:
-            return None
-        return first if all(a % rank != 0 for a in axes) else None
-    if name == "transpose":
-        axes = getattr(attrs, "axes", None)
-        return first if axes is not None and len(axes) and axes[0] == 0 else None
-    if name == "reshape":
+        kept = axes is not None and all(a % n != 0 for a in axes)
+    elif name == "transpose":
+        kept = axes is not None and len(axes) > 0 and axes[0] == 0
+    elif name == "reshape":
         ns = getattr(attrs, "newshape", ())
-        return first if ns and ns[0] == 0 and not getattr(attrs, "allowzero", False) else None
-    if name == "concatenate":
-        return _tuple_first(first) if getattr(attrs, "axis", 0) % n != 0 else None
-    if op.pattern == OpPattern.COMM_REDUCE:
-        axis = getattr(attrs, "axis", None)
-        if axis is None or getattr(attrs, "exclude", False):
-            return None
-        rank = _rank(first)
-        return first if rank and all(a % rank != 0 for a in axis) else None
-    return None
+        kept = bool(ns) and ns[0] == 0 and not getattr(attrs, "allowzero", False)
+    elif op.pattern == OpPattern.COMM_REDUCE:
+        axis, rank = getattr(attrs, "axis", None), _rank(first)
+        kept = bool(axis is not None and rank and not getattr(attrs, "exclude", False))
+        kept = kept and all(a % rank != 0 for a in axis)
+    elif name == "concatenate":
+        field = _tuple_first(first) if getattr(attrs, "axis", 0) % n != 0 else None
+        return [field] if field is not None else []
+    else:
+        kept = False
+    return [first] if kept else []
 
 
 def _tuple_first(t):

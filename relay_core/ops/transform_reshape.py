@@ -94,7 +94,8 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
         else:
             raise OpTypeError(f"{op}: invalid value {v} in newshape {tuple(ns)}")
         j += 1
-    rest_in = R.prod([d for k, d in enumerate(shape) if k not in consumed])
+    rest = [d for k, d in enumerate(shape) if k not in consumed]
+    rest_in = R.prod(rest)
     if infer_at is not None:
         den = R.prod(explicit)
         if den == 0:
@@ -104,9 +105,7 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
                 raise OpTypeError(f"{op}: cannot reshape {tuple(shape)} to {tuple(ns)}")
             out[infer_at] = rest_in // den
         else:
-            out[infer_at] = _inferred_var(
-                [d for k, d in enumerate(shape) if k not in consumed], den
-            )
+            out[infer_at] = _inferred_var(rest, den)
     elif isinstance(R.prod(shape), int) and R.static_ints(out) is not None:
         if R.prod(shape) != R.prod(out):
             raise OpTypeError(
