@@ -229,9 +229,7 @@ def SplitToSequence(ctx, x, split=None, *, axis=0, keepdims=1):
         one = ctx.const(np.ones(1, np.int64))
         begin_t = ctx.call("reshape", start, newshape=(1,))
         end_t = ctx.call("reshape", end, newshape=(1,))
-        piece = ctx.call(
-            "dyn.strided_slice", x, begin_t, end_t, one, ctx.const(np.array([axis], np.int64))
-        )
+        piece = ctx.call("dyn.strided_slice", x, begin_t, end_t, one, axes=(axis,))
         if split is None and not keepdims:
             piece = ctx.call("dyn.squeeze", piece, ctx.const(np.array([axis], np.int64)))
         nxt = Call(f, (ctx.call("add", k, scalar(ctx, 1, "int64")), end))

@@ -300,18 +300,29 @@ def Slice(ctx, x, starts, ends, axes=None, steps=None):
     if all(v is not None or e is None for v, e in zip(vals, (starts, ends, axes, steps))):
         lists = [None if v is None else [int(i) for i in v.reshape(-1)] for v in vals]
         return _slice(ctx, x, *lists)
-    args = [cast(ctx, starts, "int64"), cast(ctx, ends, "int64")]
+
+    def vec(e):  # torch's exporter slices by a loop counter: scalar starts / ends (1-D in ONNX)
+        e = cast(ctx, e, "int64")
+        return ctx.call("reshape", e, newshape=(1,)) if ctx.ndim(e) == 0 else e
+
+    starts, ends = vec(starts), vec(ends)
+    steps = None if steps is None else vec(steps)
+    axes = None if axes is None else vec(axes)
+    args = [starts, ends]
     rank = ctx.ndim(x)
+    attrs = {}
     if steps is not None or axes is not None:
         n = ctx.shape_of(starts)[0]
         if steps is None:
             steps = ctx.call("ones_like", starts)
-        args.append(cast(ctx, steps, "int64"))
-        if axes is not None:
-            args.append(cast(ctx, axes, "int64"))
+        args.append(steps)
+        if vals[2] is not None:  # static axes: the type keeps the other axes' dims
+            attrs["axes"] = tuple(normalize_axis(ctx, int(a), rank) for a in vals[2].reshape(-1))
+        elif axes is not None:
+            args.append(axes)
         elif not isinstance(n, int) or n != rank:
             args.append(ctx.const(np.arange(n, dtype=np.int64)))
-    return ctx.call("dyn.strided_slice", x, *args)
+    return ctx.call("dyn.strided_slice", x, *args, **attrs)
 
 
 def _slice(ctx, x, starts, ends, axes, steps):

@@ -268,7 +268,7 @@ def slice_axis(ctx, x, dim, start, end, step=1):
             ctx.int_tensor([start]),
             ctx.int_tensor([end]),
             ctx.int_tensor([step]),
-            ctx.int_tensor([dim]),
+            axes=(dim,),
         )
     if start == 0 and end >= BIG and step == 1:
         return x

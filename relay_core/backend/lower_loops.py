@@ -136,7 +136,7 @@ _SORT_SUFFIX = {
 
 def argsort_positions(x: te.Tensor, axis: int, k: int, descending: bool) -> te.Tensor:
     """int64 positions along `axis` of the first k elements of a stable sort."""
-    shape = _static(x.shape, "sort")
+    shape = _dims(x.shape)  # run-time dims: the extents are passed to the runtime's sort
     if x.dtype not in _SORT_SUFFIX:  # float16 / bfloat16 sort by their float32 values
         src = x
         x = compute(shape, lambda *i: E.cast("float32", src[i]), "sort_key")
@@ -229,7 +229,7 @@ def _max_unpool(nd: int):
 
 # -- nonzero / argwhere: count first (a kernel of its own), then a sequential scan -----------------
 def _nonzero_count(x):
-    n = _size(_static(x.shape, "nonzero"))
+    n = _size(_dims(x.shape))
     flat = (
         te.compute((n,), lambda f: x[_unravel_static(f, x.shape)], "nz_flat") if x.ndim != 1 else x
     )
@@ -245,7 +245,7 @@ def _unravel_static(f, shape):
 
 
 def _nonzero_scan(x, transposed: bool):
-    shape = _static(x.shape, "nonzero")
+    shape = _dims(x.shape)
     nd = len(shape)
     cnt = te.value_of(_nonzero_count(x), ())
     oshape = (cnt, nd) if transposed else (nd, cnt)

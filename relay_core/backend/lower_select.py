@@ -12,7 +12,7 @@ from ..te import expr as E
 from ..te.lower_transform import unravel
 from ..te.tensor import compute
 from .codegen import I32, I64, VOID, storage_type
-from .lower_loops import _size, _static
+from .lower_loops import _dims, _size, _static
 from .schedule import extern
 
 
@@ -24,7 +24,7 @@ def _declare(llmod, name, args):
 # -- unique -------------------------------------------------------------------------------------
 def _unique(inputs, attrs, out_type):
     x = inputs[0]
-    shape = _static(x.shape, "unique")
+    shape = _dims(x.shape)  # run-time dims: extents to the runtime
     if attrs.axis is None:
         ax, items, before, after = 0, _size(shape), (), ()
     else:
@@ -37,7 +37,9 @@ def _unique(inputs, attrs, out_type):
     def key(k, j):
         if attrs.axis is None:
             return E.cast(kdt, x[unravel(k, shape)])
-        o, i = E.floordiv(j, max(_size(after), 1)), E.floormod(j, max(_size(after), 1))
+        w = _size(after)
+        w = max(w, 1) if isinstance(w, int) else E.max_(E.index(w), E.index(1))
+        o, i = E.floordiv(j, w), E.floormod(j, w)
         idx = unravel(o, before) + (k,) + unravel(i, after)
         return E.cast(kdt, x[idx])
 
@@ -75,14 +77,14 @@ def _scalar_input(inputs, i, dtype: str, default):
     """Optional scalar input i as a 0-d `dtype` tensor (`default` when absent or empty); the C
     helper reads it, so it may be computed in the same kernel."""
     t = inputs[i] if len(inputs) > i else None
-    if t is None or _size(_static(t.shape, "nms")) == 0:
+    if t is None or _size(_static(t.shape, "nms scalar argument")) == 0:
         return compute((), lambda: E.const(default, dtype), f"nms_arg{i}")
     return compute((), lambda: E.cast(dtype, t[(0,) * t.ndim]), f"nms_arg{i}")
 
 
 def _nms(inputs, attrs, out_type):
     boxes, scores = inputs[0], inputs[1]
-    bs, ss = _static(boxes.shape, "nms"), _static(scores.shape, "nms")
+    bs, ss = _dims(boxes.shape), _dims(scores.shape)  # run-time dims: extents to the runtime
     f = "float64" if boxes.dtype == "float64" else "float32"
     if boxes.dtype != f:  # half precision: the reference computes in float32
         b0, s0 = boxes, scores

@@ -62,8 +62,11 @@ def kernel_call(fe, call: Call):
     read_values("value")
     if lk.pre is not None:  # values the shapes need, computed first
         pk, specs = lk.pre
+        pre_em = ExprEmitter(fe.vm.llctx, b, dims)  # run-time extents: the inputs' dims
         for shape, dtype in specs:
-            arr = _dims_array(fe, [ir.Constant(I64, d) for d in shape])
+            arr = _dims_array(
+                fe, [ir.Constant(I64, d) if isinstance(d, int) else pre_em(d) for d in shape]
+            )
             pre_outs.append(
                 fe.rt(
                     "relay_tensor_new",

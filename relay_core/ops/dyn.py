@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .creation import full_array, one_hot_array, one_hot_shape
-from .dyn_params import _const_ints, _ints, _static_call, shape_entries  # shared
+from .dyn_params import _const_ints, _ints, _static_call, carry_dims, dim_sources, shape_entries
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
@@ -203,7 +203,20 @@ def _tile_rel(args, attrs):
 
 def _tile_static(call):
     reps = _const_ints(call.args[1])
-    return None if reps is None else _static_call(call, "tile", call.args[:1], reps=reps)
+    if reps is not None:
+        return _static_call(call, "tile", call.args[:1], reps=reps)
+    # `x.repeat(y.size(0), 1, ...)` (RAFT's coordinate grid): repeats read off a tensor on axes
+    # of size 1 are a broadcast to that tensor's dim
+    data, entries = call.args[0], dim_sources(call.args[1])
+    dims = data.checked_type.shape if data.has_type else None
+    if entries is None or dims is None or len(entries) != len(dims):
+        return None
+    if any(e is None or (isinstance(e, tuple) and dims[i] != 1) for i, e in enumerate(entries)):
+        return None
+    static = tuple(1 if isinstance(e, tuple) else e for e in entries)
+    if any(r != 1 for r in static):
+        data = _static_call(call, "tile", (data,), reps=static)
+    return carry_dims(data, entries)
 
 
 def _tile_ref(xs, attrs):
@@ -239,6 +252,9 @@ declare(
 @dataclass(frozen=True)
 class DynSliceAttrs:
     slice_mode: str = "end"
+    # the sliced axes when they are static (the call then has no axes input): the type keeps
+    # every other axis' dim (`chunk(x, 2, dim=0)` of a run-time batch: only axis 0 is unknown)
+    axes: tuple[int, ...] | None = None
 
 
 def _slice_rel(args, attrs):
@@ -253,21 +269,30 @@ def _slice_rel(args, attrs):
         raise OpTypeError(f"{op}: slice_mode must be 'end' or 'size'")
     if n is not None and n > t.ndim:
         raise OpTypeError(f"{op}: {n} begin values for a tensor of rank {t.ndim}")
+    if attrs.axes is not None:
+        if len(args) == 5:
+            raise OpTypeError(f"{op}: axes given both as an attribute and as an input")
+        if n is not None and n != len(attrs.axes):
+            raise OpTypeError(f"{op}: {len(attrs.axes)} axes, begin has {n} values")
+        sliced = set(R.normalize_axes(attrs.axes, t.ndim, f"{op} axis"))
+        return TensorType(tuple(Any if a in sliced else d for a, d in enumerate(t.shape)), t.dtype)
     if len(args) == 5 or n is None:
         return TensorType((Any,) * t.ndim, t.dtype)  # which axes are sliced is not known
     return TensorType((Any,) * n + tuple(t.shape[n:]), t.dtype)
 
 
-def _slice_plan(shape, xs, mode):
+def _slice_plan(shape, xs, attrs):
     vals = [_ints(v) for v in xs[1:]]
     begin, end = vals[0], vals[1]
     strides = vals[2] if len(vals) > 2 else ()
-    axes = vals[3] if len(vals) > 3 else None
-    return _runtime(slice_plan)(shape, begin, end, strides, axes, mode, "dyn.strided_slice")
+    axes = vals[3] if len(vals) > 3 else attrs.axes
+    return _runtime(slice_plan)(
+        shape, begin, end, strides, axes, attrs.slice_mode, "dyn.strided_slice"
+    )
 
 
 def _slice_ref(xs, attrs):
-    plan = _slice_plan(xs[0].shape, xs, attrs.slice_mode)
+    plan = _slice_plan(xs[0].shape, xs, attrs)
     return _runtime(strided_slice_array)(xs[0], plan)
 
 
@@ -278,8 +303,8 @@ def _slice_static(call):
     kw = {"begin": vals[0], "end": vals[1], "slice_mode": call.attrs.slice_mode}
     if len(vals) > 2:
         kw["strides"] = vals[2]
-    if len(vals) > 3:
-        kw["axes"] = vals[3]
+    if len(vals) > 3 or call.attrs.axes is not None:
+        kw["axes"] = vals[3] if len(vals) > 3 else call.attrs.axes
     return _static_call(call, "strided_slice", call.args[:1], **kw)
 
 
@@ -296,6 +321,8 @@ def _slice_samples(rng):
     ]:
         yield Sample([x] + [np.array(v, np.int64) for v in vals])
     yield Sample([x, np.array([1, 2]), np.array([2, -1])], {"slice_mode": "size"})
+    yield Sample([x, np.array([1]), np.array([-1])], {"axes": (-2,)})
+    yield Sample([x, np.array([3, 0]), np.array([0, 2]), np.array([-1, 1])], {"axes": (2, 0)})
 
 
 _dyn(
@@ -348,9 +375,16 @@ def _full_ref(xs, attrs):
 
 def _full_static(call):
     shape = _const_ints(call.args[1])
-    if shape is None:
+    if shape is not None:
+        return _static_call(call, "full", call.args[:1], shape=shape, dtype=call.attrs.dtype)
+    # `zeros(x.size(0), h, w)` (EdgeNeXt's positional encoding): a full of the static dims
+    # broadcast to the dims read off tensors
+    entries = dim_sources(call.args[1])
+    if entries is None or any(e is None for e in entries):
         return None
-    return _static_call(call, "full", call.args[:1], shape=shape, dtype=call.attrs.dtype)
+    static = tuple(1 if isinstance(e, tuple) else e for e in entries)
+    base = _static_call(call, "full", call.args[:1], shape=static, dtype=call.attrs.dtype)
+    return carry_dims(base, entries)
 
 
 def _full_samples(rng):

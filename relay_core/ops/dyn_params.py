@@ -54,31 +54,30 @@ def picked_dims(e) -> np.ndarray | None:
     return np.asarray(pos, np.int64)
 
 
-def shape_entries(shape, data) -> list | None:
+def _is_call(e, name) -> bool:
+    from ..ir.expr import Call
+
+    return type(e) is Call and getattr(e.op, "name", None) == name
+
+
+def _dims_of(e):
+    t = e.checked_type if e.has_type else None
+    return t.shape if isinstance(t, TensorType) else None
+
+
+def dim_sources(shape) -> list | None:
     """The entries of a 1-D shape expression that concatenates constants and dims read off
     tensors (`expand_dims(take(shape_of(y), k))`, `strided_slice(shape_of(y), ...)`: what
     exporters write for `x.view(x.size(0), ...)` or Resize sizes `(*x.shape[:2], h, w)`) or
-    is one such piece (`x.reshape(y.shape)`: torch.onnx's GroupNorm reshapes back to
-    `shape_of(x)`), as a list of: an int (a constant or a static dim), "same" (the dim of
-    `data` at that position: `data` itself or the same named dim), or None (unknown). None
+    is one such piece (`x.reshape(y.shape)`), as a list of: an int (a constant or a static
+    dim), `(y, k)` (dim k of y, unknown until run time) or None (computed: unknown). None
     when the expression is neither."""
-    from ..ir.expr import Call, Constant, Tuple
-    from ..ir.types import ShapeVar
+    from ..ir.expr import Constant, Tuple
 
-    def is_call(e, name):
-        return type(e) is Call and getattr(e.op, "name", None) == name
-
-    def dims_of(e):
-        t = e.checked_type if e.has_type else None
-        return t.shape if isinstance(t, TensorType) else None
-
-    dims = dims_of(data)
-    if dims is None:
-        return None
-    if is_call(shape, "concatenate"):
+    if _is_call(shape, "concatenate"):
         one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
         pieces = shape.args[0].fields if one else shape.args
-    elif is_call(shape, "shape_of") or picked_dims(shape) is not None:
+    elif _is_call(shape, "shape_of") or picked_dims(shape) is not None:
         pieces = (shape,)
     else:
         return None
@@ -88,38 +87,88 @@ def shape_entries(shape, data) -> list | None:
             out.extend(_ints(whole.data))
             continue
         piece = whole
-        if is_call(piece, "expand_dims") or is_call(piece, "reshape"):
+        if _is_call(piece, "expand_dims") or _is_call(piece, "reshape"):
             piece = piece.args[0]
-        if is_call(piece, "shape_of"):  # all of y's dims
+        if _is_call(piece, "shape_of"):  # all of y's dims
             src = piece.args[0]
-            sdims = dims_of(src)
+            sdims = _dims_of(src)
             if sdims is None:
                 return None
             picks = list(range(len(sdims)))
         else:
             pos = picked_dims(piece)
             if pos is None or pos.ndim > 1:  # computed (x.size(0) * 96): unknown entries
-                wdims = dims_of(whole)
+                wdims = _dims_of(whole)
                 if wdims is None or len(wdims) > 1 or not all(isinstance(d, int) for d in wdims):
                     return None
                 out.extend([None] * (wdims[0] if wdims else 1))
                 continue
             picks = pos.reshape(-1).tolist()
             src = piece.args[0].args[0]
-            sdims = dims_of(src)
+            sdims = _dims_of(src)
             if sdims is None:
                 return None
-        for k in picks:
-            d, i = sdims[k], len(out)
-            if isinstance(d, int):
-                out.append(d)
-            elif i < len(dims) and (
-                (k == i and (src is data or (i == 0 and same_leading_dim(src, data))))
-                or (isinstance(d, ShapeVar) and dims[i] == d)
-            ):
-                out.append("same")
-            else:
-                out.append(None)
+        out.extend(sdims[k] if isinstance(sdims[k], int) else (src, k) for k in picks)
+    return out
+
+
+def shape_entries(shape, data) -> list | None:
+    """dim_sources(shape) with each read dim resolved against `data`: "same" where it is the
+    dim of `data` at that position (`data` itself, the same named dim, or axis 0 proven the
+    same by same_leading_dim), None where unknown."""
+    from ..ir.types import ShapeVar
+
+    dims = _dims_of(data)
+    entries = None if dims is None else dim_sources(shape)
+    if entries is None:
+        return None
+    out: list = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, tuple):
+            out.append(e)
+            continue
+        src, k = e
+        d = _dims_of(src)[k]
+        same = i < len(dims) and (
+            (k == i and (src is data or (i == 0 and same_leading_dim(src, data))))
+            or (isinstance(d, ShapeVar) and dims[i] == d)
+        )
+        out.append("same" if same else None)
+    return out
+
+
+def carry_dims(base, entries):
+    """`base` (dims 1 where `entries`, from dim_sources, reads a dim (y, k) off a tensor)
+    broadcast to those dims: `broadcast_to_like(base, p)` with p = y sliced to 1 on its other
+    axes and reshaped to 1s with y's dim k at that position, so the result's type carries y's
+    dim (a named batch stays named). None unless y's other dims are static and non-zero (the
+    slice then has exactly y's dim k elements)."""
+    from ..ir.expr import Call, Op
+
+    def call(name, args, **attrs):
+        return Call(Op.get(name), tuple(args), lookup(name).make_attrs(**attrs))
+
+    out = base
+    n = len(entries)
+    for i, e in enumerate(entries):
+        if not isinstance(e, tuple):
+            continue
+        src, k = e
+        sdims = _dims_of(src)
+        others = [a for a in range(len(sdims)) if a != k]
+        if not all(isinstance(sdims[a], int) and sdims[a] > 0 for a in others):
+            return None
+        p = src
+        if others:
+            p = call(
+                "strided_slice",
+                [p],
+                begin=(0,) * len(others),
+                end=(1,) * len(others),
+                axes=tuple(others),
+            )
+        p = call("reshape", [p], newshape=tuple(-1 if a == i else 1 for a in range(n)))
+        out = call("broadcast_to_like", [out, p])
     return out
 
 

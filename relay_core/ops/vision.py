@@ -212,6 +212,7 @@ register(
 declare(
     "vision.roi_align",
     kernel=Kernel("relay_core.backend.kernels.vision:emit_roi_align"),
+    dynamic_kernel=Kernel("relay_core.backend.kernels.vision:emit_dynamic_roi_align"),
     grad=Rule("relay_core.ops.grads_sample:_roi_rule", "vision.roi_align"),
 )
 

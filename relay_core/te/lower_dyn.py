@@ -105,7 +105,10 @@ def _dyn_strided_slice(inputs, attrs, out_type):
     begin = _values(inputs[1], n)
     end = _values(inputs[2], n)
     strides = _values(inputs[3], n) if len(inputs) > 3 else [E.index(1)] * n
-    axes = _values(inputs[4], n) if len(inputs) > 4 else [E.index(k) for k in range(n)]
+    if len(inputs) > 4:
+        axes = _values(inputs[4], n)
+    else:
+        axes = [E.index(k) for k in (range(n) if attrs.axes is None else attrs.axes)]
     size_mode = attrs.slice_mode == "size"
     starts, lens, steps = [], [], []
     for a in range(nd):

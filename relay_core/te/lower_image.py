@@ -18,7 +18,7 @@ from ..ops import image as I
 from ..ops import nn_util as U
 from . import expr as E
 from . import tensor as T
-from .expr import Const, call, cast, select
+from .expr import Const, PrimExpr, call, cast, select
 from .tensor import compute, const_array
 
 
@@ -142,22 +142,30 @@ def _affine_grid(inputs, attrs, out_type):
     return compute(tuple(out_type.shape), body, "affine_grid", {"exact": True})
 
 
-def _reflect(x, lo: float, hi: float):
-    """Fold a float64 coordinate into [lo, hi] by reflections at the borders."""
+def _fl(v) -> PrimExpr:
+    """A float64 expression of a static number or an index expression (a run-time extent)."""
+    return cast("float64", v) if isinstance(v, PrimExpr) else Const(float(v), "float64")
+
+
+def _reflect(x, lo, hi):
+    """Fold a float64 coordinate into [lo, hi] by reflections at the borders (lo / hi numbers
+    or float64 expressions: an extent known at run time only)."""
     f = "float64"
-    span = hi - lo
-    if span <= 0:
+    static = not isinstance(lo, PrimExpr) and not isinstance(hi, PrimExpr)
+    if static and hi - lo <= 0:
         return Const(0.0, f)
-    below = x < Const(lo, f)
-    above = x > Const(hi, f)
-    dx = select(below, Const(lo, f) - x, x - Const(hi, f))
-    n = call("floor", dx / Const(span, f))
-    r = dx - n * Const(span, f)
+    lo_c, hi_c = _fl(lo), _fl(hi)
+    span = hi_c - lo_c
+    below = x < lo_c
+    above = x > hi_c
+    dx = select(below, lo_c - x, x - hi_c)
+    n = call("floor", dx / span)
+    r = dx - n * span
     even = E.eq(call("fmod", n, Const(2.0, f)), Const(0.0, f))
-    lo_c, hi_c = Const(lo, f), Const(hi, f)
-    return select(
+    out = select(
         below, select(even, lo_c + r, hi_c - r), select(above, select(even, hi_c - r, lo_c + r), x)
     )
+    return out if static else select(span > Const(0.0, f), out, Const(0.0, f))
 
 
 def _keys(t):
@@ -182,18 +190,19 @@ def _grid_sample(inputs, attrs, out_type):
         cs, los, his = [], [], []
         for a in range(nd):  # grid's last axis lists (x, y[, z]): the reverse of D, H, W
             g = cast(f, grid[(n, *out, nd - 1 - a)])
-            d = sp[a]
+            d = sp[a]  # an int, or an index expression when the extent is known at run time
+            last = _fl(d - 1)
             if attrs.align_corners:
-                c = (g + Const(1.0, f)) / Const(2.0, f) * Const(float(d - 1), f)
-                lo, hi = 0.0, d - 1.0
+                c = (g + Const(1.0, f)) / Const(2.0, f) * last
+                lo, hi = 0.0, (d - 1.0 if isinstance(d, int) else last)
             else:
-                c = ((g + Const(1.0, f)) * Const(float(d), f) - Const(1.0, f)) / Const(2.0, f)
-                lo, hi = -0.5, d - 0.5
+                c = ((g + Const(1.0, f)) * _fl(d) - Const(1.0, f)) / Const(2.0, f)
+                lo, hi = -0.5, (d - 0.5 if isinstance(d, int) else _fl(d) - Const(0.5, f))
             if method == "nearest":
                 c = call("round", c)
-            outside = E.logical_or(c < Const(lo, f), c > Const(hi, f))
+            outside = E.logical_or(c < _fl(lo), c > _fl(hi))
             if mode == "border" and method != "cubic":
-                c = select(outside, E.min_(E.max_(c, Const(0.0, f)), Const(float(d - 1), f)), c)
+                c = select(outside, E.min_(E.max_(c, Const(0.0, f)), last), c)
             elif mode == "reflection" and method != "cubic":
                 c = select(outside, _reflect(c, lo, hi), c)
             cs.append(c)
@@ -261,16 +270,17 @@ def _keys_f32(t, a: float):
     return select(t <= Const(1.0, f), near, select(t < Const(2.0, f), far, Const(0.0, f)))
 
 
-def _coord(mode: str, y, d: int, out_len, scale, roi):
-    """Source coordinate (float64) of output position y; and the extrapolation condition."""
+def _coord(mode: str, y, d, out_len, scale, roi):
+    """Source coordinate (float64) of output position y; and the extrapolation condition. d:
+    the input extent, an int or an index expression (known at run time)."""
     f = "float64"
     yf = cast(f, y)
-    width = scale * Const(float(d), f)
+    width = scale * _fl(d)
     one = Const(1.0, f)
     half = Const(0.5, f)
     extrap = None
     if mode == "align_corners":
-        x = select(E.eq(width, one), Const(0.0, f), yf * Const(float(d - 1), f) / (width - one))
+        x = select(E.eq(width, one), Const(0.0, f), yf * _fl(d - 1) / (width - one))
     elif mode == "asymmetric":
         x = yf / scale
     elif mode == "tf_half_pixel_for_nn":
@@ -280,22 +290,22 @@ def _coord(mode: str, y, d: int, out_len, scale, roi):
         span = cast(f, end - start)  # float32 difference, as the reference
         x = select(
             E.eq(width, one),
-            span * Const(float(d - 1), f) / Const(2.0, f),
-            yf * span * Const(float(d - 1), f) / (width - one),
+            span * _fl(d - 1) / Const(2.0, f),
+            yf * span * _fl(d - 1) / (width - one),
         )
-        x = x + cast(f, start) * Const(float(d - 1), f)
-        extrap = E.logical_or(x < Const(0.0, f), x > Const(float(d - 1), f))
+        x = x + cast(f, start) * _fl(d - 1)
+        extrap = E.logical_or(x < Const(0.0, f), x > _fl(d - 1))
     elif mode == "pytorch_half_pixel":
         x = select(E.eq(width, one), Const(-0.5, f), (yf + half) / scale - half)
     elif mode == "half_pixel":
         x = (yf + half) / scale - half
     else:  # half_pixel_symmetric
-        offset = Const(d / 2, f) * (one - cast(f, out_len) / width)
+        offset = _fl(d) / Const(2.0, f) * (one - cast(f, out_len) / width)
         x = offset + (yf + half) / scale - half
     return x, extrap
 
 
-def _axis_taps(attrs, x, d: int, cubic32: bool):
+def _axis_taps(attrs, x, d, cubic32: bool):
     """[(index, weight)] taps along one axis for source coordinate x (float64)."""
     f = "float64"
     method = I._METHODS[attrs.method]
@@ -352,9 +362,7 @@ def _dyn_resize(inputs, attrs, out_type):
     from .tensor import value_of
 
     x, roi_t, scales_t, sizes_t = inputs
-    r = x.ndim
-    if not all(isinstance(d, int) for d in x.shape):
-        raise NotImplementedError("dyn.image.resize of a tensor with run-time dims")
+    r = x.ndim  # x's extents may be known at run time only (Mask R-CNN pastes masks per box)
     axes = list(range(r)) if attrs.axes is None else [a % r for a in attrs.axes]
     f = "float64"
     n_sizes = sizes_t.shape[0] if sizes_t.ndim else 1
@@ -364,7 +372,7 @@ def _dyn_resize(inputs, attrs, out_type):
     if n_sizes:
         for k, a in enumerate(axes):
             out[a] = cast("int64", value_of(sizes_t, (k,)))
-            scale[a] = cast(f, out[a]) / Const(float(x.shape[a]), f)
+            scale[a] = cast(f, out[a]) / _fl(x.shape[a])
         if attrs.keep_aspect_ratio_policy != "stretch":
             pick = E.min_ if attrs.keep_aspect_ratio_policy == "not_larger" else E.max_
             s = scale[axes[0]]
@@ -372,11 +380,11 @@ def _dyn_resize(inputs, attrs, out_type):
                 s = pick(s, scale[a])
             for a in axes:
                 scale[a] = s
-                out[a] = cast("int64", s * Const(float(x.shape[a]), f) + Const(0.5, f))
+                out[a] = cast("int64", s * _fl(x.shape[a]) + Const(0.5, f))
     else:
         for k, a in enumerate(axes):
             scale[a] = cast(f, value_of(scales_t, (k,), scales_t.dtype))
-            out[a] = cast("int64", call("floor", Const(float(x.shape[a]), f) * scale[a]))
+            out[a] = cast("int64", call("floor", _fl(x.shape[a]) * scale[a]))
     roi = {}
     if attrs.coordinate_transformation_mode == "tf_crop_and_resize":
         for a in range(r):
@@ -426,7 +434,7 @@ def _dyn_resize(inputs, attrs, out_type):
     return compute(cur.shape, fin, "dyn_resize")
 
 
-def _antialias_axis(attrs, cur, a, d: int, shape, out_len, scale, roi):
+def _antialias_axis(attrs, cur, a, d, shape, out_len, scale, roi):
     """One antialiased pass (downscaling widens the filter by 1 / scale, so the number of taps
     is a run-time value): weights normalised by their sum, like the reference's _weights."""
     f = "float64"

@@ -433,6 +433,14 @@ def _acc_dtype(a: str, b: str) -> str:
     return "int64"
 
 
+def _bidx(d, j):
+    """Index into a batch dim of extent d at output index j: 0 where d broadcasts (d == 1, at
+    run time when d is not static)."""
+    if isinstance(d, int):
+        return 0 if d == 1 else j
+    return select(E.eq(d, 1), E.index(0), j)
+
+
 def matmul_te(a, b, ta: bool, tb: bool, out_type, name="matmul"):
     """numpy matmul semantics (1-D promotion, batch broadcast, transposes) as a reduction."""
     acc = _acc_dtype(a.dtype, b.dtype)
@@ -458,13 +466,13 @@ def matmul_te(a, b, ta: bool, tb: bool, out_type, name="matmul"):
             ai = (k,)
         else:
             ab = batch[len(batch) - (len(sa) - 2) :] if len(sa) > 2 else ()
-            ab = tuple(0 if (isinstance(d, int) and d == 1) else j for d, j in zip(sa[:-2], ab))
+            ab = tuple(_bidx(d, j) for d, j in zip(sa[:-2], ab))
             ai = ab + ((k, m) if ta else (m, k))
         if b1:
             bi = (k,)
         else:
             bb = batch[len(batch) - (len(sb) - 2) :] if len(sb) > 2 else ()
-            bb = tuple(0 if (isinstance(d, int) and d == 1) else j for d, j in zip(sb[:-2], bb))
+            bb = tuple(_bidx(d, j) for d, j in zip(sb[:-2], bb))
             bi = bb + ((n, k) if tb else (k, n))
         return T.sum(cast(acc, a[ai]) * cast(acc, b[bi]), k)
 

@@ -68,13 +68,16 @@ def _part_reader(x, ax):
     """read(idx, t, c): part c (0 real, 1 imaginary) of the signal x (trailing axis 1 or 2)
     at index tuple `idx` with position `t` on axis `ax` (an int, or an index expression when
     the axis is only known at run time)."""
-    two = x.shape[-1] == 2
+    parts = x.shape[-1]  # 2 (complex), 1 (real), or known at run time only
+    static = isinstance(parts, int)
 
     def read(idx, t, c):
-        if c == 1 and not two:
+        if c == 1 and static and parts != 2:
             return Const(0.0, F64)
-        j = [select(E.eq(ax, d), t, i) for d, i in enumerate(idx[:-1])] + [c]
-        return cast(F64, x[tuple(j)])
+        last = c if static or c == 0 else E.min_(E.index(c), parts - 1)  # in bounds
+        j = [select(E.eq(ax, d), t, i) for d, i in enumerate(idx[:-1])] + [last]
+        v = cast(F64, x[tuple(j)])
+        return v if static or c == 0 else select(E.eq(parts, 2), v, Const(0.0, F64))
 
     return read
 

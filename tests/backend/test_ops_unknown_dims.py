@@ -4,6 +4,10 @@ concrete sizes (the sample's, and its inputs doubled along that axis) against th
 reference. The build may not fall back to per-shape versions (`specialize=False`): every
 lowering rule has to take its extents from its inputs at run time.
 
+And once more with *every* dim of those inputs unknown (a model exported with dynamic height
+and width: RAFT's correlation pyramid fed grid_sample planes of run-time size), run at the
+sample's size: a rule that takes a static extent from a `?` dim fails here.
+
 A sample whose type relation refuses the unknown dimension is left out (the op does not allow
 it); ops that fail are listed, with the reason, in unknown_dims_expected_failures.txt."""
 
@@ -28,6 +32,9 @@ _CANDIDATES = sorted(n for n, op in all_ops().items() if n not in EXPECTED_FAIL 
 EXPECTED = ExpectedFailures(
     os.path.join(os.path.dirname(__file__), "unknown_dims_expected_failures.txt")
 )
+EXPECTED_ALL = ExpectedFailures(
+    os.path.join(os.path.dirname(__file__), "unknown_all_dims_expected_failures.txt")
+)
 
 
 def _batched(op, s) -> list[int]:
@@ -42,12 +49,13 @@ def _batched(op, s) -> list[int]:
     return [k for k, x in enumerate(xs) if x.shape == x0.shape]
 
 
-def _typed(op, s, si, batched):
-    """(params, call) with the batched inputs' axis 0 unknown, or None if the type relation
-    refuses it."""
+def _typed(op, s, si, batched, every=False):
+    """(params, call) with the batched inputs' axis 0 (`every`: all their dims) unknown, or
+    None if the type relation refuses it."""
     vs = []
     for k, x in enumerate(s.inputs):
-        shape = ((Any,) + x.shape[1:]) if k in batched else x.shape
+        unknown = (Any,) * x.ndim if every else (Any,) + x.shape[1:]
+        shape = unknown if k in batched else x.shape
         vs.append(Var(f"s{si}_{k}", TensorType(shape, dt.from_numpy(x.dtype))))
     c = call(op.name, *vs, **s.attrs)
     try:
@@ -124,3 +132,46 @@ def test_op_unknown_leading_dim(name):
                     pos += 1
                     where = f"{name} size {size} {[x.shape for x in s.inputs]} {s.attrs}"
                     check_output(g, r, s, where)
+
+
+def _all_dims_cases(name):
+    op = all_ops()[name]
+    rng = np.random.default_rng(0)
+    params, outs, feeds, refs = [], [], [], []
+    for si, s in enumerate(op.samples(rng)):
+        if not _supported(op, s):
+            continue
+        batched = _batched(op, s)
+        if not batched or all(s.inputs[k].ndim < 2 for k in batched):
+            continue  # nothing beyond axis 0 to make unknown
+        typed = _typed(op, s, si, batched, every=True)
+        if typed is None:
+            continue
+        vs, c = typed
+        params += vs
+        outs.append(c)
+        feeds += list(s.inputs)
+        refs.append((s, _flat(op.ref(list(s.inputs), op.make_attrs(**s.attrs)))))
+    return params, outs, feeds, refs
+
+
+_ALL: dict = {}
+for _n in OPS:
+    _c = _all_dims_cases(_n)
+    if _c[1]:
+        _ALL[_n] = _c
+OPS_ALL = sorted(_ALL)
+
+
+@pytest.mark.parametrize("name", OPS_ALL)
+def test_op_unknown_all_dims(name):
+    params, outs, feeds, refs = _ALL[name]
+    with EXPECTED_ALL.check(name, also=EXPECTED):
+        mod = relay_core.infer_type(IRModule.from_expr(Function(tuple(params), Tuple(tuple(outs)))))
+        lib = relay_core.build(mod, specialize=False)
+        got = lib(*feeds)
+        pos = 0
+        for s, rs in refs:
+            for r in rs:
+                check_output(got[pos], r, s, f"{name} {[x.shape for x in s.inputs]} {s.attrs}")
+                pos += 1

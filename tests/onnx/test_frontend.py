@@ -654,3 +654,226 @@ def test_shape_of_a_static_shape_folds():
     x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
     mod = _check_vs_ort(model, [x])
     assert "dyn." not in str(mod)
+
+
+def test_repeat_by_batch_and_chunk_of_a_dynamic_batch_build_shape_generic():
+    """RAFT (torchvision) exported with a dynamic batch: both images go through one encoder
+    (concatenated on axis 0), `torch.chunk(fmaps, 2, dim=0)` splits them at a run-time point
+    (Slice with run-time ends on a constant axis), and the coordinate grid is
+    `grid.repeat(batch, 1, 1, 1)` (Tile by `[Shape(x)[0], 1, 1, 1]`). Each lost every dim of
+    its result: the chunk now keeps the unsliced axes, the Tile is a broadcast to x's batch;
+    one shape-generic module equal to onnxruntime at two batch sizes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "i0"),
+        numpy_helper.from_array(np.array([1, 1, 1], np.int64), "ones3"),
+        numpy_helper.from_array(rng.standard_normal((1, 2, 4, 5)).astype(np.float32), "grid"),
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(rng.standard_normal((2, 3, 1, 1)).astype(np.float32), "w"),
+    ]
+    nodes = [
+        helper.make_node("Concat", ["a", "b"], ["ab"], axis=0),
+        helper.make_node("Conv", ["ab", "w"], ["f"]),
+        helper.make_node("Shape", ["f"], ["fs"]),
+        helper.make_node("Gather", ["fs", "i0"], ["n2"], axis=0),
+        helper.make_node("Add", ["n2", "one"], ["n2p"]),
+        helper.make_node("Div", ["n2p", "two"], ["half"]),
+        helper.make_node("Slice", ["f", "i0", "half", "i0"], ["f1"]),
+        helper.make_node("Slice", ["f", "half", "n2", "i0"], ["f2"]),
+        helper.make_node("Shape", ["a"], ["as"]),
+        helper.make_node("Gather", ["as", "i0"], ["n"], axis=0),
+        helper.make_node("Concat", ["n", "ones3"], ["reps"], axis=0),
+        helper.make_node("Tile", ["grid", "reps"], ["g"]),
+        helper.make_node("Mul", ["f1", "f2"], ["p"]),
+        helper.make_node("Conv", ["p", "w2"], ["y1"]),
+        helper.make_node("Conv", ["g", "w2"], ["y2"]),
+    ]
+    inits.append(
+        numpy_helper.from_array(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), "w2")
+    )
+    graph = helper.make_graph(
+        nodes,
+        "raft",
+        [_vi("a", ["batch", 3, 4, 5]), _vi("b", ["batch", 3, 4, 5])],
+        [_vi("y1", ["batch", 3, 2, 3]), _vi("y2", ["batch", 3, 2, 3])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    mod = from_onnx(model)
+    ret = str(mod["main"].checked_type.ret_type)
+    assert ret == "(Tensor[(?, 3, 2, 3), float32], Tensor[(batch, 3, 2, 3), float32])", ret
+    lib = compile_(mod)
+    assert type(lib).__name__ == "CompiledModule"
+    for n in (1, 3):
+        a, b = (rng.standard_normal((n, 3, 4, 5)).astype(np.float32) for _ in range(2))
+        for got, want in zip(lib(a, b), _ort(model, [a, b])):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_constant_of_shape_of_the_batch_builds_shape_generic():
+    """EdgeNeXt's positional encoding (timm) with a dynamic batch: `zeros(B, H, W)` with B =
+    x.shape[0] is ConstantOfShape(Concat(Shape(x)[0], [H, W])). It was a dyn.full of all-`?`
+    dims and the module compiled once per input shape; now a full of the static dims broadcast
+    to x's batch (named: `batch`)."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    rng = np.random.default_rng(1)
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "i0"),
+        numpy_helper.from_array(np.array([4, 5], np.int64), "hw"),
+        numpy_helper.from_array(rng.standard_normal((6, 1, 3, 3)).astype(np.float32), "w"),
+    ]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+        helper.make_node("Concat", ["n", "hw"], ["shape"], axis=0),
+        helper.make_node(
+            "ConstantOfShape",
+            ["shape"],
+            ["z"],
+            value=numpy_helper.from_array(np.array([0.5], np.float32)),
+        ),
+        helper.make_node("Unsqueeze", ["z", "one"], ["z1"]),
+        helper.make_node("Add", ["x", "z1"], ["xz"]),
+        helper.make_node("Conv", ["xz", "w"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "one"))
+    graph = helper.make_graph(
+        nodes, "posenc", [_vi("x", ["batch", 1, 4, 5])], [_vi("y", ["batch", 6, 4, 5])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    mod = from_onnx(model)
+    assert str(mod["main"].checked_type.ret_type) == "Tensor[(batch, 6, 4, 5), float32]"
+    lib = compile_(mod)
+    assert type(lib).__name__ == "CompiledModule"
+    for n in (1, 2):
+        x = rng.standard_normal((n, 1, 4, 5)).astype(np.float32)
+        np.testing.assert_allclose(lib(x)[0], _ort(model, [x])[0], rtol=1e-4, atol=1e-5)
+
+
+def test_detector_tail_with_run_time_box_counts_compiles():
+    """The tail of a two-stage detector (torchvision's Faster R-CNN as torch.onnx exports it):
+    boxes over a score threshold (NonZero, a run-time count), TopK of them, NMS of those, and
+    RoiAlign of the kept boxes on a feature map. Every count is known at run time only; sort,
+    NMS and RoiAlign needed static extents and the model did not compile. Compiled, against
+    onnxruntime, for inputs keeping different numbers of boxes."""
+    from onnx import numpy_helper
+
+    from relay_import import compile as compile_
+
+    inits = [
+        numpy_helper.from_array(np.array(0.3, np.float32), "thr"),
+        numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+        numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+        numpy_helper.from_array(np.array([2], np.int64), "i2"),
+        numpy_helper.from_array(np.array([6], np.int64), "k6"),
+        numpy_helper.from_array(np.array([10], np.int64), "maxout"),
+        numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+    ]
+    nodes = [
+        helper.make_node("Greater", ["scores", "thr"], ["keep"]),
+        helper.make_node("NonZero", ["keep"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["boxes", "idx"], ["b1"], axis=0),
+        helper.make_node("Gather", ["scores", "idx"], ["s1"], axis=0),
+        helper.make_node("Shape", ["s1"], ["ns"]),
+        helper.make_node("Min", ["ns", "k6"], ["k"]),
+        helper.make_node("TopK", ["s1", "k"], ["s2", "i2k"], axis=0),
+        helper.make_node("Gather", ["b1", "i2k"], ["b2"], axis=0),
+        helper.make_node("Unsqueeze", ["b2", "ax0"], ["b3"]),
+        helper.make_node("Unsqueeze", ["s2", "ax0"], ["s3a"]),
+        helper.make_node("Unsqueeze", ["s3a", "ax0"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "maxout", "iou"], ["sel"]),
+        helper.make_node("Gather", ["sel", "i2"], ["bi"], axis=1),
+        helper.make_node("Squeeze", ["bi", "ax1"], ["bis"]),
+        helper.make_node("Gather", ["b2", "bis"], ["rois"], axis=0),
+        helper.make_node("Shape", ["bis"], ["nk"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["nk"],
+            ["bidx"],
+            value=numpy_helper.from_array(np.array([0], np.int64)),
+        ),
+        helper.make_node(
+            "RoiAlign",
+            ["feat", "rois", "bidx"],
+            ["y"],
+            output_height=2,
+            output_width=2,
+            sampling_ratio=2,
+            spatial_scale=0.5,
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tail",
+        [_vi("boxes", [12, 4]), _vi("scores", [12]), _vi("feat", [1, 3, 8, 8])],
+        [_vi("y", [None, 3, 2, 2])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    lib = compile_(from_onnx(model))
+    counts = set()
+    for seed in range(4):
+        r = np.random.default_rng(seed)
+        xy = r.uniform(0, 4, (12, 2)).astype(np.float32)  # overlapping: NMS drops some
+        boxes = np.concatenate([xy, xy + r.uniform(1, 6, (12, 2)).astype(np.float32)], 1)
+        scores = r.uniform(0, 1, 12).astype(np.float32)
+        feat = r.standard_normal((1, 3, 8, 8)).astype(np.float32)
+        got, want = lib(boxes, scores, feat)[0], _ort(model, [boxes, scores, feat])[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        counts.add(want.shape[0])
+    assert len(counts) > 1  # the run-time counts differ between the inputs
+
+
+def test_slice_by_a_loop_counter_with_scalar_bounds():
+    """torchvision's MViT through the TorchScript exporter slices inside a Loop by the loop
+    counter, which it declares of shape (1,) where ONNX has a scalar (onnxruntime feeds what
+    is declared; we take the scalar): Slice by scalar starts / ends failed with an
+    IndexError."""
+    from onnx import numpy_helper
+
+    seq_t = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["it", "one_b"], ["end"]),
+            helper.make_node("Slice", ["x", "it", "end", "ax"], ["piece"]),
+            helper.make_node("SequenceInsert", ["s", "piece"], ["s_out"]),
+            helper.make_node("Identity", ["c"], ["c_out"]),
+        ],
+        "body",
+        [_vi("it", [1], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), seq_t],
+        [
+            _vi("c_out", [], TensorProto.BOOL),
+            helper.make_tensor_sequence_value_info("s_out", TensorProto.FLOAT, None),
+        ],
+        [
+            numpy_helper.from_array(np.array(1, np.int64), "one_b"),
+            numpy_helper.from_array(np.array([0], np.int64), "ax"),
+        ],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("SequenceEmpty", [], ["s0"], dtype=TensorProto.FLOAT),
+            helper.make_node("Loop", ["n", "cond", "s0"], ["pieces"], body=body),
+            helper.make_node("ConcatFromSequence", ["pieces"], ["y"], axis=0),
+        ],
+        "loop_slice",
+        [_vi("x", [3, 4])],
+        [_vi("y", [None, 4])],
+        [
+            numpy_helper.from_array(np.array(3, np.int64), "n"),
+            numpy_helper.from_array(np.array(True), "cond"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    _check_vs_ort(model, [x])

@@ -7,12 +7,13 @@ one (box, channel) pair. Batch indices outside the batch are clamped (the refere
 
 from __future__ import annotations
 
-from .common import KernelInfo, attr, kernel_function, shape_of
+from .common import KernelFn, KernelInfo, attr, kernel_function, shape_of
 from .conv_generic import canonical_strides
 from .geometry import data_view, layout_axes, ntuple
 from .llvm_util import (
     F32,
     F64,
+    I32,
     I64,
     call_intrinsic,
     clamp,
@@ -23,21 +24,33 @@ from .llvm_util import (
     for_range,
     i64,
     imax,
+    llvm_type,
     load_as,
+    new_function,
+    ptr,
     store_from,
 )
-from .parallel import clamp_threads, parallel
+from .parallel import clamp_threads, clamp_threads_at_run_time, parallel
 
 
-def _roi_common(in_types, out_types, attrs):
+def _roi_common(in_types, out_types, attrs, dynamic_k: bool = False):
+    """Geometry of a roi op. `dynamic_k`: the boxes' count (output axis 0) is known at run time
+    only (boxes from a detector's proposals): the strides do not depend on it (axis 0 of the
+    output is outermost in every layout), K is None."""
     layout = attr(attrs, "layout", "NCHW")
-    xs, ys = shape_of(in_types[0]), shape_of(out_types[0])
+    xs = shape_of(in_types[0])
+    ys = tuple(out_types[0].shape)
+    ax = layout_axes(layout, 2, "N", "C")
+    if dynamic_k:
+        if ax[0] != 0 or not all(isinstance(d, int) for d in ys[1:]):
+            raise NotImplementedError("roi op with a run-time box count: layout or output")
+        ys, K = (1,) + ys[1:], None
+    else:
+        ys, K = shape_of(out_types[0]), shape_of(in_types[1])[0]
     N, C, sp, _ = data_view(xs, layout, 2)
     H, W = sp[1], sp[2]
-    ax = layout_axes(layout, 2, "N", "C")
     xst = canonical_strides(xs, ax, 2)
     yst = canonical_strides(ys, ax, 2)
-    K = shape_of(in_types[1])[0]
     ph, pw = ntuple(attr(attrs, "pooled_size", (1, 1)), 2)
     return N, C, H, W, K, ph, pw, xst, yst, ax
 
@@ -68,16 +81,49 @@ def _ep_store(b, kf, extras, val, y, yo, dtype, k, c, i, j, ax):
 
 
 def emit_roi_align(llmod, name, in_types, out_types, attrs, epilogue=None, const_inputs=()):
-    N, C, H, W, K, ph, pw, xst, yst, ax = _roi_common(in_types, out_types, attrs)
+    geo = _roi_common(in_types, out_types, attrs)
+    kf = kernel_function(llmod, name, in_types, out_types, epilogue)
+    K, C, ph, pw = geo[4], geo[1], geo[5], geo[6]
+    nt = clamp_threads(kf.b, kf.nthreads, 50.0 * K * C * ph * pw, K * C)
+    return _roi_align(kf, in_types, out_types, attrs, geo, i64(K), nt)
+
+
+def emit_dynamic_roi_align(
+    llmod, name, in_types, out_types, attrs, const_inputs=(), epilogue=None, n_env=0
+):
+    """vision.roi_align with the boxes' count known at run time (a detector's proposals): the
+    inputs' extents follow the buffers (GroupLowering._try_dynamic_kernel), K is the boxes'."""
+    if epilogue is not None:
+        raise NotImplementedError("vision.roi_align with a run-time box count: no epilogue")
+    geo = _roi_common(in_types, out_types, attrs, dynamic_k=True)
+    C, ph, pw = geo[1], geo[5], geo[6]
+    ranks = [len(t.shape) for t in in_types]
+    args = [ptr(llvm_type(t.dtype)) for t in (*in_types, *out_types)]
+    fn, b = new_function(llmod, name, args + [I64] * (sum(ranks) + n_env) + [I32])
+    ni, no = len(in_types), len(out_types)
+    kf = KernelFn(fn, b, list(fn.args[:ni]), list(fn.args[ni : ni + no]), [], fn.args[-1], None)
+    K = fn.args[ni + no + ranks[0]]  # the boxes' axis 0
+    work = b.mul(K, i64(50 * C * ph * pw))
+    nt = clamp_threads_at_run_time(b, kf.nthreads, work)
+    return _roi_align(kf, in_types, out_types, attrs, geo, K, nt)
+
+
+emit_dynamic_roi_align.out_shape = lambda shapes, attrs, out_type: (
+    shapes[1][0],
+    *out_type.shape[1:],
+)
+
+
+def _roi_align(kf, in_types, out_types, attrs, geo, K, nt):
+    """The kernel's body: one work unit per (box, channel); K an i64 value."""
+    N, C, H, W, _, ph, pw, xst, yst, ax = geo
     dx, dy = in_types[0].dtype, out_types[0].dtype
     ft = F64 if in_types[1].dtype == "float64" else F32
     half = attr(attrs, "coordinate_transformation_mode", "half_pixel") == "half_pixel"
     scale = float(attr(attrs, "spatial_scale", 1.0))
     ratio = int(attr(attrs, "sample_ratio", 0))
     is_max = attr(attrs, "mode", "avg") == "max"
-    kf = kernel_function(llmod, name, in_types, out_types, epilogue)
-    units = K * C
-    nt = clamp_threads(kf.b, kf.nthreads, 50.0 * units * ph * pw, units)
+    units_v = kf.b.mul(K, i64(C))
 
     def axis(b, start, bin_, grid, p, g, size):
         """(low, high, w_low, w_high) of sample g of bin p along an axis of `size`."""
@@ -100,12 +146,14 @@ def emit_roi_align(llmod, name, in_types, out_types, attrs, epilogue=None, const
         zero = const(ft, 0.0)
         return low, high, b.select(valid, hw, zero), b.select(valid, lw, zero)
 
+    ns = len(in_types) + 1 + len(kf.extras)  # shared: buffers, extras, then the unit count
+
     def body(b, vals, sh):
         x, y = vals[0], vals[len(in_types)]
-        extras = vals[len(in_types) + 1 :]
+        extras = vals[len(in_types) + 1 : ns]
         acc = entry_alloca(b, F64)
         inner = entry_alloca(b, F64)
-        u0, u1 = sh.range(b, units)
+        u0, u1 = sh.range(b, vals[ns])
         with for_range(b, u0, u1, name="u") as u:
             k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
             bi, (x1, y1, x2, y2) = _load_box(b, vals, in_types, k, N)
@@ -164,8 +212,7 @@ def emit_roi_align(llmod, name, in_types, out_types, attrs, epilogue=None, const
                     val = convert(b, res, "float64", dy)
                     _ep_store(b, kf, extras, val, y, yo, dy, k, c, i, j, ax)
 
-    if units:
-        parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras, nt, body)
+    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras + [units_v], nt, body)
     kf.b.ret_void()
     return KernelInfo(kf.fn)
 
