@@ -214,8 +214,8 @@ class _First:
                 super().__init__()
                 self.m = model
 
-            def forward(self, x):
-                out = self.m(x)
+            def forward(self, *xs):
+                out = self.m(*xs)
                 if isinstance(out, torch.Tensor):
                     return out
                 return out[0]
@@ -587,6 +587,62 @@ def _timm(name):
     return make
 
 
+def _tv_dense(kind: str, fn_name: str, shape: tuple, **kw):
+    """torchvision beyond classification (session 25): segmentation (the "out" map), video
+    clips, optical flow (RAFT: two frames, the last flow estimate)."""
+
+    def make():
+        import torch
+
+        tv = import_torchvision()
+        if tv is None:
+            raise ImportError("torchvision is not installed (pip install -e '.[zoo]')")
+        group = {"seg": tv.models.segmentation, "video": tv.models.video}.get(kind)
+        group = group or tv.models.optical_flow
+        model = getattr(group, fn_name)(weights=None, **kw)
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        with torch.no_grad():  # live statistics (the initial mean 0 / var 1 shrink activations)
+            for m in norms:
+                m.running_var.uniform_(0.5, 2.0)
+                m.running_mean.uniform_(-0.2, 0.2)
+
+        class Dense(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.m = model
+
+            def forward(self, *xs):
+                if kind == "seg":
+                    return self.m(xs[0])["out"]
+                if kind == "flow":
+                    return self.m(xs[0], xs[1], num_flow_updates=4)[-1]
+                return self.m(xs[0])
+
+        n_in = 2 if kind == "flow" else 1
+
+        def inputs(b):
+            return [
+                torch.from_numpy(_rng(b + k).uniform(-1, 1, (b, *shape)).astype("float32"))
+                for k in range(n_in)
+            ]
+
+        return Dense(), inputs
+
+    return make
+
+
+TORCHVISION_DENSE = {
+    "lraspp_mobilenet_v3_large": _tv_dense(
+        "seg", "lraspp_mobilenet_v3_large", (3, 96, 96), weights_backbone=None, num_classes=5
+    ),
+    "fcn_resnet50": _tv_dense(
+        "seg", "fcn_resnet50", (3, 64, 64), weights_backbone=None, num_classes=5
+    ),
+    "r2plus1d_18": _tv_dense("video", "r2plus1d_18", (3, 4, 56, 56), num_classes=10),
+    "raft_small": _tv_dense("flow", "raft_small", (3, 128, 128)),
+}
+
+
 # timm families, exported as timm's onnx_export does (the TorchScript exporter with a dynamic
 # batch: the onnx-legacy route); each of these failed or compiled per input shape before
 # session 24, or covers a family nothing else here does
@@ -639,6 +695,15 @@ def catalog() -> list[ZooModel]:
                         lambda wd, make=make, fe=fe, name=name: _torch_prepared(make, fe, wd, name),
                     )
                 )
+    for name, make in TORCHVISION_DENSE.items():
+        out.append(
+            ZooModel(
+                name,
+                "onnx-legacy",
+                "torchvision",
+                lambda wd, make=make, name=name: _torch_prepared(make, "onnx-legacy", wd, name),
+            )
+        )
     for name, make in TIMM.items():
         out.append(
             ZooModel(
