@@ -336,6 +336,23 @@ def _finish(lib, report, show: bool) -> None:
         print(report.table(), file=sys.stderr)
 
 
+def _hoist_shared(mod: IRModule) -> IRModule:
+    """Nodes a closure shares with its enclosing scope bound outside it (vm_hoist.py)."""
+    from ..ir.expr import Function
+    from ..typing import infer_type
+    from .vm_hoist import hoist_shared
+
+    funcs, changed = {}, False
+    for gv, f in mod.functions.items():
+        body = f.body if isinstance(f, Function) and not f.attr("Primitive") else None
+        nb = body if body is None else hoist_shared(body)
+        if nb is not body:
+            f = Function(f.params, nb, f.ret_type, f.type_params, f.attrs)
+            changed = True
+        funcs[gv] = f
+    return infer_type(mod.with_functions(funcs)) if changed else mod
+
+
 def _needs_static() -> tuple:
     """The errors of lowering rules that need static extents."""
     from ..errors import UnknownExtentError
@@ -434,7 +451,7 @@ def _compile_to(
                     "control flow; run this model with the interpreter (relay_core.interp)"
                 )
             kind = "vm"
-            plan = VMCompiler(fused, lctx).run()
+            plan = VMCompiler(_hoist_shared(fused), lctx).run()
         const_layout = derived.layout(plan.constants)
         derived.emit_prepare(llmod, const_layout)
     report.add("lower + generate IR", time.perf_counter() - t, f"{plan.kernels} kernels")
