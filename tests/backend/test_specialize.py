@@ -13,17 +13,25 @@ from relay_core.errors import InputError, RelayError
 from relay_core.ir import Any, Function, IRModule, TensorType, Var, call
 
 
-def _sort_module():
-    # sort's kernel is written for static shapes (tests/backend/unknown_dims_expected_failures.txt)
+def _static_only_module():
+    # one_hot's lowering takes its extents from the type (tests/backend/
+    # unknown_dims_expected_failures.txt; sort, the example until session 25, takes run-time
+    # dims now): 2 * one_hot(x > 0, depth 2)
     x = Var("x", TensorType((Any, 5), "float32"))
-    y = call("sort", x, axis=-1)
+    idx = call("cast", call("greater", x, relay_core.ir.const(np.float32(0))), dtype="int64")
+    on, off = relay_core.ir.const(np.float32(1)), relay_core.ir.const(np.float32(0))
+    y = call("one_hot", idx, on, off, depth=2)
     return relay_core.infer_type(IRModule.from_expr(Function((x,), call("add", y, y))))
+
+
+def _want(x):
+    return 2 * np.eye(2, dtype=np.float32)[(x > 0).astype(np.int64)]
 
 
 def test_build_specialises_instead_of_failing(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
-    mod = _sort_module()
-    with pytest.raises(RelayError, match="run-time dims"):
+    mod = _static_only_module()
+    with pytest.raises(RelayError, match="unknown at compile time"):
         relay_core.build(mod, specialize=False)
     lib = relay_core.build(mod)
     assert isinstance(lib, SpecializingModule)
@@ -32,10 +40,10 @@ def test_build_specialises_instead_of_failing(tmp_path, monkeypatch):
     for n in (2, 7, 2):
         x = rng.normal(size=(n, 5)).astype("float32")
         (got,) = lib(x)
-        np.testing.assert_allclose(got, 2 * np.sort(x, -1), rtol=1e-6)
+        np.testing.assert_allclose(got, _want(x), rtol=1e-6)
     assert lib.versions == [((7, 5),), ((2, 5),)]  # least recently used first
     (got,) = lib.run(None, {"x": np.ones((3, 5), "float32")})
-    assert got.shape == (3, 5)
+    assert got.shape == (3, 5, 2)
     with pytest.raises(InputError, match="shape"):
         lib(np.ones((2, 4), "float32"))
     with pytest.raises(RelayError, match="shape"):
@@ -48,7 +56,7 @@ def test_build_specialises_instead_of_failing(tmp_path, monkeypatch):
 
 def test_lru_keeps_max_versions(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
-    lib = relay_core.build(_sort_module())
+    lib = relay_core.build(_static_only_module())
     lib.max_versions = 2
     for n in (1, 2, 3):
         lib(np.ones((n, 5), "float32"))
@@ -58,7 +66,7 @@ def test_lru_keeps_max_versions(tmp_path, monkeypatch):
 
 def test_budget_reaches_every_version(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
-    lib = relay_core.build(_sort_module())
+    lib = relay_core.build(_static_only_module())
     lib.max_iterations, lib.timeout = 10, 2.5
     lib(np.ones((2, 5), "float32"))
     (version,) = lib._versions.values()
