@@ -175,3 +175,25 @@ def test_op_unknown_all_dims(name):
             for r in rs:
                 check_output(got[pos], r, s, f"{name} {[x.shape for x in s.inputs]} {s.attrs}")
                 pos += 1
+
+
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_with_run_time_planes(align_corners, padding_mode):
+    """RAFT's correlation pyramid samples planes whose size is known at run time only (its
+    grid_sample lowering took a Python float of a `?` extent: a TypeError). Shape-generic, at
+    two plane sizes, against the reference."""
+    op = all_ops()["image.grid_sample"]
+    x = Var("x", TensorType((Any, Any, Any, Any), "float32"))
+    g = Var("g", TensorType((Any, Any, Any, 2), "float32"))
+    attrs = dict(align_corners=align_corners, padding_mode=padding_mode)
+    mod = relay_core.infer_type(
+        IRModule.from_expr(Function((x, g), call("image.grid_sample", x, g, **attrs)))
+    )
+    lib = relay_core.build(mod, specialize=False)
+    rng = np.random.default_rng(0)
+    for xs, gs in [((2, 3, 5, 7), (2, 4, 6, 2)), ((1, 2, 9, 4), (1, 3, 3, 2))]:
+        a = rng.normal(size=xs).astype("float32")
+        b = rng.uniform(-1.3, 1.3, size=gs).astype("float32")
+        want = op.ref([a, b], op.make_attrs(**attrs))
+        np.testing.assert_allclose(lib(a, b)[0], want, rtol=1e-5, atol=1e-5)

@@ -94,3 +94,24 @@ def test_same_padding_over_unknown_spatial_dims_specialises(tmp_path, monkeypatc
         got = got[0] if isinstance(got, (list, tuple)) else got
         want = np.asarray(relay_core.evaluate(mod, xv))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_rule_that_fails_on_a_run_time_extent_specialises(tmp_path, monkeypatch):
+    """adaptive_avg_pool2d's rule plans its windows from Python ints: with unknown spatial dims
+    it raised a raw TypeError out of `build` (RAFT's grid_sample did the same). A rule that
+    fails on a `?` extent is a LoweringError now, and the build compiles per input shape."""
+    from relay_core.ops import all_ops
+
+    monkeypatch.setenv("RELAY_CACHE_DIR", str(tmp_path))
+    x = Var("x", TensorType((Any, 3, Any, Any), "float32"))
+    y = call("nn.adaptive_avg_pool2d", x, output_size=(2, 3))
+    mod = relay_core.infer_type(IRModule.from_expr(Function((x,), y)))
+    with pytest.raises(RelayError, match="needs static extents"):
+        relay_core.build(mod, specialize=False)
+    lib = relay_core.build(mod)
+    assert isinstance(lib, SpecializingModule)
+    op = all_ops()["nn.adaptive_avg_pool2d"]
+    for shape in [(1, 3, 5, 7), (2, 3, 4, 4)]:
+        a = np.random.default_rng(0).normal(size=shape).astype("float32")
+        want = op.ref([a], op.make_attrs(output_size=(2, 3)))
+        np.testing.assert_allclose(lib(a)[0], want, rtol=1e-5, atol=1e-6)
