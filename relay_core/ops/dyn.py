@@ -18,11 +18,12 @@ from ..ir import dtype as dt
 from ..ir.types import Any, TensorType
 from . import relations as R
 from .creation import full_array, one_hot_array, one_hot_shape
-from .dyn_params import _const_ints, _ints, _static_call, carry_dims, dim_sources, shape_entries
+from .dyn_params import _const_ints, _ints, _static_call
 from .dyn_params import _reg as _dyn  # one registration helper for dynamic ops
 from .factories import random_array
 from .misc import trilu_array
 from .registry import OpPattern, Rule, Sample, declare
+from .shape_sources import carry_dims, dim_sources, shape_entries
 from .sort import topk_arrays, topk_type
 from .transform_broadcast import broadcast_array, tile_shape
 from .transform_reshape import reshape_shape

@@ -11,9 +11,10 @@ import numpy as np
 from ..errors import EvalError, OpTypeError
 from ..ir.types import Any, TensorType
 from . import relations as R
-from .dyn_params import _const_ints, _ints, _param_len, _reg, _static_call, shape_entries
+from .dyn_params import _const_ints, _ints, _param_len, _reg, _static_call
 from .factories import random_array
 from .registry import Rule, Sample, declare, lookup
+from .shape_sources import shape_entries
 
 
 # -- ONNX Resize with run-time roi / scales / sizes ---------------------------------------------

@@ -13,7 +13,7 @@ from ..ir.expr import Call, Constant, Expr, Let, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import post_order
-from ..ops.dyn_params import picked_dims
+from ..ops.shape_sources import picked_dims
 from ..typing import infer_expr
 from ._util import Rewriter, child_exprs, ensure_typed, map_functions, type_bytes, type_of
 from .manager import Pass, PassContext, register_pass
