@@ -186,7 +186,17 @@ class GroupLowering:
             params.append(b)
         shape_dims = list(self.dims)
         pre = self._pre_kernel(placeholders, bufs, shape_dims)
-        sched = Scheduler(outs, bufs, self.nthreads, self.llctx)
+        given = frozenset()
+        if pre is not None:  # the kernel reads what its pre-kernel computed, not again
+            out_ids = {o.id for o in outs}
+            for j, t in enumerate(pre[2]):
+                b = T.Buffer(f"pre{j}", t.dtype, te.size(t.shape), "param", t.shape)
+                params.append(b)
+                if t.id not in out_ids:
+                    bufs[t.id] = b
+            given = frozenset(t.id for t in pre[2] if t.id not in out_ids)
+            pre = pre[:2]
+        sched = Scheduler(outs, bufs, self.nthreads, self.llctx, given)
         body = sched.run()
         for op in self.externs:
             for i, fn in ((op.info.prepack or {}) if op.info is not None else {}).items():
@@ -266,7 +276,7 @@ class GroupLowering:
         # the pre-kernel also takes the values read straight from inputs (thresholds, k)
         in_values = [v for v, src in zip(self.dims, self.dim_sources) if src[0] == "value"]
         kernel = T.Kernel(self.name + "_pre", params + shape_dims + in_values, body, sched.contract)
-        return kernel, [(t.shape, t.dtype) for t in pre_tensors]
+        return kernel, [(t.shape, t.dtype) for t in pre_tensors], pre_tensors
 
     def _batch_split(self, call: Call, in_types, out_types):
         """Static types for one batch element when only axis 0 of the data input and of the

@@ -109,9 +109,10 @@ def _producers(t: Tensor) -> list[Tensor]:
 _MAX_DUPLICATED_NODES = 48
 
 
-def topo_tensors(outputs: list[Tensor]) -> list[Tensor]:
-    """Every tensor the outputs depend on, producers first."""
-    order, seen = [], set()
+def topo_tensors(outputs: list[Tensor], given: frozenset = frozenset()) -> list[Tensor]:
+    """Every tensor the outputs depend on, producers first; `given` tensor ids (computed
+    elsewhere, read from their buffers) are left out with what only they need."""
+    order, seen = [], set(given)
     stack = [(t, False) for t in reversed(outputs)]
     while stack:
         t, done = stack.pop()
@@ -147,12 +148,22 @@ class Scheduler(BatchBlocks):
     """Builds the loop IR of one kernel. `llctx` (a codegen ModuleContext) receives the
     hand-written kernels the group calls."""
 
-    def __init__(self, outputs: list[Tensor], buffers: dict, nthreads: int = 2, llctx=None):
+    def __init__(
+        self,
+        outputs: list[Tensor],
+        buffers: dict,
+        nthreads: int = 2,
+        llctx=None,
+        given: frozenset = frozenset(),
+    ):
         self.llctx = llctx
         self.outputs = outputs
-        self.buffers = dict(buffers)  # Tensor id -> Buffer (placeholders and outputs)
+        # Tensor id -> Buffer (placeholders, outputs and `given` tensors: computed before the
+        # kernel runs, read like placeholders)
+        self.buffers = dict(buffers)
         self.nthreads = nthreads
-        self.order = topo_tensors(outputs)
+        self.given = given
+        self.order = topo_tensors(outputs, given)
         self.tensors = {t.id: t for t in self.order}
         out_ids = {t.id for t in outputs}
         self.materialized = {
@@ -226,7 +237,7 @@ class Scheduler(BatchBlocks):
             if type(new) is not Read:
                 return new
             t = new.tensor
-            if t.op is None or t.id in self.materialized:
+            if t.op is None or t.id in self.materialized or t.id in self.given:
                 return new
             k = (t.id, tuple(key(i) for i in new.indices))
             r = memo.get(k)

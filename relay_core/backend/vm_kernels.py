@@ -96,7 +96,8 @@ def kernel_call(fe, call: Call):
             )
         )
     kfn = fe.vm.llmod.globals[name]
-    ptrs = [fe.rt("relay_data", [v]) for v in flat + outs]
+    # the kernel also reads what its pre-kernel computed (NMS's kept boxes: not run again)
+    ptrs = [fe.rt("relay_data", [v]) for v in flat + outs + pre_outs]
     args = [b.bitcast(p, pt) for p, pt in zip(ptrs, kfn.function_type.args)]
     args += [dims[id(dv)] for dv in lk.dims]
     if fe.vm.profile:  # the kernel alone is timed (not the allocations around it)

@@ -505,6 +505,8 @@ def _topk_samples(rng):
     yield Sample([x, np.array([2], np.int64)])
     yield Sample([x, np.array(3, np.int64)], {"axis": 0, "is_ascend": True, "ret_type": "values"})
     yield Sample([x, np.array([0], np.int64)], {"ret_type": "indices"})
+    y = random_array(rng, (2, 100), "float32", (-2, 2))  # k well below the axis: selection
+    yield Sample([y, np.array([5], np.int64)])
 
 
 _dyn(

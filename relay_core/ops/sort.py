@@ -172,6 +172,17 @@ def _topk_samples(rng):
                 "dtype": "int32",
             },
         )
+    # k well below the axis: the runtime selects instead of sorting; ties and NaN at the border
+    for dtype in ["float32", "int8", "float16"]:
+        x = random_array(rng, (3, 110), dtype, (-3, 3))  # > 300: no finite differences
+        x = np.round(x * 2) / np.asarray(2, x.dtype)  # a few distinct values: ties
+        yield Sample([x], {"k": 9})
+        yield Sample([x.T.copy()], {"k": 6, "axis": 0, "is_ascend": True})
+    x = random_array(rng, (80,), "float32", (-1, 1))
+    x[[3, 40, 41]] = np.nan
+    x[[7, 9]] = np.inf
+    yield Sample([x], {"k": 4})
+    yield Sample([x], {"k": 5, "is_ascend": True})
 
 
 register(

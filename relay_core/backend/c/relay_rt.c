@@ -35,15 +35,69 @@
       memcpy(idx, tmp, (size_t)n * sizeof(int64_t));                                           \
     }                                                                                          \
   }                                                                                            \
+  /* Whether position i (> j) goes before position j: values, then the lower position. */   \
+  static inline int NAME##_after(const T *x, int64_t stride, int64_t i, int64_t j, int desc) { \
+    T a = x[i * stride], b = x[j * stride];                                                    \
+    if (NAME##_before(a, b, desc)) return 0;                                                   \
+    if (NAME##_before(b, a, desc)) return 1;                                                   \
+    return i > j;                                                                              \
+  }                                                                                            \
+  /* The first k of a row (k well below n): a heap of the k best so far, worst at its root,   \
+   * so most elements cost one comparison; then the k sorted (merge sort keeps ties by index) */ \
+  static void NAME##_select(const T *x, int64_t stride, int64_t n, int64_t k, int64_t *heap,   \
+                            int64_t *tmp, int desc) {                                          \
+    for (int64_t i = 0; i < n; i++) {                                                          \
+      int64_t c;                                                                               \
+      if (i < k) { /* sift up */                                                               \
+        c = i;                                                                                 \
+        while (c > 0 && NAME##_after(x, stride, i, heap[(c - 1) / 2], desc) == 1) {           \
+          heap[c] = heap[(c - 1) / 2];                                                         \
+          c = (c - 1) / 2;                                                                     \
+        }                                                                                      \
+        heap[c] = i;                                                                           \
+        continue;                                                                              \
+      }                                                                                        \
+      if (!NAME##_before(x[i * stride], x[heap[0] * stride], desc)) continue; /* i is worse */ \
+      c = 0; /* sift down from the root */                                                     \
+      for (;;) {                                                                               \
+        int64_t l = 2 * c + 1, r = l + 1, w = c;                                               \
+        int64_t wv = i;                                                                        \
+        if (l < k && NAME##_after(x, stride, heap[l], wv, desc)) { w = l; wv = heap[l]; }      \
+        if (r < k && NAME##_after(x, stride, heap[r], wv, desc)) { w = r; wv = heap[r]; }      \
+        if (w == c) break;                                                                     \
+        heap[c] = heap[w];                                                                     \
+        c = w;                                                                                 \
+      }                                                                                        \
+      heap[c] = i;                                                                             \
+    }                                                                                          \
+    /* heap positions -> sorted: merge sort of the k positions by (value, position) */        \
+    for (int64_t w = 1; w < k; w *= 2) {                                                       \
+      for (int64_t lo = 0; lo < k; lo += 2 * w) {                                              \
+        int64_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k;           \
+        int64_t a = lo, b = mid, m = lo;                                                       \
+        while (a < mid && b < hi) {                                                            \
+          if (NAME##_after(x, stride, heap[a], heap[b], desc)) tmp[m++] = heap[b++];           \
+          else tmp[m++] = heap[a++];                                                           \
+        }                                                                                      \
+        while (a < mid) tmp[m++] = heap[a++];                                                  \
+        while (b < hi) tmp[m++] = heap[b++];                                                   \
+      }                                                                                        \
+      memcpy(heap, tmp, (size_t)k * sizeof(int64_t));                                          \
+    }                                                                                          \
+  }                                                                                            \
   /* x: (outer, n, inner) row-major; out: (outer, k, inner) int64 positions of the first k */  \
   void NAME(const T *x, int64_t *out, int64_t outer, int64_t n, int64_t inner, int64_t k,      \
             int32_t desc, int32_t nthreads) {                                                  \
     (void)nthreads;                                                                            \
     if (n == 0 || k == 0) return;                                                              \
-    int64_t *idx = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));                        \
+    int select = k <= n / 8; /* a few of many (detectors' top 1,000 of a million scores) */  \
+    int64_t m = select ? k : n;                                                                \
+    int64_t *idx = (int64_t *)malloc(2 * (size_t)m * sizeof(int64_t));                        \
     for (int64_t o = 0; o < outer; o++)                                                        \
       for (int64_t in = 0; in < inner; in++) {                                                 \
-        NAME##_row(x + o * n * inner + in, inner, n, idx, idx + n, desc);                      \
+        const T *row = x + o * n * inner + in;                                                 \
+        if (select) NAME##_select(row, inner, n, k, idx, idx + m, desc);                       \
+        else NAME##_row(row, inner, n, idx, idx + n, desc);                                    \
         for (int64_t j = 0; j < k; j++) out[(o * k + j) * inner + in] = idx[j];                \
       }                                                                                        \
     free(idx);                                                                                 \

@@ -110,14 +110,19 @@ RELAY_UNIQUE(relay_unique_i64, int64_t)
       o[2] = b[0] < b[2] ? b[0] : b[2]; o[3] = b[0] < b[2] ? b[2] : b[0];                      \
     }                                                                                          \
   }                                                                                            \
-  static int NAME##_suppressed(const T *c, const T *s, T iou) {                                \
-    T ix0 = c[0] > s[0] ? c[0] : s[0], ix1 = c[1] < s[1] ? c[1] : s[1];                        \
-    T iy0 = c[2] > s[2] ? c[2] : s[2], iy1 = c[3] < s[3] ? c[3] : s[3];                        \
-    T inter = (ix1 - ix0) * (iy1 - iy0);                                                       \
-    T a1 = (c[1] - c[0]) * (c[3] - c[2]), a2 = (s[1] - s[0]) * (s[3] - s[2]);                  \
-    T uni = a1 + a2 - inter;                                                                   \
-    if (!(ix1 > ix0 && iy1 > iy0 && inter > 0 && a1 > 0 && a2 > 0 && uni > 0)) return 0;       \
-    return inter / uni > iou;                                                                  \
+  /* Whether candidate c (corners x0 x1 y0 y1, area ca) is suppressed by one of the n kept    \
+   * boxes (structure of arrays: k[0..3] corners, k[4] areas); the division only for boxes    \
+   * that overlap, so far-apart boxes cost a few comparisons. */                               \
+  static int NAME##_suppressed(const T *c, T ca, T *const *k, int64_t n, T iou) {              \
+    const T *kx0 = k[0], *kx1 = k[1], *ky0 = k[2], *ky1 = k[3], *ka = k[4];                    \
+    for (int64_t q = 0; q < n; q++) {                                                          \
+      T ix0 = c[0] > kx0[q] ? c[0] : kx0[q], ix1 = c[1] < kx1[q] ? c[1] : kx1[q];              \
+      T iy0 = c[2] > ky0[q] ? c[2] : ky0[q], iy1 = c[3] < ky1[q] ? c[3] : ky1[q];              \
+      if (!(ix1 > ix0 && iy1 > iy0)) continue;                                                 \
+      T inter = (ix1 - ix0) * (iy1 - iy0), uni = ca + ka[q] - inter;                           \
+      if (inter > 0 && ca > 0 && ka[q] > 0 && uni > 0 && inter / uni > iou) return 1;          \
+    }                                                                                          \
+    return 0;                                                                                  \
   }                                                                                            \
   void NAME(const T *boxes, const T *scores, const int64_t *max_out_p, const T *iou_p,         \
             const T *score_p, int64_t *info, int64_t B, int64_t C, int64_t N, int32_t has_score, \
@@ -128,11 +133,16 @@ RELAY_UNIQUE(relay_unique_i64, int64_t)
     int64_t k = 0;                                                                             \
     info[0] = 0;                                                                               \
     if (N == 0 || max_out <= 0) return;                                                        \
-    int64_t *idx = (int64_t *)malloc(3 * (size_t)N * sizeof(int64_t)), *tmp = idx + N;         \
-    int64_t *kept = idx + 2 * N;                                                               \
-    T *corners = (T *)malloc(4 * (size_t)N * sizeof(T));                                       \
+    int64_t *idx = (int64_t *)malloc(2 * (size_t)N * sizeof(int64_t)), *tmp = idx + N;         \
+    T *corners = (T *)malloc(10 * (size_t)N * sizeof(T)), *area = corners + 4 * N;             \
+    T *kept[5];                                                                                \
+    for (int j = 0; j < 5; j++) kept[j] = corners + (5 + j) * N;                               \
     for (int64_t b = 0; b < B; b++) {                                                          \
-      for (int64_t i = 0; i < N; i++) NAME##_corners(boxes + (b * N + i) * 4, center, corners + 4 * i); \
+      for (int64_t i = 0; i < N; i++) {                                                        \
+        T *o = corners + 4 * i;                                                                \
+        NAME##_corners(boxes + (b * N + i) * 4, center, o);                                    \
+        area[i] = (o[1] - o[0]) * (o[3] - o[2]);                                               \
+      }                                                                                        \
       for (int64_t c = 0; c < C; c++) {                                                        \
         const T *s = scores + (b * C + c) * N;                                                 \
         int64_t m = 0, nk = 0;                                                                 \
@@ -141,11 +151,11 @@ RELAY_UNIQUE(relay_unique_i64, int64_t)
         NAME##_ctx ctx = {s};                                                                  \
         relay_msort(idx, tmp, m, NAME##_le, &ctx);                                             \
         for (int64_t j = 0; j < m && nk < max_out; j++) {                                      \
-          int64_t cand = idx[j], ok = 1;                                                       \
-          for (int64_t q = 0; q < nk && ok; q++)                                               \
-            if (NAME##_suppressed(corners + 4 * cand, corners + 4 * kept[q], iou)) ok = 0;     \
-          if (!ok) continue;                                                                   \
-          kept[nk++] = cand;                                                                   \
+          int64_t cand = idx[j];                                                               \
+          const T *cc = corners + 4 * cand;                                                    \
+          if (NAME##_suppressed(cc, area[cand], kept, nk, iou)) continue;                      \
+          for (int q = 0; q < 4; q++) kept[q][nk] = cc[q];                                     \
+          kept[4][nk++] = area[cand];                                                          \
           info[1 + 3 * k] = b;                                                                 \
           info[2 + 3 * k] = c;                                                                 \
           info[3 + 3 * k] = cand;                                                              \
