@@ -40,7 +40,8 @@ def _boxes(rng, n):
 def test_nms_runs_once_per_call():
     b = Var("b", TensorType((1, Any, 4), "float32"))
     s = Var("s", TensorType((1, 2, Any), "float32"))
-    body = call("vision.non_max_suppression", b, s, max_output_boxes_per_class=100, iou_threshold=0.4)
+    attrs = {"max_output_boxes_per_class": 100, "iou_threshold": 0.4}
+    body = call("vision.non_max_suppression", b, s, **attrs)
     mod, lk = _lowered([b, s], body)
     assert lk.pre is not None
     assert {"relay_nms_f32"} <= _called(lk.pre[0])
@@ -53,7 +54,7 @@ def test_nms_runs_once_per_call():
     rng = np.random.default_rng(0)
     for n in (0, 5, 200):  # the boxes overlap: the classes keep different ones
         boxes, scores = _boxes(rng, n), rng.uniform(0, 1, (1, 2, n)).astype(np.float32)
-        want = op.ref([boxes, scores], op.make_attrs(max_output_boxes_per_class=100, iou_threshold=0.4))
+        want = op.ref([boxes, scores], op.make_attrs(**attrs))
         got = np.asarray(lib(boxes, scores)[0])
         np.testing.assert_array_equal(got, want)
     assert 0 < len(want) < 2 * 100  # the last case suppressed boxes below the cap
