@@ -11,11 +11,22 @@ from numbers import Number
 from types import FunctionType
 from typing import TYPE_CHECKING
 
+from ..te import expr as E
 from . import tir as T
 from .kernels.common import prefer_variant
 
 if TYPE_CHECKING:
     from .schedule import ExternOp
+
+
+# From this many elements on, a batch-split product with a run-time-shaped kernel
+# (kernels/gemm_dynamic) runs that kernel once over the whole batch: blocks of 8 stream the
+# weights once per block. Dense layers, ours / onnxruntime at 2 threads, interleaved (Zen 3,
+# 2026-12-06): 150 x 12544 x 1024 (a detector's box head) 1.63 in blocks, 1.14 whole; 64 x 2048
+# x 1000 1.29 / 1.00; 64 x 25088 x 4096 1.45 / 0.98; at 1-8 rows blocks and the whole-batch
+# kernel were within noise of each other, except one row of a 1024 x 1024 layer (0.17 ms in the
+# one-row kernel, 0.38 ms whole).
+WHOLE_BATCH = 16
 
 
 class BatchBlocks:
@@ -49,6 +60,26 @@ class BatchBlocks:
                 if name is not None:
                     kept.append((k, name, emit))
         op.blocks = kept
+
+    def _emit_whole(self, op, epilogue) -> None:
+        """Define the whole-batch kernel of a batch-split op (`ExternOp.whole`) with
+        `epilogue` (False: none could be built, so the kernel is dropped), or drop it when it
+        would read a constant in another layout than the per-element kernel."""
+        if op.whole is None:
+            return
+        name, emit = op.whole[:2]
+        info = None
+        if epilogue is not False:
+            try:
+                info = emit(self.llctx.llmod, name, epilogue)
+            except NotImplementedError:
+                info = None
+        pp1 = (op.info.prepack or {}) if op.info is not None else {}
+        if info is None or not _same_prepack(pp1, info):
+            self._forget(name)
+            op.whole = None
+            return
+        self.llctx.externs.add(name)
 
     def _adopt_block_variant(self, op, epilogue_of) -> tuple | None:
         """Re-emit the per-element kernel of a batch-split op with the algorithm its largest
@@ -148,7 +179,11 @@ def _batch_calls(op: ExternOp, ins: list, outs: list, extra: list) -> T.Stmt:
         start = start + count * k
     n = T.index_var("batch")
     stmts.append(T.For(n, op.batch, call(op.name, n), begin=start))
-    return stmts[0] if len(stmts) == 1 else T.seq(*stmts)
+    split = stmts[0] if len(stmts) == 1 else T.seq(*stmts)
+    if op.whole is None:
+        return split
+    whole = T.CallKernel(op.whole[0], ins + outs + extra + list(op.whole[2]), None)
+    return T.IfThenElse(E.ge(E.index(op.batch), E.index(WHOLE_BATCH)), whole, split)
 
 
 def same_transform(a, b) -> bool:

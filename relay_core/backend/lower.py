@@ -346,6 +346,7 @@ class GroupLowering:
         if id(call) in self.no_kernel:
             return None
         batched = None
+        dyn_types = (in_types, out_types)
         if not all(t.is_static for t in in_types + out_types):
             batched = self._batch_split(call, in_types, out_types)
             if batched is None:
@@ -380,10 +381,29 @@ class GroupLowering:
                     return gen(llmod, name, in_k, out_k, attrs, epilogue, const_inputs)
 
                 op.blocks.append((k, f"{kname}_b{k}", emit_block))
+            op.whole = self._whole_batch(call, kname, flat_in, dyn_types, const_inputs)
         self.externs.append(op)
         if isinstance(out_type, TupleType):
             return _unflatten(out_type, outs, 0)[0]
         return outs[0]
+
+    def _whole_batch(self, call: Call, kname: str, flat_in, dyn_types, const_inputs):
+        """A batch-split op's kernel for the whole run-time batch (`ExternOp.whole`: its op's
+        run-time-shaped kernel, called from batch_blocks.WHOLE_BATCH elements on), or None."""
+        gen = call.op.opdef.dynamic_kernel
+        if gen is None or len(flat_in) != len(dyn_types[0]) or len(dyn_types[1]) != 1:
+            return None
+        in_types, out_types = dyn_types
+        env = list(self.dims)
+        attrs = call.attrs
+
+        def emit(llmod, name, epilogue):
+            return gen(
+                llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env=len(env)
+            )
+
+        dims = [te.index(d) for x in flat_in for d in x.shape] + env
+        return (f"{kname}_all", emit, dims, env)
 
     def _try_dynamic_kernel(self, call: Call, args: list, flat_in, in_types, out_types):
         """The call through its op's `dynamic_kernel`, which reads every extent of the inputs

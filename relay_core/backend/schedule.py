@@ -51,6 +51,9 @@ class ExternOp:
     # it receives last, which an epilogue's indices may use; None: a static-shaped kernel
     env: list | None = None
     written: list | None = None  # the buffers the kernel's call writes (set when scheduled)
+    # a batch-split op's kernel for the whole run-time batch at once, called from WHOLE_BATCH
+    # elements on: (name, emit(llmod, name, epilogue), scalar args, env); None when not kept
+    whole: tuple | None = None
 
 
 def extern(name: str, out_specs, inputs, emit, scalar_args=()) -> list[Tensor]:
@@ -347,6 +350,7 @@ class Scheduler(BatchBlocks):
                 if fused is None:
                     self._emit_kernel(op, None)
                     self._emit_blocks(op, lambda k: (True, None))
+                    self._emit_whole(op, None)
                     outs = [self.buffer(x) for x in op.outputs]
                     extra = []
                 else:
@@ -450,6 +454,12 @@ class Scheduler(BatchBlocks):
                         return ok, made[0] if ok else None
 
                     self._emit_blocks(op, epilogue_of)
+                if op.whole is not None:  # built for the whole run-time shape
+                    saved, self.simp = self.simp, Simplifier()
+                    made = self._epilogue(t, c, expr, tuple(c.shape), op.whole[3])
+                    self.simp = saved
+                    same = made is not None and [b.id for b in made[1]] == [b.id for b in extras]
+                    self._emit_whole(op, made[0] if same else False)
         return absorbed
 
     def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple, env=()):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import relay_core
+from relay_core.backend.batch_blocks import WHOLE_BATCH
 from relay_core.backend.kernels import gemm_dynamic
 from relay_core.errors import RelayError
 from relay_core.ir import Any, Function, IRModule, ShapeVar, TensorType, Var, call, const
@@ -239,6 +240,25 @@ def test_attention_scores_scale_and_mask_fused(emitted, nthreads):
         qv, kv, mv = _rand(rng, bb, 4, ss, 16), _rand(rng, bb, 4, ss, 16), _rand(rng, bb, 1, 1, ss)
         want = np.matmul(_f64(qv), np.swapaxes(_f64(kv), -1, -2)) * 0.25 + mv
         _close(lib(qv, kv, mv), want)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_on_a_run_time_batch_whole(emitted, nthreads):
+    """A dense layer on (?, features) is split by batch element (blocks of 8 and 4, then one
+    at a time); from WHOLE_BATCH rows on the run-time-shaped kernel takes the whole batch at
+    once (blocks streamed the weights once per block), with the same fused bias, residual and
+    activation, reading the weights in the same prepacked layout."""
+    rng = np.random.default_rng(7)
+    b = ShapeVar("b")
+    w, bias = _rand(rng, 48, 64), _rand(rng, 48)
+    x = Var("x", TensorType((b, 64), "float32"))
+    r = Var("r", TensorType((b, 48), "float32"))
+    y = call("nn.relu", call("add", call("add", call("nn.dense", x, const(w)), const(bias)), r))
+    lib = _build(Function((x, r), y), nthreads)
+    assert emitted == ["nn.dense"] and emitted.fused == [True]
+    for rows in (1, 7, WHOLE_BATCH - 1, WHOLE_BATCH, 40):
+        xv, rv = _rand(rng, rows, 64), _rand(rng, rows, 48)
+        _close(lib(xv, rv), np.maximum(_f64(xv) @ _f64(w).T + bias + rv, 0))
 
 
 def test_empty_reduction_then_epilogue(emitted):
