@@ -170,11 +170,20 @@ def _roi_samples(align: bool):
                 for extra in (
                     {},
                     {"sample_ratio": 2, "mode": "max"},
+                    {"sample_ratio": 3},
                     {"coordinate_transformation_mode": "output_half_pixel"},
                 ):
                     yield Sample([x, boxes, batch.astype(np.int64)], {**base, **extra})
                 rois5 = np.concatenate([batch[:, None].astype(dtype), boxes], 1)
                 yield Sample([x, rois5], {**base, "pooled_size": (1, 1)})
+        # more channels than a kernel's work unit takes (the sample tables serve several)
+        x = random_array(rng, (1, 40, 7, 6), "float32")
+        xy = rng.uniform(-1, 8, size=(4, 2, 2))
+        boxes = np.concatenate([xy.min(1), xy.max(1)], axis=1).astype(np.float32)
+        if align:
+            for extra in ({"sample_ratio": 2}, {"sample_ratio": 1, "mode": "max"}):
+                args = [x, boxes, np.zeros(4, np.int64)]
+                yield Sample(args, {"pooled_size": (3, 3), "spatial_scale": 0.9, **extra})
         # Small enough for finite-difference gradient checks.
         x = random_array(rng, (1, 2, 6, 5), "float64")
         xy = rng.uniform(-1, 6, size=(3, 2, 2))
