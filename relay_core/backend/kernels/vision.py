@@ -3,7 +3,8 @@
 They follow the op registry's references operation by operation (box arithmetic in the boxes'
 compute dtype, float64 accumulation), so that rounding ties resolve the same way. One work unit is
 one (box, channel) pair; roi_align with a fixed sampling ratio takes a box and a block of channels
-per unit, its sample positions and weights computed once for them. Batch indices outside the batch are clamped (the reference raises).
+per unit, its sample positions and weights computed once for them. Batch indices outside the
+batch are clamped (the reference raises).
 """
 
 from __future__ import annotations
