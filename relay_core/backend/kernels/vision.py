@@ -318,9 +318,7 @@ def _roi_tables(kf, in_types, out_types, geo, ft, half, scale, ratio, is_max, ax
                                         else:
                                             b.store(b.fadd(b.load(inner), b.fmul(v, wy64)), inner)
                                 if not is_max:
-                                    b.store(
-                                        b.fadd(b.load(acc), b.fmul(b.load(inner), wx64)), acc
-                                    )
+                                    b.store(b.fadd(b.load(acc), b.fmul(b.load(inner), wx64)), acc)
                         res = b.load(acc)
                         if not is_max:
                             res = b.fdiv(res, const(F64, float(R * R)))
