@@ -79,9 +79,10 @@ class OnnxContext(ConvertContext):
         return Call(gv, tuple(args), span=self.span)
 
     # -- subgraphs ---------------------------------------------------------------------------
-    def branch(self, graph) -> list[Expr]:
-        """Outputs of a subgraph evaluated in the current scope (If branches)."""
-        return self.gc.convert_branch(graph, self)
+    def branch(self, graph, inputs=()) -> list[Expr]:
+        """Outputs of a subgraph evaluated in the current scope (If branches; an unrolled Loop
+        body's iteration with its inputs bound to `inputs`)."""
+        return self.gc.convert_branch(graph, self, inputs)
 
     def body(self, graph, param_types: list[Type]):
         """A subgraph as a function body: (params, outputs, captures), see GraphConverter."""

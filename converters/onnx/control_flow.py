@@ -137,8 +137,52 @@ def _append(ctx, acc, x, front=False):
     return ctx.call("concatenate", *((x, acc) if front else (acc, x)), axis=0)
 
 
+# A Loop of at most this many iterations, all known at conversion time, is unrolled.
+UNROLL_MAX = 16
+
+
+def _unrolled(ctx, M, cond, v_initial, body) -> list | None:
+    """The Loop's outputs with its body converted once per iteration, inline, when the trip
+    count is a constant of at most UNROLL_MAX and the body's condition stays a constant (None
+    otherwise). torch's exporter writes building a list as a Loop of one iteration (MViTv2: 51
+    of them): inline, each value keeps its static shape, where a loop-carried value forgets its
+    dims (an If of MViTv2 then could not tell its branches' ranks apart)."""
+    m = ctx.value(M) if M is not None else None
+    if m is None or m.size != 1 or not 0 < int(m.reshape(-1)[0]) <= UNROLL_MAX:
+        return None
+    c = ctx.value(cond) if cond is not None else np.array(True)
+    if c is None or c.size != 1 or not bool(c.reshape(-1)[0]):
+        return None
+    n_v = len(v_initial)
+    vals, scans = list(v_initial), None
+    try:
+        for i in range(int(m.reshape(-1)[0])):
+            inputs = [ctx.const(np.array(i, np.int64)), ctx.const(np.array(True)), *vals]
+            outs = ctx.branch(body, inputs)
+            go = ctx.value(outs[0]) if len(outs) > n_v else None
+            if go is None or go.size != 1:
+                return None
+            vals = list(outs[1 : 1 + n_v])
+            step = [[x] for x in outs[1 + n_v :]]
+            scans = step if scans is None else [a + b for a, b in zip(scans, step)]
+            if not bool(go.reshape(-1)[0]):
+                break
+        stacked = [
+            ctx.call("concatenate", *[ctx.call("expand_dims", x, axis=0) for x in xs], axis=0)
+            for xs in scans
+        ]
+        for x in stacked:  # the scan outputs' items must agree in shape
+            ctx.type_of(x)
+    except ConversionError:
+        return None  # converted as a loop, which reports what is wrong
+    return vals + stacked
+
+
 @converter("Loop", 1)
 def Loop(ctx, M=None, cond=None, *v_initial, body):
+    unrolled = _unrolled(ctx, M, cond, v_initial, body)
+    if unrolled is not None:
+        return unrolled
     n_v = len(v_initial)
     init = [_initial_type(ctx, v, body.input[2 + k]) for k, v in enumerate(v_initial)]
     carried = [t for t, _ in init]

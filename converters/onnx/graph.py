@@ -221,6 +221,9 @@ class GraphConverter:
         # it) that did not fold: folded again when a later node uses them, as the static dims
         # they pick may make them constants (see `_convert_nodes`)
         self._shape_derived: set = set()
+        # sequences whose items are known at conversion time (id -> (list expr, items)):
+        # SequenceAt of a constant position is then the item itself, with its own type
+        self.known_seqs: dict = {}
 
     # -- resolution --------------------------------------------------------------------------
     def resolve(self, domain: str, op: str, opsets: dict[str, int]) -> Resolved | None:
@@ -570,12 +573,15 @@ class GraphConverter:
             outs.append(e)
         return outs
 
-    def convert_branch(self, graph, ctx: OnnxContext) -> list[Expr]:
-        """An If branch: converted in a child scope of the current one."""
+    def convert_branch(self, graph, ctx: OnnxContext, inputs=()) -> list[Expr]:
+        """An If branch (or one iteration of an unrolled Loop body, its inputs bound to
+        `inputs`): converted in a child scope of the current one."""
         saved = self._save()
         parent = self._current_scope
         scope = Scope(parent, ctx=self.ctx)
         self.bind_initializers(graph, scope)
+        for inp, e in zip(graph.input, inputs):
+            scope.bind(inp.name, e)
         prefix = f"{saved[0]}/{graph.name or 'branch'}/"
         try:
             self.convert_nodes(graph.node, scope, saved[4], prefix)

@@ -115,20 +115,60 @@ def _match_cons(ctx, xs, on_cons, on_nil=None):
     return Match(xs, tuple(clauses), complete=on_nil is not None, span=ctx.span)
 
 
+# -- sequences known at conversion time ----------------------------------------------------------
+# A list built by SequenceConstruct / SequenceInsert / SequenceErase at constant positions (an
+# unrolled Loop's too) keeps its items beside it: SequenceAt of a constant position is the item
+# itself and ConcatFromSequence concatenates them, with their static shapes (a list's elements
+# forget theirs). The list expression stays the value for everything else.
+def _frame(ctx):
+    """The function the converter is in: the nearest Loop / Scan body scope (or the graph's):
+    items known in another function are not used (its values reach this one as captures)."""
+    s = ctx.gc._current_scope  # noqa: SLF001
+    while s is not None and not s.boundary and s.parent is not None:
+        s = s.parent
+    return s
+
+
+def known_items(ctx, seq) -> list | None:
+    k = ctx.gc.known_seqs.get(id(seq))
+    if k is None or k[0] is not seq or k[2] is not _frame(ctx):
+        return None
+    return list(k[1])
+
+
+def _known(ctx, items):
+    seq = list_of(ctx, items)
+    ctx.gc.known_seqs[id(seq)] = (seq, list(items), _frame(ctx))
+    return seq
+
+
+def _const_pos(ctx, pos, n: int, insert: bool = False) -> int | None:
+    """A constant position (maybe negative) in a known list of n items, or None."""
+    v = ctx.value(pos) if pos is not None else None
+    if v is None or v.size != 1:
+        return None
+    p = int(v.reshape(-1)[0])
+    p = p + n if p < 0 else p
+    return p if 0 <= p <= n - (0 if insert else 1) else None
+
+
 # -- sequence ops -------------------------------------------------------------------------------
 @converter("SequenceEmpty", 11)
 def SequenceEmpty(ctx, *, dtype=1):
     relay_dtype(dtype)
-    return _nil(ctx)
+    return _known(ctx, [])
 
 
 @converter("SequenceConstruct", 11)
 def SequenceConstruct(ctx, *xs):
-    return list_of(ctx, xs)
+    return _known(ctx, list(xs))
 
 
 @converter("SequenceLength", 11)
 def SequenceLength(ctx, seq):
+    items = known_items(ctx, seq)
+    if items is not None:
+        return scalar(ctx, len(items), "int64")
     if _is_nil(seq):
         return scalar(ctx, 0, "int64")
     return cast(ctx, _global(ctx, "length", seq), "int64")
@@ -136,11 +176,21 @@ def SequenceLength(ctx, seq):
 
 @converter("SequenceAt", 11)
 def SequenceAt(ctx, seq, pos):
+    items = known_items(ctx, seq)
+    if items is not None:
+        p = _const_pos(ctx, pos, len(items))
+        if p is not None:
+            return items[p]
     return _global(ctx, "nth", seq, _index(ctx, pos, seq))
 
 
 @converter("SequenceInsert", 11)
 def SequenceInsert(ctx, seq, x, pos=None):
+    items = known_items(ctx, seq)
+    if items is not None:
+        p = len(items) if pos is None else _const_pos(ctx, pos, len(items), insert=True)
+        if p is not None:
+            return _known(ctx, items[:p] + [x] + items[p:])
     item = forget(ctx, x)
     if _is_nil(seq):
         return _cons(ctx, item, seq)
@@ -167,6 +217,11 @@ def SequenceInsert(ctx, seq, x, pos=None):
 def SequenceErase(ctx, seq, pos=None):
     if pos is None:
         pos = ctx.const(np.array(-1, np.int64))
+    items = known_items(ctx, seq)
+    if items is not None:
+        p = _const_pos(ctx, pos, len(items))
+        if p is not None:
+            return _known(ctx, items[:p] + items[p + 1 :])
     lt = _list_type(elem_type(ctx, seq))
     xs, n = Var("xs", lt), Var("n", TensorType((), "int32"))
 
@@ -187,6 +242,13 @@ def SequenceErase(ctx, seq, pos=None):
 
 @converter("ConcatFromSequence", 11)
 def ConcatFromSequence(ctx, seq, *, axis, new_axis=0):
+    items = known_items(ctx, seq)
+    if items:
+        rank = ctx.ndim(items[0]) + (1 if new_axis else 0)
+        axis = normalize_axis(ctx, axis, rank)
+        if new_axis:
+            items = [ctx.call("expand_dims", x, axis=axis) for x in items]
+        return ctx.call("concatenate", *items, axis=axis)
     et = elem_type(ctx, seq)
     rank = len(et.shape) + (1 if new_axis else 0)
     axis = normalize_axis(ctx, axis, rank)

@@ -834,11 +834,12 @@ def test_detector_tail_with_run_time_box_counts_compiles():
     assert len(counts) > 1  # the run-time counts differ between the inputs
 
 
-def test_slice_by_a_loop_counter_with_scalar_bounds():
+@pytest.mark.parametrize("trips", ["constant", "input"])
+def test_slice_by_a_loop_counter_with_scalar_bounds(trips):
     """torchvision's MViT through the TorchScript exporter slices inside a Loop by the loop
     counter, which it declares of shape (1,) where ONNX has a scalar (onnxruntime feeds what
     is declared; we take the scalar): Slice by scalar starts / ends failed with an
-    IndexError."""
+    IndexError. A constant trip count unrolls the loop; one given at run time keeps it."""
     from onnx import numpy_helper
 
     seq_t = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
@@ -867,13 +868,135 @@ def test_slice_by_a_loop_counter_with_scalar_bounds():
             helper.make_node("ConcatFromSequence", ["pieces"], ["y"], axis=0),
         ],
         "loop_slice",
-        [_vi("x", [3, 4])],
+        [_vi("x", [3, 4])] + ([_vi("n", [], TensorProto.INT64)] if trips == "input" else []),
         [_vi("y", [None, 4])],
-        [
-            numpy_helper.from_array(np.array(3, np.int64), "n"),
-            numpy_helper.from_array(np.array(True), "cond"),
-        ],
+        [numpy_helper.from_array(np.array(True), "cond")]
+        + ([numpy_helper.from_array(np.array(3, np.int64), "n")] if trips == "constant" else []),
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     x = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
-    _check_vs_ort(model, [x])
+    feeds = [x] + ([np.array(3, np.int64)] if trips == "input" else [])
+    mod = _check_vs_ort(model, feeds)
+    assert _has_loop(mod) == (trips == "input")
+    if trips == "constant":  # unrolled: the pieces keep their shapes
+        assert mod["main"].body.checked_type.shape == (3, 4)
+
+
+def _has_loop(mod):
+    from relay_core.ir import Function
+
+    return any(type(n) is Function for n in post_order(mod["main"].body))
+
+
+def _seq_out(name):
+    return helper.make_tensor_sequence_value_info(name, TensorProto.FLOAT, None)
+
+
+def test_list_built_in_a_one_trip_loop_keeps_shapes_for_a_rank_changing_if():
+    """torchvision's MViTv2 through the TorchScript exporter: a list built by a Loop of one
+    iteration (SequenceEmpty, SequenceInsert of a slice), a piece appended, its items read back
+    and concatenated, then `squeeze(1)` exported as If(shape[1] == 1, Squeeze, Identity), whose
+    branches differ in rank. A list forgets its items' dims, so the If was refused; the loop
+    is unrolled and the list's items known at conversion time: the If's condition folds."""
+    from onnx import numpy_helper
+
+    body = helper.make_graph(
+        [
+            helper.make_node("Gather", ["bounds", "it"], ["lo"], axis=0),
+            helper.make_node("Add", ["it", "one"], ["it1"]),
+            helper.make_node("Gather", ["bounds", "it1"], ["hi"], axis=0),
+            helper.make_node("Slice", ["u", "lo", "hi", "ax2"], ["piece"]),
+            helper.make_node("SequenceInsert", ["s", "piece"], ["s_out"]),
+            helper.make_node("Identity", ["c"], ["c_out"]),
+        ],
+        "body",
+        [_vi("it", [1], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _seq_out("s")],
+        [_vi("c_out", [], TensorProto.BOOL), _seq_out("s_out")],
+        [numpy_helper.from_array(np.array([1], np.int64), "one")],
+    )
+    then_g = helper.make_graph(
+        [helper.make_node("Squeeze", ["cat", "ax1"], ["sq"])], "then", [], [_vi("sq", ["b", 6, 4])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Identity", ["cat"], ["id"])], "else", [], [_vi("id", ["b", 1, 6, 4])]
+    )
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "ax1"], ["u"]),
+        helper.make_node("SequenceEmpty", [], ["s0"], dtype=TensorProto.FLOAT),
+        helper.make_node("Loop", ["n", "true", "s0"], ["s1"], body=body),
+        helper.make_node("Shape", ["u"], ["us"]),
+        helper.make_node("Gather", ["us", "two"], ["len"], axis=0),
+        helper.make_node("Slice", ["u", "one", "len", "ax2"], ["rest"]),
+        helper.make_node("SequenceInsert", ["s1", "rest"], ["s2"]),
+        helper.make_node("SequenceAt", ["s2", "zero"], ["a"]),
+        helper.make_node("SequenceAt", ["s2", "neg1"], ["b"]),
+        helper.make_node("Concat", ["a", "b"], ["cat"], axis=2),
+        helper.make_node("Shape", ["cat"], ["cs"]),
+        helper.make_node("Gather", ["cs", "one"], ["d1"], axis=0),
+        helper.make_node("Equal", ["d1", "one"], ["is1"]),
+        helper.make_node("If", ["is1"], ["y"], then_branch=then_g, else_branch=else_g),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(1, np.int64), "n"),
+        numpy_helper.from_array(np.array(True), "true"),
+        numpy_helper.from_array(np.array([0, 1], np.int64), "bounds"),
+        numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+        numpy_helper.from_array(np.array([2], np.int64), "ax2"),
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+        numpy_helper.from_array(np.array([2], np.int64), "two"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array(-1, np.int64), "neg1"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mvit_pool", [_vi("x", ["b", 6, 4])], [_vi("y", ["b", 6, 4])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(5)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 6, 4)).astype(np.float32)
+        mod = _check_vs_ort(model, [x])
+        got = relay_core.build(mod)(x)
+        np.testing.assert_allclose(np.asarray(got[0] if isinstance(got, list) else got), x)
+    assert mod["main"].body.checked_type.shape[1:] == (6, 4)
+
+
+def test_unrolled_loop_scan_outputs_and_a_loop_that_stops_on_data():
+    """A constant trip count unrolls; scan outputs stack the iterations' values. A condition
+    computed from the data keeps the loop (it stops when the running sum passes 3)."""
+    from onnx import numpy_helper
+
+    def model(stop_on_data):
+        cond = ["Less", ["total", "three"], ["c_out"]] if stop_on_data else None
+        nodes = [
+            helper.make_node("Add", ["acc", "x"], ["acc_out"]),
+            helper.make_node("Mul", ["acc_out", "two"], ["scan"]),
+            helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+        ]
+        nodes.append(
+            helper.make_node(*cond) if cond else helper.make_node("Identity", ["c"], ["c_out"])
+        )
+        body = helper.make_graph(
+            nodes,
+            "body",
+            [_vi("it", [], TensorProto.INT64), _vi("c", [], TensorProto.BOOL), _vi("acc", [2])],
+            [_vi("c_out", [], TensorProto.BOOL), _vi("acc_out", [2]), _vi("scan", [2])],
+            [
+                numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+                numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+            ],
+        )
+        g = helper.make_graph(
+            [helper.make_node("Loop", ["n", "", "x"], ["acc_f", "scans"], body=body)],
+            "g",
+            [_vi("x", [2])],
+            [_vi("acc_f", [2]), _vi("scans", [None, 2])],
+            [numpy_helper.from_array(np.array(4, np.int64), "n")],
+        )
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+    x = np.array([0.5, 1.25], np.float32)
+    unrolled = _check_vs_ort(model(False), [x])
+    assert not _has_loop(unrolled)
+    assert unrolled["main"].body.checked_type.fields[1].shape == (4, 2)
+    looped = _check_vs_ort(model(True), [x])
+    assert _has_loop(looped)
