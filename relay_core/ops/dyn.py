@@ -149,10 +149,30 @@ def _bcast_static(call):
         return _static_call(call, "broadcast_to", call.args[:1], shape=shape)
     like = _shape_source(call.args[1])
     if like is None:
-        return None
+        return _bcast_read_dims(call)
     # Expand(y, Shape(x)) (`y.expand_as(x)`: timm's ECA / CBAM gates): broadcast_to_like has
     # the same bidirectional rule and keeps x's dims, named batch included
     return _static_call(call, "broadcast_to_like", (call.args[0], like))
+
+
+def _bcast_read_dims(call):
+    """Expand to sizes mixing constants and dims read off tensors (torchvision's multi-scale
+    RoI pooling: `index.expand(n, C, h, w)`, n a run-time count): a static broadcast over the
+    constants, then broadcast to the read dims, so the result keeps the static ones."""
+    data, entries = call.args[0], dim_sources(call.args[1])
+    dims = data.checked_type.shape if data.has_type else None
+    if entries is None or dims is None or any(e is None for e in entries):
+        return None
+    if len(entries) == len(dims):  # a dim of data's own at its place passes through as is
+        own = shape_entries(call.args[1], data) or [None] * len(entries)
+        entries = [1 if o == "same" else e for e, o in zip(entries, own)]
+    static = tuple(1 if isinstance(e, tuple) else e for e in entries)
+    base = _static_call(call, "broadcast_to", (data,), shape=static)
+    if not any(isinstance(e, tuple) for e in entries):
+        return base
+    if len(static) < len(dims) or any(d == 0 or e == 0 for d, e in zip(dims, static)):
+        return None
+    return carry_dims(base, entries)
 
 
 def _shape_source(shape):

@@ -58,6 +58,10 @@ def dim_sources(shape) -> list | None:
     when the expression is neither."""
     from ..ir.expr import Constant, Tuple
 
+    if _is_call(shape, "reshape") and len(shape.attrs.newshape) == 1:  # a 1-D view of it
+        return dim_sources(shape.args[0])
+    if _is_call(shape, "where"):
+        return _kept_sizes(shape)
     if _is_call(shape, "concatenate"):
         one = len(shape.args) == 1 and type(shape.args[0]) is Tuple
         pieces = shape.args[0].fields if one else shape.args
@@ -93,6 +97,34 @@ def dim_sources(shape) -> list | None:
             if sdims is None:
                 return None
         out.extend(sdims[k] if isinstance(sdims[k], int) else (src, k) for k in picks)
+    return out
+
+
+def _kept_sizes(shape) -> list | None:
+    """dim_sources of `where(equal(s, c), o, s)` with constants c and o: torch's exporter writes
+    `x.expand(sizes)` so, a -1 in sizes (keep the dim) becoming 1 (broadcast). A dim read off a
+    tensor is never negative: it stays where c is."""
+    from ..ir.expr import Constant
+
+    cond, then, s = shape.args
+    if not (_is_call(cond, "equal") and cond.args[0] is s and type(then) is Constant):
+        return None
+    if type(cond.args[1]) is not Constant:
+        return None
+    inner = dim_sources(s)
+    if inner is None:
+        return None
+    try:
+        c = np.broadcast_to(np.asarray(cond.args[1].data).reshape(-1), (len(inner),))
+        o = np.broadcast_to(np.asarray(then.data).reshape(-1), (len(inner),))
+    except ValueError:
+        return None
+    out: list = []
+    for k, e in enumerate(inner):
+        if isinstance(e, int):
+            out.append(int(o[k]) if e == int(c[k]) else e)
+        else:  # a read dim (>= 0) or unknown
+            out.append(e if e is not None and int(c[k]) < 0 else None)
     return out
 
 

@@ -1000,3 +1000,70 @@ def test_unrolled_loop_scan_outputs_and_a_loop_that_stops_on_data():
     assert unrolled["main"].body.checked_type.fields[1].shape == (4, 2)
     looped = _check_vs_ort(model(True), [x])
     assert _has_loop(looped)
+
+
+@pytest.mark.parametrize("source", ["self", "other"])
+def test_expand_to_a_run_time_count_and_constants_keeps_static_dims(source):
+    """torchvision's multi-scale RoI pooling: `index.view(-1, 1, 1, 1).expand(n, C, h, w)`, n a
+    run-time count, which torch's exporter writes as Expand(x, Where(Equal(s, -1), 1, s)) with
+    s = Concat(Gather(Shape(.), 0), C, h, w): the expanded index then feeds ScatterElements.
+    It stayed a dyn.broadcast_to with every dim unknown (generic index arithmetic per element);
+    it is a static broadcast now, with n read at run time (from the index itself or another
+    tensor)."""
+    from onnx import numpy_helper
+
+    def c(name, v):
+        return numpy_helper.from_array(np.asarray(v, np.int64), name)
+
+    src = "r" if source == "self" else "u"
+    one = helper.make_tensor("v", TensorProto.INT64, [1], [1])
+    nodes = [
+        helper.make_node("Reshape", ["i", "m1111"], ["r"]),
+        helper.make_node("Shape", [src], ["rs"]),
+        helper.make_node("Gather", ["rs", "z"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"]),
+        helper.make_node("Concat", ["n1", "c4", "c3", "c3"], ["cat"], axis=0),
+        helper.make_node("Reshape", ["cat", "m1"], ["s"]),
+        helper.make_node("Shape", ["s"], ["ss"]),
+        helper.make_node("ConstantOfShape", ["ss"], ["ones"], value=one),
+        helper.make_node("Mul", ["ones", "neg"], ["negs"]),
+        helper.make_node("Equal", ["s", "negs"], ["eq"]),
+        helper.make_node("Where", ["eq", "ones", "s"], ["sz"]),
+        helper.make_node("Expand", ["r", "sz"], ["e"]),
+        helper.make_node("ScatterElements", ["base", "e", "u"], ["y"], axis=0),
+    ]
+    inits = [
+        c("m1111", [-1, 1, 1, 1]),
+        c("z", 0),
+        c("ax0", [0]),
+        c("c4", [4]),
+        c("c3", [3]),
+        c("m1", [-1]),
+        c("neg", -1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "expand_index",
+        [_vi("i", [None], TensorProto.INT64), _vi("u", [None, 4, 3, 3]), _vi("base", [6, 4, 3, 3])],
+        [_vi("y", [6, 4, 3, 3])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    for n in (1, 4):
+        i = rng.permutation(6)[:n].astype(np.int64)
+        u = rng.standard_normal((n, 4, 3, 3)).astype(np.float32)
+        mod = _check_vs_ort(model, [i, u, base])
+        lib = relay_core.build(mod)
+        (want,) = _ort(model, [i, u, base])
+        got = lib(i, u, base)
+        np.testing.assert_array_equal(np.asarray(got[0] if isinstance(got, list) else got), want)
+    ops = {
+        n.op.name for n in post_order(mod["main"]) if isinstance(n, Call) and hasattr(n.op, "name")
+    }
+    assert "dyn.broadcast_to" not in ops
+    expanded = [
+        n for n in post_order(mod["main"]) if isinstance(n, Call) and n.op.name.startswith("broad")
+    ]
+    assert expanded and all(n.checked_type.shape[1:] == (4, 3, 3) for n in expanded)
