@@ -26,6 +26,7 @@ from .llvm_util import (
     for_range,
     i64,
     imax,
+    imin,
     llvm_type,
     load_as,
     new_function,
@@ -117,7 +118,8 @@ emit_dynamic_roi_align.out_shape = lambda shapes, attrs, out_type: (
 
 
 def _roi_align(kf, in_types, out_types, attrs, geo, K, nt):
-    """The kernel's body: one work unit per (box, channel); K an i64 value."""
+    """The kernel's body: one work unit per (box, channel), or with a fixed sampling ratio per
+    (box, block of _ROI_CHANNELS channels) (`_roi_tables`); K an i64 value."""
     N, C, H, W, _, ph, pw, xst, yst, ax = geo
     dx, dy = in_types[0].dtype, out_types[0].dtype
     ft = F64 if in_types[1].dtype == "float64" else F32
@@ -125,10 +127,11 @@ def _roi_align(kf, in_types, out_types, attrs, geo, K, nt):
     scale = float(attr(attrs, "spatial_scale", 1.0))
     ratio = int(attr(attrs, "sample_ratio", 0))
     is_max = attr(attrs, "mode", "avg") == "max"
-    units_v = kf.b.mul(K, i64(C))
+    ns = len(in_types) + 1 + len(kf.extras)  # shared: buffers, extras, then the unit count
 
     def axis(b, start, bin_, grid, p, g, size):
-        """(low, high, w_low, w_high) of sample g of bin p along an axis of `size`."""
+        """(low, high, w_low, w_high) of sample g of bin p along an axis of `size`; the
+        weights in float64."""
         pos = b.fadd(
             b.fadd(start, b.fmul(b.sitofp(p, ft), bin_)),
             b.fdiv(b.fmul(b.fadd(b.sitofp(g, ft), const(ft, 0.5)), bin_), b.sitofp(grid, ft)),
@@ -146,82 +149,87 @@ def _roi_align(kf, in_types, out_types, attrs, geo, K, nt):
         lw = b.fsub(pos, b.sitofp(low, ft))
         hw = b.fsub(const(ft, 1.0), lw)
         zero = const(ft, 0.0)
-        return low, high, b.select(valid, hw, zero), b.select(valid, lw, zero)
+        ws = (b.select(valid, hw, zero), b.select(valid, lw, zero))
+        if ft == F32:
+            ws = tuple(b.fpext(w, F64) for w in ws)
+        return low, high, ws[0], ws[1]
 
-    ns = len(in_types) + 1 + len(kf.extras)  # shared: buffers, extras, then the unit count
-    if ratio > 0:
-        nb = -(-C // _ROI_CHANNELS)
-        units_v = kf.b.mul(K, i64(nb))
-        tables = _roi_tables(kf, in_types, out_types, geo, ft, half, scale, ratio, is_max, axis)
-        parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras + [units_v], nt, tables)
-        kf.b.ret_void()
-        return KernelInfo(kf.fn)
+    def box(b, vals, k):
+        """(batch index, x1, y1, bin height, bin width) of box k, in the boxes' type."""
+        bi, (x1, y1, x2, y2) = _load_box(b, vals, in_types, k, N)
+        sc, off = const(ft, scale), const(ft, 0.5 if half else 0.0)
+        x1, y1, x2, y2 = (b.fsub(b.fmul(v, sc), off) for v in (x1, y1, x2, y2))
+        rw, rh = b.fsub(x2, x1), b.fsub(y2, y1)
+        if not half:  # malformed rois become 1x1
+            one = const(ft, 1.0)
+            rw = b.select(b.fcmp_ordered("<", rw, one), one, rw)
+            rh = b.select(b.fcmp_ordered("<", rh, one), one, rh)
+        return bi, x1, y1, b.fdiv(rh, const(ft, float(ph))), b.fdiv(rw, const(ft, float(pw)))
 
-    def body(b, vals, sh):
+    def channel(b, vals, acc, inner, bi, k, c, gh, gw, ok, x_samples, y_samples):
+        """Every bin of channel c of box k: the samples of bin (i, j) along x are
+        `x_samples(j, gx)` and along y `y_samples(i, gy)`, (position, weight) pairs."""
         x, y = vals[0], vals[len(in_types)]
         extras = vals[len(in_types) + 1 : ns]
-        acc = entry_alloca(b, F64)
-        inner = entry_alloca(b, F64)
-        u0, u1 = sh.range(b, vals[ns])
-        with for_range(b, u0, u1, name="u") as u:
-            k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
-            bi, (x1, y1, x2, y2) = _load_box(b, vals, in_types, k, N)
-            sc, off = const(ft, scale), const(ft, 0.5 if half else 0.0)
-            x1, y1, x2, y2 = (b.fsub(b.fmul(v, sc), off) for v in (x1, y1, x2, y2))
-            rw, rh = b.fsub(x2, x1), b.fsub(y2, y1)
-            if not half:  # malformed rois become 1x1
-                one = const(ft, 1.0)
-                rw = b.select(b.fcmp_ordered("<", rw, one), one, rw)
-                rh = b.select(b.fcmp_ordered("<", rh, one), one, rh)
-            bh, bw = b.fdiv(rh, const(ft, float(ph))), b.fdiv(rw, const(ft, float(pw)))
-            if ratio > 0:
-                gh = gw = i64(ratio)
-            else:
+        plane = b.add(b.mul(bi, i64(xst[0])), b.mul(c, i64(xst[1])))
+        with for_range(b, 0, ph, name="i") as i:
+            with for_range(b, 0, pw, name="j") as j:
+                b.store(const(F64, float("-inf") if is_max else 0.0), acc)
+                with for_range(b, 0, gw, name="gx") as gx:
+                    for xx, wx in x_samples(j, gx):
+                        b.store(const(F64, 0.0), inner)
+                        with for_range(b, 0, gh, name="gy") as gy:
+                            for yy, wy in y_samples(i, gy):
+                                o = b.add(b.mul(yy, i64(xst[3])), b.mul(xx, i64(xst[4])))
+                                v = convert(b, load_as(b, x, b.add(plane, o), dx), dx, "float64")
+                                if is_max:
+                                    t = b.fmul(v, b.fmul(wy, wx))
+                                    old = b.load(acc)
+                                    b.store(b.select(b.fcmp_unordered(">", t, old), t, old), acc)
+                                else:
+                                    b.store(b.fadd(b.load(inner), b.fmul(v, wy)), inner)
+                        if not is_max:
+                            b.store(b.fadd(b.load(acc), b.fmul(b.load(inner), wx)), acc)
+                res = b.load(acc)
+                if not is_max:
+                    res = b.fdiv(res, b.sitofp(b.mul(gh, gw), F64))
+                if ok is not None:
+                    res = b.select(ok, res, const(F64, 0.0))
+                yo = b.add(
+                    b.add(b.mul(k, i64(yst[0])), b.mul(c, i64(yst[1]))),
+                    b.add(b.mul(i, i64(yst[3])), b.mul(j, i64(yst[4]))),
+                )
+                val = convert(b, res, "float64", dy)
+                _ep_store(b, kf, extras, val, y, yo, dy, k, c, i, j, ax)
+
+    if ratio > 0:
+        body = _roi_tables(geo, ratio, axis, box, channel)
+        units = kf.b.mul(K, i64(-(-C // _ROI_CHANNELS)))
+    else:
+
+        def body(b, vals, sh):
+            acc, inner = entry_alloca(b, F64), entry_alloca(b, F64)
+            u0, u1 = sh.range(b, vals[-1])  # the unit count: the last shared value
+            with for_range(b, u0, u1, name="u") as u:
+                k, c = b.udiv(u, i64(C)), b.urem(u, i64(C))
+                bi, x1, y1, bh, bw = box(b, vals, k)
                 gh = b.fptosi(call_intrinsic(b, "ceil", [bh]), I64)
                 gw = b.fptosi(call_intrinsic(b, "ceil", [bw]), I64)
-            ok = b.and_(b.icmp_signed(">", gh, i64(0)), b.icmp_signed(">", gw, i64(0)))
-            gh, gw = imax(b, gh, i64(1)), imax(b, gw, i64(1))
-            plane = b.add(b.mul(bi, i64(xst[0])), b.mul(c, i64(xst[1])))
+                ok = b.and_(b.icmp_signed(">", gh, i64(0)), b.icmp_signed(">", gw, i64(0)))
+                gh, gw = imax(b, gh, i64(1)), imax(b, gw, i64(1))
 
-            def px(yy, xx):
-                o = b.add(plane, b.add(b.mul(yy, i64(xst[3])), b.mul(xx, i64(xst[4]))))
-                return convert(b, load_as(b, x, o, dx), dx, "float64")
+                def along(start, bin_, grid, size):
+                    def samples(p, g):
+                        low, high, w_low, w_high = axis(b, start, bin_, grid, p, g, size)
+                        return ((low, w_low), (high, w_high))
 
-            with for_range(b, 0, ph, name="i") as i:
-                with for_range(b, 0, pw, name="j") as j:
-                    b.store(const(F64, float("-inf") if is_max else 0.0), acc)
-                    with for_range(b, 0, gw, name="gx") as gx:
-                        xl, xh, wxl, wxh = axis(b, x1, bw, gw, j, gx, W)
-                        for xx, wx in ((xl, wxl), (xh, wxh)):
-                            wx64 = b.fpext(wx, F64) if ft == F32 else wx
-                            b.store(const(F64, 0.0), inner)
-                            with for_range(b, 0, gh, name="gy") as gy:
-                                yl, yh, wyl, wyh = axis(b, y1, bh, gh, i, gy, H)
-                                for yy, wy in ((yl, wyl), (yh, wyh)):
-                                    wy64 = b.fpext(wy, F64) if ft == F32 else wy
-                                    v = px(yy, xx)
-                                    if is_max:
-                                        t = b.fmul(v, b.fmul(wy64, wx64))
-                                        old = b.load(acc)
-                                        b.store(
-                                            b.select(b.fcmp_unordered(">", t, old), t, old), acc
-                                        )
-                                    else:
-                                        b.store(b.fadd(b.load(inner), b.fmul(v, wy64)), inner)
-                            if not is_max:
-                                b.store(b.fadd(b.load(acc), b.fmul(b.load(inner), wx64)), acc)
-                    res = b.load(acc)
-                    if not is_max:
-                        res = b.fdiv(res, b.sitofp(b.mul(gh, gw), F64))
-                    res = b.select(ok, res, const(F64, 0.0))
-                    yo = b.add(
-                        b.add(b.mul(k, i64(yst[0])), b.mul(c, i64(yst[1]))),
-                        b.add(b.mul(i, i64(yst[3])), b.mul(j, i64(yst[4]))),
-                    )
-                    val = convert(b, res, "float64", dy)
-                    _ep_store(b, kf, extras, val, y, yo, dy, k, c, i, j, ax)
+                    return samples
 
-    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras + [units_v], nt, body)
+                xs, ys = along(x1, bw, gw, W), along(y1, bh, gh, H)
+                channel(b, vals, acc, inner, bi, k, c, gh, gw, ok, xs, ys)
+
+        units = kf.b.mul(K, i64(C))
+    parallel(kf.b, kf.fn.name, kf.ins + kf.outs + kf.extras + [units], nt, body)
     kf.b.ret_void()
     return KernelInfo(kf.fn)
 
@@ -231,103 +239,43 @@ def _roi_align(kf, in_types, out_types, attrs, geo, K, nt):
 _ROI_CHANNELS = 32
 
 
-def _roi_tables(kf, in_types, out_types, geo, ft, half, scale, ratio, is_max, axis):
-    """The parallel body of roi_align with sampling ratio `ratio` > 0: one work unit per (box,
-    block of _ROI_CHANNELS channels). Each sample's (low, high, w_low, w_high) along y and x is
+def _roi_tables(geo, R, axis, box, channel):
+    """The parallel body of roi_align with sampling ratio R > 0: one work unit per (box, block
+    of _ROI_CHANNELS channels). Each sample's (low, high, w_low, w_high) along y and x is
     computed once per unit into tables (the same operations as the per-channel form), then every
     channel accumulates from them in the same order: the results are the same bits. Faster R-CNN
     MobileNetV3 at 320 x 320 (150 boxes x 256 channels, 7 x 7 bins, ratio 2): 17.1 -> 9.8 ms
     (onnxruntime 10.7)."""
-    N, C, H, W, _, ph, pw, xst, yst, ax = geo
-    dx, dy = in_types[0].dtype, out_types[0].dtype
-    R = ratio
+    _, C, H, W, _, ph, pw, _, _, _ = geo
     nb = -(-C // _ROI_CHANNELS)
-    ns = len(in_types) + 1 + len(kf.extras)
 
     def body(b, vals, sh):
-        x, y = vals[0], vals[len(in_types)]
-        extras = vals[len(in_types) + 1 : ns]
-        acc = entry_alloca(b, F64)
-        inner = entry_alloca(b, F64)
-        # per (bin, sample): low, high positions and their weights (float64)
-        ylo, yhi = entry_alloca(b, I64, ph * R), entry_alloca(b, I64, ph * R)
-        ywl, ywh = entry_alloca(b, F64, ph * R), entry_alloca(b, F64, ph * R)
-        xlo, xhi = entry_alloca(b, I64, pw * R), entry_alloca(b, I64, pw * R)
-        xwl, xwh = entry_alloca(b, F64, pw * R), entry_alloca(b, F64, pw * R)
-        u0, u1 = sh.range(b, vals[ns])
+        acc, inner = entry_alloca(b, F64), entry_alloca(b, F64)
+        g = i64(R)
+        # per axis and (bin, sample): low, high positions and their weights
+        tables = [[entry_alloca(b, t, n * R) for t in (I64, I64, F64, F64)] for n in (ph, pw)]
+        u0, u1 = sh.range(b, vals[-1])  # the unit count: the last shared value
         with for_range(b, u0, u1, name="u") as u:
             k, cb = b.udiv(u, i64(nb)), b.urem(u, i64(nb))
-            bi, (x1, y1, x2, y2) = _load_box(b, vals, in_types, k, N)
-            sc, off = const(ft, scale), const(ft, 0.5 if half else 0.0)
-            x1, y1, x2, y2 = (b.fsub(b.fmul(v, sc), off) for v in (x1, y1, x2, y2))
-            rw, rh = b.fsub(x2, x1), b.fsub(y2, y1)
-            if not half:  # malformed rois become 1x1
-                one = const(ft, 1.0)
-                rw = b.select(b.fcmp_ordered("<", rw, one), one, rw)
-                rh = b.select(b.fcmp_ordered("<", rh, one), one, rh)
-            bh, bw = b.fdiv(rh, const(ft, float(ph))), b.fdiv(rw, const(ft, float(pw)))
-            g = i64(R)
-            for start, bin_, n, size, lo, hi, wl, wh in (
-                (y1, bh, ph, H, ylo, yhi, ywl, ywh),
-                (x1, bw, pw, W, xlo, xhi, xwl, xwh),
-            ):
+            bi, x1, y1, bh, bw = box(b, vals, k)
+            for (start, bin_, n, size), tab in zip(((y1, bh, ph, H), (x1, bw, pw, W)), tables):
                 with for_range(b, 0, n * R, name="s") as q:
-                    p, gq = b.udiv(q, g), b.urem(q, g)
-                    low, high, w_low, w_high = axis(b, start, bin_, g, p, gq, size)
-                    if ft == F32:
-                        w_low, w_high = b.fpext(w_low, F64), b.fpext(w_high, F64)
-                    b.store(low, b.gep(lo, [q]))
-                    b.store(high, b.gep(hi, [q]))
-                    b.store(w_low, b.gep(wl, [q]))
-                    b.store(w_high, b.gep(wh, [q]))
+                    sample = axis(b, start, bin_, g, b.udiv(q, g), b.urem(q, g), size)
+                    for t, v in zip(tab, sample):
+                        b.store(v, b.gep(t, [q]))
+
+            def read(tab):
+                def samples(p, gq):
+                    q = b.add(b.mul(p, g), gq)
+                    lo, hi, wl, wh = (b.load(b.gep(t, [q])) for t in tab)
+                    return ((lo, wl), (hi, wh))
+
+                return samples
+
             c0 = b.mul(cb, i64(_ROI_CHANNELS))
-            c1 = b.select(
-                b.icmp_signed("<", b.add(c0, i64(_ROI_CHANNELS)), i64(C)),
-                b.add(c0, i64(_ROI_CHANNELS)),
-                i64(C),
-            )
+            c1 = imin(b, b.add(c0, i64(_ROI_CHANNELS)), i64(C))
             with for_range(b, c0, c1, name="c") as c:
-                plane = b.add(b.mul(bi, i64(xst[0])), b.mul(c, i64(xst[1])))
-
-                def px(yy, xx):
-                    o = b.add(plane, b.add(b.mul(yy, i64(xst[3])), b.mul(xx, i64(xst[4]))))
-                    return convert(b, load_as(b, x, o, dx), dx, "float64")
-
-                with for_range(b, 0, ph, name="i") as i:
-                    with for_range(b, 0, pw, name="j") as j:
-                        b.store(const(F64, float("-inf") if is_max else 0.0), acc)
-                        with for_range(b, 0, R, name="gx") as gx:
-                            qx = b.add(b.mul(j, g), gx)
-                            for xt, wt in ((xlo, xwl), (xhi, xwh)):
-                                xx = b.load(b.gep(xt, [qx]))
-                                wx64 = b.load(b.gep(wt, [qx]))
-                                b.store(const(F64, 0.0), inner)
-                                with for_range(b, 0, R, name="gy") as gy:
-                                    qy = b.add(b.mul(i, g), gy)
-                                    for yt, vt in ((ylo, ywl), (yhi, ywh)):
-                                        yy = b.load(b.gep(yt, [qy]))
-                                        wy64 = b.load(b.gep(vt, [qy]))
-                                        v = px(yy, xx)
-                                        if is_max:
-                                            t = b.fmul(v, b.fmul(wy64, wx64))
-                                            old = b.load(acc)
-                                            b.store(
-                                                b.select(b.fcmp_unordered(">", t, old), t, old),
-                                                acc,
-                                            )
-                                        else:
-                                            b.store(b.fadd(b.load(inner), b.fmul(v, wy64)), inner)
-                                if not is_max:
-                                    b.store(b.fadd(b.load(acc), b.fmul(b.load(inner), wx64)), acc)
-                        res = b.load(acc)
-                        if not is_max:
-                            res = b.fdiv(res, const(F64, float(R * R)))
-                        yo = b.add(
-                            b.add(b.mul(k, i64(yst[0])), b.mul(c, i64(yst[1]))),
-                            b.add(b.mul(i, i64(yst[3])), b.mul(j, i64(yst[4]))),
-                        )
-                        val = convert(b, res, "float64", dy)
-                        _ep_store(b, kf, extras, val, y, yo, dy, k, c, i, j, ax)
+                channel(b, vals, acc, inner, bi, k, c, g, g, None, read(tables[1]), read(tables[0]))
 
     return body
 
