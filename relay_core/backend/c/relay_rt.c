@@ -18,15 +18,25 @@
     if (desc) return (na && !nb) || (!na && !nb && a > b);                                     \
     return (!na && nb) || (!na && !nb && a < b);                                               \
   }                                                                                            \
-  static void NAME##_row(const T *x, int64_t stride, int64_t n, int64_t *idx, int64_t *tmp,    \
-                         int desc) {                                                           \
-    for (int64_t i = 0; i < n; i++) idx[i] = i;                                                \
+  /* Whether position i goes after position j: by value, then the higher position. */          \
+  static inline int NAME##_after(const T *x, int64_t stride, int64_t i, int64_t j, int desc) { \
+    T a = x[i * stride], b = x[j * stride];                                                    \
+    if (NAME##_before(a, b, desc)) return 0;                                                   \
+    if (NAME##_before(b, a, desc)) return 1;                                                   \
+    return i > j;                                                                              \
+  }                                                                                            \
+  /* Bottom-up merge sort of the n positions in idx by (value, position). `any_order`: idx    \
+   * holds them in any order; else ascending, and the stable merge of values keeps that. */    \
+  static void NAME##_msort(const T *x, int64_t stride, int64_t *idx, int64_t *tmp, int64_t n, \
+                           int desc, int any_order) {                                          \
     for (int64_t w = 1; w < n; w *= 2) {                                                       \
       for (int64_t lo = 0; lo < n; lo += 2 * w) {                                              \
         int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;           \
         int64_t a = lo, b = mid, k = lo;                                                       \
         while (a < mid && b < hi) {                                                            \
-          if (NAME##_before(x[idx[b] * stride], x[idx[a] * stride], desc)) tmp[k++] = idx[b++]; \
+          int later = any_order ? NAME##_after(x, stride, idx[a], idx[b], desc)                \
+                                : NAME##_before(x[idx[b] * stride], x[idx[a] * stride], desc);  \
+          if (later) tmp[k++] = idx[b++];                                                      \
           else tmp[k++] = idx[a++];                                                            \
         }                                                                                      \
         while (a < mid) tmp[k++] = idx[a++];                                                   \
@@ -35,15 +45,8 @@
       memcpy(idx, tmp, (size_t)n * sizeof(int64_t));                                           \
     }                                                                                          \
   }                                                                                            \
-  /* Whether position i (> j) goes before position j: values, then the lower position. */   \
-  static inline int NAME##_after(const T *x, int64_t stride, int64_t i, int64_t j, int desc) { \
-    T a = x[i * stride], b = x[j * stride];                                                    \
-    if (NAME##_before(a, b, desc)) return 0;                                                   \
-    if (NAME##_before(b, a, desc)) return 1;                                                   \
-    return i > j;                                                                              \
-  }                                                                                            \
   /* The first k of a row (k well below n): a heap of the k best so far, worst at its root,   \
-   * so most elements cost one comparison; then the k sorted (merge sort keeps ties by index) */ \
+   * so most elements cost one comparison; then the k sorted */                             \
   static void NAME##_select(const T *x, int64_t stride, int64_t n, int64_t k, int64_t *heap,   \
                             int64_t *tmp, int desc) {                                          \
     for (int64_t i = 0; i < n; i++) {                                                          \
@@ -70,20 +73,7 @@
       }                                                                                        \
       heap[c] = i;                                                                             \
     }                                                                                          \
-    /* heap positions -> sorted: merge sort of the k positions by (value, position) */        \
-    for (int64_t w = 1; w < k; w *= 2) {                                                       \
-      for (int64_t lo = 0; lo < k; lo += 2 * w) {                                              \
-        int64_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k;           \
-        int64_t a = lo, b = mid, m = lo;                                                       \
-        while (a < mid && b < hi) {                                                            \
-          if (NAME##_after(x, stride, heap[a], heap[b], desc)) tmp[m++] = heap[b++];           \
-          else tmp[m++] = heap[a++];                                                           \
-        }                                                                                      \
-        while (a < mid) tmp[m++] = heap[a++];                                                  \
-        while (b < hi) tmp[m++] = heap[b++];                                                   \
-      }                                                                                        \
-      memcpy(heap, tmp, (size_t)k * sizeof(int64_t));                                          \
-    }                                                                                          \
+    NAME##_msort(x, stride, heap, tmp, k, desc, 1); /* then the k in order */                 \
   }                                                                                            \
   /* x: (outer, n, inner) row-major; out: (outer, k, inner) int64 positions of the first k */  \
   void NAME(const T *x, int64_t *out, int64_t outer, int64_t n, int64_t inner, int64_t k,      \
@@ -97,7 +87,10 @@
       for (int64_t in = 0; in < inner; in++) {                                                 \
         const T *row = x + o * n * inner + in;                                                 \
         if (select) NAME##_select(row, inner, n, k, idx, idx + m, desc);                       \
-        else NAME##_row(row, inner, n, idx, idx + n, desc);                                    \
+        else {                                                                                 \
+          for (int64_t i = 0; i < n; i++) idx[i] = i;                                          \
+          NAME##_msort(row, inner, idx, idx + n, n, desc, 0);                                  \
+        }                                                                                      \
         for (int64_t j = 0; j < k; j++) out[(o * k + j) * inner + in] = idx[j];                \
       }                                                                                        \
     free(idx);                                                                                 \
