@@ -393,7 +393,13 @@ class GroupLowering:
         gen = call.op.opdef.dynamic_kernel
         if gen is None or len(flat_in) != len(dyn_types[0]) or len(dyn_types[1]) != 1:
             return None
-        in_types, out_types = dyn_types
+        emit, dims, env = self._dynamic_emit(gen, call, flat_in, *dyn_types, const_inputs)
+        return (f"{kname}_all", emit, dims, env)
+
+    def _dynamic_emit(self, gen, call: Call, flat_in, in_types, out_types, const_inputs):
+        """(emit, scalar args, env) of a call through a run-time-shaped kernel generator: the
+        scalar args are every extent of the inputs, then the group's run-time extents (`env`),
+        which an epilogue's indices may use (a residual of shape (batch, sequence, features))."""
         env = list(self.dims)
         attrs = call.attrs
 
@@ -402,8 +408,7 @@ class GroupLowering:
                 llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env=len(env)
             )
 
-        dims = [te.index(d) for x in flat_in for d in x.shape] + env
-        return (f"{kname}_all", emit, dims, env)
+        return emit, [te.index(d) for x in flat_in for d in x.shape] + env, env
 
     def _try_dynamic_kernel(self, call: Call, args: list, flat_in, in_types, out_types):
         """The call through its op's `dynamic_kernel`, which reads every extent of the inputs
@@ -426,17 +431,7 @@ class GroupLowering:
             i for i, x in enumerate(flat_in) if self.in_index.get(x.id) in self.const_inputs
         )
         self._ext += 1
-        attrs = call.attrs
-        # the group's run-time extents follow the inputs' own: an epilogue's indices (a residual
-        # of shape (batch, sequence, features)) are expressions of them
-        env = list(self.dims)
-
-        def emit(llmod, name, epilogue):
-            return gen(
-                llmod, name, in_types, out_types, attrs, const_inputs, epilogue, n_env=len(env)
-            )
-
-        dims = [te.index(d) for x in flat_in for d in x.shape] + env
+        emit, dims, env = self._dynamic_emit(gen, call, flat_in, in_types, out_types, const_inputs)
         kname = f"{self.name}_k{self._ext}"
         outs = extern(kname, [(oshape, odtype)], flat_in, emit, scalar_args=dims)
         op = outs[0].attrs["extern"]

@@ -444,22 +444,21 @@ class Scheduler(BatchBlocks):
             if self._emit_kernel(op, epi):
                 op.fused = (c, extras)
                 absorbed.add(c.id)
-                if op.blocks:  # the same epilogue for blocks of elements
 
-                    def epilogue_of(k, t=t, c=c, expr=expr, shape=shape, extras=extras):
-                        saved, self.simp = self.simp, Simplifier()  # its memo assumes the bounds
-                        made = self._epilogue(t, c, expr, (k,) + shape[1:])
-                        self.simp = saved
-                        ok = made is not None and [b.id for b in made[1]] == [b.id for b in extras]
-                        return ok, made[0] if ok else None
-
-                    self._emit_blocks(op, epilogue_of)
-                if op.whole is not None:  # built for the whole run-time shape
-                    saved, self.simp = self.simp, Simplifier()
-                    made = self._epilogue(t, c, expr, tuple(c.shape), op.whole[3])
+                def again(shape, env=(), t=t, c=c, expr=expr, extras=extras):
+                    """The same epilogue seen with another shape: (ok, epilogue); ok only when
+                    it reads the same extra buffers."""
+                    saved, self.simp = self.simp, Simplifier()  # its memo assumes the bounds
+                    made = self._epilogue(t, c, expr, shape, env)
                     self.simp = saved
-                    same = made is not None and [b.id for b in made[1]] == [b.id for b in extras]
-                    self._emit_whole(op, made[0] if same else False)
+                    ok = made is not None and [b.id for b in made[1]] == [b.id for b in extras]
+                    return ok, made[0] if ok else None
+
+                if op.blocks:  # for blocks of elements
+                    self._emit_blocks(op, lambda k, s=shape: again((k,) + s[1:]))
+                if op.whole is not None:  # for the whole run-time batch
+                    ok, whole_epi = again(tuple(c.shape), op.whole[3])
+                    self._emit_whole(op, whole_epi if ok else False)
         return absorbed
 
     def _epilogue(self, t: Tensor, c: Tensor, expr, shape: tuple, env=()):
