@@ -186,6 +186,14 @@ def write_outputs(path: str, names: list[str], outs: list) -> Path:
     return p
 
 
+def _one(d) -> int:
+    """A run-time dim filled in: 1, or k for a multiple `k*n` of a named dim n (n = 1)."""
+    if isinstance(d, int):
+        return d
+    k, star, _ = str(d).partition("*")
+    return int(k) if star and k.isdigit() else 1
+
+
 def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:
     """Add the inputs `feed` lacks, made of zeros, ones or random values (tvmc's fill modes);
     dims unknown until run time are 1. Returns {name: shape} of what was filled."""
@@ -198,7 +206,7 @@ def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:
             continue
         if not a.dtype:
             raise InputError(f"input {a.name!r} is a {a.type}: give it with --input / --inputs")
-        shape = tuple(d if isinstance(d, int) else 1 for d in a.shape)
+        shape = tuple(_one(d) for d in a.shape)
         if a.dtype == "string":
             raise InputError(f"input {a.name!r} holds strings: give it with --input / --inputs")
         npd = dt.to_numpy(a.dtype)

@@ -678,12 +678,13 @@ def _io_json(name, t, desc, param=None) -> dict:
 
 
 def _dim_json(d):
-    """A dimension in the manifest: an int, a shape variable's name, or null (unknown)."""
-    from ..ir.types import ShapeVar
+    """A dimension in the manifest: an int, a shape variable's name, `k*name` for a multiple of
+    one, or null (unknown)."""
+    from ..ir.types import ScaledDim, ShapeVar
 
     if isinstance(d, int):
         return d
-    return d.name if isinstance(d, ShapeVar) else None
+    return d.name if isinstance(d, ShapeVar) else repr(d) if isinstance(d, ScaledDim) else None
 
 
 def _dtype_name(dt) -> str:

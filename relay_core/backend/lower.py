@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .. import te
 from ..errors import RelayError, UnknownExtentError
 from ..ir.expr import Call, Constant, Function, Op
-from ..ir.types import ShapeVar, TensorType, TupleType
+from ..ir.types import ScaledDim, ShapeVar, TensorType, TupleType
 from ..ir.visitor import ExprFunctor, post_order
 from ..te.lowering import rule_of
 from . import tir as T
@@ -115,11 +115,15 @@ class GroupLowering:
             return d
         if isinstance(d, ShapeVar) and d.name in self._shape_vars:
             return self._shape_vars[d.name]
+        if isinstance(d, ScaledDim) and d.var.name in self._shape_vars:
+            return self._shape_vars[d.var.name] * d.k
         v = te.Var(f"{self.name}_d{len(self.dims)}")
         self.dims.append(v)
         self.dim_sources.append(("shape", k, axis))
         if isinstance(d, ShapeVar):
             self._shape_vars[d.name] = v
+        elif isinstance(d, ScaledDim):  # n read as this dim / k
+            self._shape_vars[d.var.name] = v // d.k
         return v
 
     def run(self) -> LoweredKernel:

@@ -304,20 +304,28 @@ class CompiledModule:
         return vals
 
     def _check_dims(self, vals) -> None:
-        """Shape variables shared by several inputs must agree."""
+        """Shape variables shared by several inputs must agree (`2*n` is twice n's size)."""
         seen: dict = {}
         for i, v in enumerate(vals):
             if self._in_shapes[i] is None:
                 continue
             for d, s in zip(self._in_shapes[i], v.shape):
-                if isinstance(d, str):
-                    if d in seen and seen[d][1] != s:
-                        j = seen[d][0]
-                        raise InputError(
-                            f"dimension {d} is {seen[d][1]} in input {self.input_names[j]!r} "
-                            f"but {s} in input {self.input_names[i]!r}"
-                        )
-                    seen.setdefault(d, (i, s))
+                if not isinstance(d, str):
+                    continue
+                k, star, name = d.partition("*")
+                k, name = (int(k), name) if star else (1, d)
+                if s % k:
+                    raise InputError(
+                        f"dimension {d} of input {self.input_names[i]!r} must be a multiple of "
+                        f"{k}, got {s}"
+                    )
+                if name in seen and seen[name][1] != s // k:
+                    j, n = seen[name]
+                    raise InputError(
+                        f"dimension {name} is {n} in input {self.input_names[j]!r} "
+                        f"but {s // k} in input {self.input_names[i]!r} ({d} = {s})"
+                    )
+                seen.setdefault(name, (i, s // k))
 
     def _coerce(self, i: int, v) -> np.ndarray:
         name, dt, shape = self.input_names[i], self._in_dtypes[i], self._in_shapes[i]

@@ -334,7 +334,9 @@ def type_desc(t, mod) -> dict:
     from ..ir.types import TypeCall, substitute_types
 
     if isinstance(t, TensorType):
-        shape = [d if isinstance(d, int) else getattr(d, "name", None) for d in t.shape]
+        from .compiler import _dim_json
+
+        shape = [_dim_json(d) for d in t.shape]
         return {"kind": "tensor", "shape": shape, "dtype": t.dtype}
     if isinstance(t, TupleType):
         return {"kind": "tuple", "fields": [type_desc(f, mod) for f in t.fields]}

@@ -38,6 +38,7 @@ from .types import (
     GlobalTypeVar,
     IncompleteType,
     RefType,
+    ScaledDim,
     ShapeVar,
     TensorType,
     TupleType,
@@ -46,6 +47,7 @@ from .types import (
     TypeData,
     TypeVar,
     scalar_type,
+    scaled,
 )
 from .visitor import (
     ExprMutator,

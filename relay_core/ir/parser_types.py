@@ -23,6 +23,7 @@ from .types import (
     TypeCall,
     TypeData,
     TypeVar,
+    scaled,
 )
 
 DTYPES = frozenset(_dt.DTYPES)
@@ -306,6 +307,11 @@ class TypeSyntax:
                 if not isinstance(d, int) or d < 0:
                     msg = f"a dimension must be a non-negative integer, not {t.value}"
                     raise self.error(t, msg)
+                if self.accept("*"):  # 2*n: a multiple of a named dim
+                    name = self.next()
+                    if name.kind != "ident":
+                        raise self.expected("a dimension name after '*'", name)
+                    d = scaled(ShapeVar(name.value), d)
                 dims.append(d)
             elif t.kind == "?":
                 dims.append(Any)

@@ -40,6 +40,7 @@ from .types import (
     GlobalTypeVar,
     IncompleteType,
     RefType,
+    ScaledDim,
     ShapeVar,
     TensorType,
     TupleType,
@@ -364,7 +365,13 @@ class _Hasher(ExprVisitor):
             return b"none"
         if isinstance(t, TensorType):
             dims = tuple(
-                "?" if isinstance(d, AnyDim) else (f"${d.name}" if isinstance(d, ShapeVar) else d)
+                "?"
+                if isinstance(d, AnyDim)
+                else f"${d.name}"
+                if isinstance(d, ShapeVar)
+                else f"{d.k}*${d.var.name}"
+                if isinstance(d, ScaledDim)
+                else d
                 for d in t.shape
             )
             return self.h("T", dims, t.dtype)

@@ -25,7 +25,8 @@ class Type:
 
 
 # ---------------------------------------------------------------------------------------------
-# Shape dimensions: an int, `Any` (unknown until run time) or a named shape variable.
+# Shape dimensions: an int, `Any` (unknown until run time), a named shape variable or a constant
+# multiple of one.
 
 
 class AnyDim:
@@ -67,7 +68,39 @@ class ShapeVar:
         return hash(("ShapeVar", self.name))
 
 
-Dim = int | AnyDim | ShapeVar
+@dataclass(frozen=True, slots=True)
+class ScaledDim:
+    """`k` times a named dimension (k >= 2), printed `2*n`: what a reshape folding two heads into
+    the batch, or a concatenation of two batches, makes of a batch `n`. Build it with `scaled`."""
+
+    var: ShapeVar
+    k: int
+
+    def __repr__(self) -> str:
+        return f"{self.k}*{self.var.name}"
+
+
+def scaled(var: ShapeVar, k: int):
+    """k * var as a dimension: 0, var itself, or a ScaledDim."""
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"a dimension cannot be a negative multiple: {k}*{var.name}")
+    return 0 if k == 0 else var if k == 1 else ScaledDim(var, k)
+
+
+def dim_monomial(d) -> tuple[int, ShapeVar | None] | None:
+    """A dim as (k, var) meaning k * var (var None: the int k); None for Any."""
+    if isinstance(d, int):
+        return d, None
+    if isinstance(d, ShapeVar):
+        return 1, d
+    if isinstance(d, ScaledDim):
+        return d.k, d.var
+    return None
+
+
+Dim = int | AnyDim | ShapeVar | ScaledDim
+SYMBOLIC_DIMS = (ShapeVar, ScaledDim)  # named dims (possibly times a constant)
 
 
 def is_static_dim(d: Dim) -> bool:
@@ -75,16 +108,21 @@ def is_static_dim(d: Dim) -> bool:
 
 
 def normalize_dim(d) -> Dim:
-    if isinstance(d, (AnyDim, ShapeVar)):
+    if isinstance(d, (AnyDim, ShapeVar, ScaledDim)):
         return d
     if d is None:
         return Any
     if isinstance(d, str):
+        k, star, name = d.partition("*")
+        if star and k.strip().isdigit() and name.strip():
+            return scaled(ShapeVar(name.strip()), int(k))
         return Any if d in ("?", "") else ShapeVar(d)
     try:
         v = int(d)
     except (TypeError, ValueError):
-        raise TypeError(f"a dimension must be an int, Any or a ShapeVar, not {d!r}") from None
+        raise TypeError(
+            f"a dimension must be an int, Any, a ShapeVar or a ScaledDim, not {d!r}"
+        ) from None
     if v < 0:
         raise ValueError(f"a dimension cannot be negative: {v}")
     return v

@@ -11,7 +11,17 @@ from collections.abc import Sequence
 
 from ..errors import OpTypeError
 from ..ir.dtype import check_dtype
-from ..ir.types import Any, AnyDim, ShapeVar, TensorType, TupleType, Type
+from ..ir.types import (
+    SYMBOLIC_DIMS,
+    Any,
+    AnyDim,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    dim_monomial,
+    scaled,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Dimensions.
@@ -21,7 +31,7 @@ def dim_eq(a, b) -> bool | None:
     """True / False when known, None when it depends on run-time values."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    if isinstance(a, ShapeVar) and isinstance(b, ShapeVar) and a.name == b.name:
+    if isinstance(a, SYMBOLIC_DIMS) and a == b:
         return True
     return None
 
@@ -35,6 +45,9 @@ def dim_mul(a, b):
         return b
     if b == 1:
         return a
+    ma, mb = dim_monomial(a), dim_monomial(b)
+    if ma and mb and (ma[1] is None or mb[1] is None):  # a constant times a named dim
+        return scaled(ma[1] or mb[1], ma[0] * mb[0])
     return Any
 
 
@@ -45,7 +58,24 @@ def dim_add(a, b):
         return b
     if b == 0:
         return a
+    ma, mb = dim_monomial(a), dim_monomial(b)
+    if ma and mb and ma[1] is not None and ma[1] == mb[1]:  # n + 2*n
+        return scaled(ma[1], ma[0] + mb[0])
     return Any
+
+
+def dim_div(a, b):
+    """a / b when it is exact: ints, a multiple of n by an int (2*n / 2 = n), multiples of the
+    same n (4*n / 2*n = 2); Any when it depends on run-time values or is not exact."""
+    ma, mb = dim_monomial(a), dim_monomial(b)
+    if ma is None or mb is None or mb[0] == 0:
+        return Any
+    (ka, va), (kb, vb) = ma, mb
+    if ka % kb:
+        return Any
+    if vb is None:
+        return ka // kb if va is None else scaled(va, ka // kb)
+    return ka // kb if va == vb else Any
 
 
 def prod(dims: Sequence):
@@ -80,7 +110,7 @@ def dim_unify(a, b, what: str = "dimensions"):
         return a
     if isinstance(a, int) or isinstance(b, int):
         return a if isinstance(a, int) else b
-    if isinstance(a, ShapeVar):
+    if isinstance(a, SYMBOLIC_DIMS):
         return a
     return b
 

@@ -130,7 +130,7 @@ def split_sizes(dim, ios, op="split") -> list:
             if dim % ios:
                 raise OpTypeError(f"{op}: axis of size {dim} does not split into {ios} equal parts")
             return [dim // ios] * ios
-        return [Any] * ios
+        return [R.dim_div(dim, ios)] * ios  # 2*n in two: n each
     idx = list(ios)
     if any(i < 0 for i in idx) or any(b < a for a, b in zip(idx, idx[1:])):
         raise OpTypeError(f"{op}: split indices must be non-negative and non-decreasing, got {idx}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import OpTypeError
-from ..ir.types import Any, ShapeVar, TensorType
+from ..ir.types import TensorType
 from . import relations as R
 from .factories import random_array
 from .registry import OpDef, OpPattern, Rule, Sample, declare, register
@@ -86,7 +86,7 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
                 if a * b != d:
                     raise OpTypeError(f"{op}: cannot split dim {d} into {a} x {b}")
             else:
-                a, b = (Any if a == -1 else a), (Any if b == -1 else b)
+                a, b = (R.dim_div(d, b) if a == -1 else a), (R.dim_div(d, a) if b == -1 else b)
             out.extend((a, b))
             consumed.add(i)
             i += 1
@@ -117,12 +117,10 @@ def reshape_shape(shape, newshape, allowzero: bool = False, op: str = "reshape")
 
 def _inferred_var(rest: list, den: int):
     """The -1 of a reshape whose other input dims are one named dim times static ones: that
-    name when the static ones cancel the explicit output dims (`x.reshape(-1, 2048)` of a
-    (batch, 2048, 1, 1) tensor keeps `batch`), else Any."""
-    named = [d for d in rest if not isinstance(d, int)]
-    if len(named) != 1 or not isinstance(named[0], ShapeVar):
-        return Any
-    return named[0] if R.prod([d for d in rest if isinstance(d, int)]) == den else Any
+    dim times what the static ones leave over the explicit output dims (`x.reshape(-1, 2048)`
+    of a (batch, 2048, 1, 1) tensor keeps `batch`; `(-1, 96, 8, 56, 56)` of a
+    (batch, 2, 96, 25088) one is `2*batch`), else Any."""
+    return R.dim_div(R.prod(rest), den)
 
 
 @dataclass(frozen=True)

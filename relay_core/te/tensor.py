@@ -131,13 +131,14 @@ class Tensor:
 
 
 def _dim(d):
-    from ..ir.types import AnyDim, ShapeVar
+    from ..ir.types import AnyDim, ScaledDim, ShapeVar
 
-    if isinstance(d, ShapeVar):
-        v = (_SHAPE_VARS.get() or {}).get(d.name)
+    if isinstance(d, (ShapeVar, ScaledDim)):
+        var = d if isinstance(d, ShapeVar) else d.var
+        v = (_SHAPE_VARS.get() or {}).get(var.name)
         if v is None:
-            raise ValueError(f"dimension {d.name} is not known to this kernel")
-        return v
+            raise ValueError(f"dimension {var.name} is not known to this kernel")
+        return v if isinstance(d, ShapeVar) else _dim(v * d.k)
     if isinstance(d, AnyDim):
         from ..errors import UnknownExtentError
 

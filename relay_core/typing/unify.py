@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ..ir.types import (
+    SYMBOLIC_DIMS,
     Any,
     AnyDim,
     FuncType,
     GlobalTypeVar,
     IncompleteType,
     RefType,
-    ShapeVar,
     TensorType,
     TupleType,
     Type,
@@ -151,10 +151,10 @@ def unify_dim(x, y):
         return x
     if isinstance(x, AnyDim) or isinstance(y, AnyDim):
         return Any
-    if isinstance(x, ShapeVar) and isinstance(y, ShapeVar):
+    if isinstance(x, SYMBOLIC_DIMS) and isinstance(y, SYMBOLIC_DIMS):
         return Any
-    if isinstance(x, ShapeVar):
+    if isinstance(x, SYMBOLIC_DIMS):
         return x
-    if isinstance(y, ShapeVar):
+    if isinstance(y, SYMBOLIC_DIMS):
         return y
     return None

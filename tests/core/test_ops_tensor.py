@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from relay_core.errors import EvalError, OpTypeError
-from relay_core.ir import Any, Call, ShapeVar, TensorType, TupleType, const, var
+from relay_core.ir import Any, Call, ShapeVar, TensorType, TupleType, const, scaled, var
 from relay_core.ir import dtype as dt
 from relay_core.ir.expr import Op
 from relay_core.ops import lookup
@@ -632,7 +632,18 @@ def test_type_relations_keep_symbolic_dims():
     n = ShapeVar("n")
     x = TensorType((n, 3, 4), "float32")
     assert _rel("reshape", [x], newshape=(0, -1)).shape == (n, 12)
-    assert _rel("reshape", [x], newshape=(-1, 4)).shape == (Any, 4)
+    assert _rel("reshape", [x], newshape=(-1, 4)).shape == (scaled(n, 3), 4)
+    assert _rel("reshape", [x], newshape=(-1, 8)).shape == (Any, 8)  # 12 * n / 8: not exact
+    # a multiple of n goes back to n: the heads folded into the batch and out again
+    m = _rel("reshape", [TensorType((n, 2, 96, 64), "float32")], newshape=(-1, 96, 8, 8))
+    assert m.shape == (scaled(n, 2), 96, 8, 8)
+    assert _rel("reshape", [m], newshape=(-1, 2, 96, 64)).shape == (n, 2, 96, 64)
+    assert _rel("reshape", [m], newshape=(-4, 2, -1, 96, 64)).shape == (2, n, 96, 64)
+    two = _rel("concatenate", [x, x], axis=0)
+    assert two.shape == (scaled(n, 2), 3, 4)
+    assert [f.shape for f in _rel("split", [two], indices_or_sections=2).fields] == [x.shape] * 2
+    assert _rel("add", [two, TensorType((scaled(n, 2), 1, 4), "float32")]).shape == two.shape
+    assert _rel("add", [two, x]).shape == (Any, 3, 4)  # 2n vs n: equal only at run time (0)
     assert _rel("strided_slice", [x], begin=(0, 1), end=(BIG, 3)).shape == (n, 2, 4)
     assert _rel("strided_slice", [x], begin=(1,), end=(BIG,)).shape == (Any, 3, 4)
     assert _rel("concatenate", [x, TensorType((Any, 5, 4), "float32")], axis=1).shape == (n, 8, 4)
