@@ -77,6 +77,34 @@ def _arange(xs, attrs):
     return arange_array(*(_item(x) for x in xs), dtype)
 
 
+def _arange_static(call):
+    """`arange(0, n, 1)` of a named dim n read off a tensor (torch's exporter builds index grids
+    so: `arange(x.size(0))`, n the batch): an exclusive cumulative sum of ones broadcast to that
+    dim, whose type keeps the name, where arange's is `?`. None otherwise (a static n folds)."""
+    from ..ir.expr import Constant
+    from ..ir.types import SYMBOLIC_DIMS
+    from .dyn_params import _static_call
+    from .shape_sources import carry_dims, picked_dims
+
+    start, stop, step = call.args
+    if not all(type(a) is Constant and a.data.size == 1 for a in (start, step)):
+        return None
+    if start.data.reshape(-1)[0] != 0 or step.data.reshape(-1)[0] != 1:
+        return None
+    pos = picked_dims(stop)
+    if pos is None or pos.size != 1:
+        return None
+    src, k = stop.args[0].args[0], int(pos.reshape(-1)[0])
+    if not isinstance(src.checked_type.shape[k], SYMBOLIC_DIMS):
+        return None
+    dtype = call.checked_type.dtype
+    one = _static_call(call, "full", (Constant(np.ones((), dt.to_numpy(dtype))),), shape=(1,))
+    ones = carry_dims(one, [(src, k)])
+    if ones is None:
+        return None
+    return _static_call(call, "cumsum", (ones,), axis=0, exclusive=True)
+
+
 def _arange_samples(rng):
     for s, e, d, dtype in [
         (0, 5, 1, "int64"),
@@ -106,6 +134,7 @@ register(
         "length depends on the values",
         data_dependent_shape=True,
         samples=_arange_samples,
+        to_static=_arange_static,
     )
 )
 declare(

@@ -94,9 +94,44 @@ def _copied_dims(data, shape, allowzero: bool):
     dim is its value, data's own dim at the same position 0 (copied), one unknown -1. None
     when more than one is unknown or the shape is not such a concatenation."""
     entries = None if allowzero else shape_entries(shape, data)
-    if entries is None or entries.count(None) + entries.count(-1) > 1:
+    if entries is not None and entries.count(None) + entries.count(-1) > 1:
+        entries = _solved(entries, dim_sources(shape), data.checked_type.shape)
+    if entries is None:
         return None
     return tuple(0 if e == "same" else -1 if e is None else e for e in entries)
+
+
+def _solved(entries, sources, dims):
+    """Entries of a reshape with several unknown: the data's dims multiples of one named dim n,
+    all unknown entries but one named dims read off other tensors. The other unknown is then the
+    data's size over the rest, and the one named entry left the -1: a (2*n, 96, 8, 28, 28)
+    tensor reshaped to (n, 2, 96, -1) gets 6272. None when that does not work out."""
+    from ..ir.types import SYMBOLIC_DIMS
+
+    sizes, named, unknown = [], [], []
+    for i, (e, src) in enumerate(zip(entries, sources)):
+        d = None
+        if e == "same" or e == 0:
+            d = dims[i] if i < len(dims) else None
+        elif isinstance(e, int) and e > 0:
+            d = e
+        elif isinstance(src, tuple):
+            d = src[0].checked_type.shape[src[1]]
+            d = d if isinstance(d, SYMBOLIC_DIMS) else None
+            named += [i] if d is not None else []
+        if d is None:
+            unknown.append(i)
+        sizes.append(d)
+    if len(unknown) != 1 or len(named) > 1:
+        return None
+    rest = R.dim_div(R.prod(dims), R.prod([d for d in sizes if d is not None]))
+    if not isinstance(rest, int):
+        return None
+    out = list(entries)
+    out[unknown[0]] = rest
+    if named:
+        out[named[0]] = None
+    return out
 
 
 def _reshape_samples(rng):

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper  # noqa: E402
 import relay_core  # noqa: E402
 from converters.onnx import from_onnx  # noqa: E402
 from converters.onnx.values import run  # noqa: E402
-from relay_core.ir import Any, Call, ShapeVar, post_order  # noqa: E402
+from relay_core.ir import Any, Call, ShapeVar, post_order, scaled  # noqa: E402
 
 
 def _vi(name, shape, t=TensorProto.FLOAT):
@@ -1067,3 +1067,68 @@ def test_expand_to_a_run_time_count_and_constants_keeps_static_dims(source):
         n for n in post_order(mod["main"]) if isinstance(n, Call) and n.op.name.startswith("broad")
     ]
     assert expanded and all(n.checked_type.shape[1:] == (4, 3, 3) for n in expanded)
+
+
+def test_multiples_of_a_named_batch_stay_static():
+    """MViTv2's attention pools fold the heads into the batch, `x.reshape(-1, 96, 8, h, w)` of a
+    (batch, 2, 96, h * w) tensor, and unfold them with `x.reshape(B, 2, 96, -1)`, B read off
+    another tensor; RAFT concatenates its two images along the batch and splits the features
+    back. The folded batch is `2*batch` (it was `?`, and every op after it ran with run-time
+    extents); the reshape back is static and gives `batch` again, as does the split; a Range
+    to the batch (the exporter's index grids) is `batch` long, not `?`."""
+    from onnx import numpy_helper
+
+    def c(name, v):
+        return numpy_helper.from_array(np.asarray(v, np.int64), name)
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "fold"], ["f"]),
+        helper.make_node("Relu", ["f"], ["r"]),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Gather", ["xs", "z"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+        helper.make_node("Concat", ["b1", "c2", "c96", "m1"], ["back"], axis=0),
+        helper.make_node("Reshape", ["r", "back"], ["u"]),
+        helper.make_node("Concat", ["u", "y"], ["cat"], axis=0),
+        helper.make_node("Split", ["cat"], ["s0", "s1"], axis=0, num_outputs=2),
+        helper.make_node("Sub", ["s0", "s1"], ["out"]),
+        helper.make_node("Range", ["z", "b", "one"], ["idx"]),  # an index grid: arange(B)
+    ]
+    inits = [
+        c("fold", [-1, 96, 8, 8]),
+        c("z", 0),
+        c("ax0", [0]),
+        c("c2", [2]),
+        c("c96", [96]),
+        c("m1", [-1]),
+        c("one", 1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fold_heads",
+        [_vi("x", ["batch", 2, 96, 64]), _vi("y", ["batch", 2, 96, 64])],
+        [
+            _vi("out", ["batch", 2, 96, 64]),
+            _vi("f", [None, 96, 8, 8]),
+            _vi("idx", [None], TensorProto.INT64),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rng = np.random.default_rng(3)
+    lib = None
+    for n in (1, 3):
+        x, y = (rng.standard_normal((n, 2, 96, 64)).astype(np.float32) for _ in range(2))
+        mod = _check_vs_ort(model, [x, y])
+        lib = lib or relay_core.build(mod)
+        for got, want in zip(lib(x, y), _ort(model, [x, y])):
+            np.testing.assert_array_equal(np.asarray(got), want)
+    ops = {
+        n.op.name for n in post_order(mod["main"]) if isinstance(n, Call) and hasattr(n.op, "name")
+    }
+    assert not any(o.startswith("dyn.") for o in ops), ops
+    out_t, f_t, idx_t = mod["main"].checked_type.ret_type.fields
+    batch = ShapeVar("batch")
+    assert out_t.shape == (batch, 2, 96, 64)
+    assert f_t.shape == (scaled(batch, 2), 96, 8, 8)
+    assert idx_t.shape == (batch,)

@@ -257,7 +257,7 @@ def @main(%x: Tensor[(n, 4, 3, 1), float32], %y: Tensor[(n, 4, 1, 5), float32]) 
 
 
 LEADING = """
-def @main(%x: Tensor[(n, 2, 4, 6), float32], %y: Tensor[(?, 2, 6), float32]) {{
+def @main(%x: Tensor[({n}, 2, 4, 6), float32], %y: Tensor[(?, 2, 6), float32]) {{
   %0 = reshape(%x, newshape=[-1, 4, 6]);
   %1 = strided_slice(nn.relu(%0), begin=[0], end=[2], strides=[1], axes=[1]);
   %2 = {mid};
@@ -282,7 +282,7 @@ def test_dynamic_to_static_proves_a_run_time_leading_dim(mid, static):
     # from the data's own axis 0) when the data provably keeps x's axis 0; it was always left
     # dynamic (two unknown entries), and every dim after it was `?`: the model compiled once
     # per input shape.
-    text = LEADING.format(mid=mid)
+    text = LEADING.format(mid=mid, n="?")
     out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
     assert ("dyn.reshape" not in str(out)) == static, str(out)
     if static:
@@ -294,16 +294,33 @@ def test_dynamic_to_static_proves_a_run_time_leading_dim(mid, static):
     np.testing.assert_allclose(relay_core.build(parse(text))(x, y)[0], want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("mid", ["add(%1, %1)", "transpose(%1, axes=[1, 0, 2])"])
+def test_dynamic_to_static_with_a_multiple_of_a_named_dim(mid):
+    # with x's batch named, %0 is (2*n, 4, 6) and the view to (B, -1) is static whatever path
+    # leads there: the data's size over 2*n is a constant (12)
+    text = LEADING.format(mid=mid, n="n")
+    out = relay_core.infer_type(passes.DynamicToStatic()(parse(text)))
+    assert "dyn.reshape" not in str(out), str(out)
+    assert str(out["main"].checked_type.ret_type) == "Tensor[(2*n, 12), float32]"
+    x = np.random.default_rng(7).standard_normal((3, 2, 4, 6)).astype("float32")
+    y = np.zeros((6, 2, 6), "float32")
+    want = relay_core.evaluate(parse(text), x, y)
+    np.testing.assert_allclose(relay_core.build(parse(text))(x, y)[0], want, rtol=1e-6)
+
+
 def test_reshape_infers_a_named_dim():
     # x.reshape(-1, C) of a (batch, C, 1, 1) tensor (timm's flatten before the classifier):
-    # the -1 is `batch` itself when the other dims cancel; otherwise it stays unknown
-    from relay_core.ir.types import Any, ShapeVar
+    # the -1 is `batch` itself when the other dims cancel, a multiple of it when they leave a
+    # factor (heads folded into the batch); otherwise it stays unknown
+    from relay_core.ir.types import Any, ShapeVar, scaled
     from relay_core.ops.transform_reshape import reshape_shape
 
     n = ShapeVar("n")
     assert reshape_shape((n, 16, 1, 1), (-1, 16)) == (n, 16)
     assert reshape_shape((n, 6), (2, -1, 3)) == (2, n, 3)
-    assert reshape_shape((n, 16, 1, 1), (-1, 8)) == (Any, 8)  # 2n
+    assert reshape_shape((n, 16, 1, 1), (-1, 8)) == (scaled(n, 2), 8)
+    assert reshape_shape((scaled(n, 2), 8), (-1, 16)) == (n, 16)
+    assert reshape_shape((n, 16, 1, 1), (-1, 32)) == (Any, 32)  # n / 2: not a dim we can say
     assert reshape_shape((n, Any, 4), (-1, 4)) == (Any, 4)
     assert reshape_shape((n, ShapeVar("m"), 4), (-1, 4)) == (Any, 4)
 
