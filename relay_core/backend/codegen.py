@@ -318,12 +318,13 @@ class _FuncEmitter(ArithMixin):
         nbytes = b.select(
             b.icmp_signed("==", nbytes, ir.Constant(I64, 0)), ir.Constant(I64, 64), nbytes
         )
-        alloc = self.ctx.declare("aligned_alloc", PTR, [I64, I64])
-        free = self.ctx.declare("free", VOID, [PTR])
-        raw = b.call(alloc, [ir.Constant(I64, 64), nbytes])
+        # the runtime's block cache (c/relay_obj.c): the same sizes come back at every call
+        alloc = self.ctx.declare("relay_scratch_alloc", PTR, [I64])
+        free = self.ctx.declare("relay_scratch_free", VOID, [PTR, I64])
+        raw = b.call(alloc, [nbytes])
         self.env.bufs[buf.id] = b.bitcast(raw, st.as_pointer())
         self.stmt(s.body)
-        b.call(free, [raw])
+        b.call(free, [raw, nbytes])
 
     def call_kernel(self, s: T.CallKernel) -> None:
         if s.name not in self.ctx.externs and s.emit is not None:

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { K_TENSOR = 0, K_TUPLE = 1, K_ADT = 2, K_CLOSURE = 3, K_REF = 4 };
 
@@ -86,12 +87,25 @@ void relay_release(RObj *o) {
  * The intermediate tensors of a call are allocated and freed again at every call, in the
  * same sizes. Handed back to malloc, large blocks are returned to the kernel (munmap, or
  * brk trimming the heap top) and the next call faults every page in again: a MobileNetV2
- * with a dynamic batch spent a third of its time in page faults. Freed blocks of at least
- * CACHE_MIN bytes are kept here (at most CACHE_SLOTS blocks and CACHE_BYTES in total, the
- * oldest freed first when full) and handed out again for a request of the same size. */
-enum { CACHE_SLOTS = 64 };
+ * with a dynamic batch spent a third of its time in page faults, MViTv2 a third (its index
+ * grids for slice assignments are 315-630 MB each). Freed blocks of at least CACHE_MIN bytes
+ * are kept here (at most CACHE_SLOTS blocks and cache_cap() bytes in total: an eighth of
+ * the machine's memory, at least 256 MB and at most 4 GB; the oldest freed go first when
+ * full) and handed out again for a request of the same size. MViTv2 frees ~100 large blocks
+ * per call: with 64 slots the oldest were gone before their next use. */
+enum { CACHE_SLOTS = 256 };
 #define CACHE_MIN ((size_t)64 << 10)
-#define CACHE_BYTES ((size_t)256 << 20)
+static size_t cache_cap(void) {
+  static size_t cap;
+  if (!cap) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t c = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : 0;
+    size_t lo = (size_t)256 << 20, hi = (size_t)4 << 30;
+    cap = c < lo ? lo : c > hi ? hi : c;
+  }
+  return cap;
+}
+#define CACHE_BYTES cache_cap()
 static struct {
   void *p;
   size_t bytes;
@@ -157,6 +171,11 @@ static void data_free(void *p, size_t bytes) {
   unlock_cache();
   for (int i = 0; i < ne; i++) free(evict[i]);
 }
+
+/* Scratch buffers of generated kernels (stages a fused group materialises, sized at run time)
+ * come from the same blocks: MViTv2's index grids faulted 2 GB of pages in at every call. */
+void *relay_scratch_alloc(int64_t bytes) { return data_alloc((size_t)bytes); }
+void relay_scratch_free(void *p, int64_t bytes) { data_free(p, (size_t)bytes); }
 
 /* the library unloaded: hand the kept blocks back */
 __attribute__((destructor)) static void drop_cache(void) {
