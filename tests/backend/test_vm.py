@@ -184,6 +184,39 @@ def @main(%x: Tensor[(n), float32], %y: Tensor[(n), float32]) { add(%x, %y) }
         lib(a, np.ones(4, np.float32))
 
 
+def test_multiples_of_a_shape_variable():
+    # 2*n: twice n's size. Kernels read n off whichever input comes first (here x, n = its
+    # dim / 2), so a y or z of another size must be refused before it is read out of bounds;
+    # the reshape to (-1, 3) and the concatenation are typed with multiples of n too.
+    text = """
+#[version = "0.0.5"]
+def @main(%x: Tensor[(2*n, 3), float32], %y: Tensor[(n, 3), float32],
+          %z: Tensor[(4*n, 3), float32]) {
+  %0 = add(%x, concatenate((%y, %y)));
+  %1 = reshape(%z, newshape=[2, -1, 3]);
+  (add(%1, %0), split(%z, indices_or_sections=2).1)
+}
+"""
+    mod = relay_core.parse(text)
+    assert str(mod["main"].checked_type.ret_type) == (
+        "(Tensor[(2, 2*n, 3), float32], Tensor[(2*n, 3), float32])"
+    )
+    lib = relay_core.build(mod)
+    rng = np.random.default_rng(0)
+    for n in (1, 3):
+        x, y, z = (rng.standard_normal((k * n, 3)).astype(np.float32) for k in (2, 1, 4))
+        got = lib(x, y, z)
+        want = relay_core.evaluate(mod, x, y, z)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+    y, z = np.ones((1, 3), np.float32), np.ones((4, 3), np.float32)
+    with pytest.raises(InputError, match="multiple of 2"):
+        lib(np.ones((3, 3), np.float32), y, z)
+    with pytest.raises(InputError, match="dimension n is 1 in input 'x' but 2 in input 'z'"):
+        lib(np.ones((2, 3), np.float32), y, np.ones((8, 3), np.float32))
+
+
 def test_incomplete_match_fails_cleanly():
     text = """
 #[version = "0.0.5"]
