@@ -19,6 +19,13 @@ from ._util import Rewriter, child_exprs, ensure_typed, map_functions, type_byte
 from .manager import Pass, PassContext, register_pass
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+# A call whose value would be over EXPAND_BYTES and over EXPAND_RATIO times its constant
+# arguments (a broadcast, a tile, an index grid of a range) is left for run time: computed
+# there it costs a cheap kernel (or fuses into its user); folded it is stored in the
+# artifact. MViTv2's slice assignments folded to 1.4 GB of index grids beside 139 MB of
+# weights.
+EXPAND_BYTES = 4 * 1024 * 1024
+EXPAND_RATIO = 8
 
 
 def _is_const(e: Expr) -> bool:
@@ -34,10 +41,12 @@ class FoldConstant(Pass):
     shaped tensors; inline let-bound constants; pick the branch of an `if` on a constant;
     project tuples of known fields. Stateful ops are never evaluated.
 
-    `max_bytes` bounds every tensor folding would create. It is checked *before* evaluating,
-    from the checked types, so an 84-byte model asking for a 4-petabyte constant fails at
-    once: with `on_limit="error"` (default) a ResourceLimitError names the op and its shape;
-    with `on_limit="skip"` the call is left for run time.
+    A call whose value would be large (over EXPAND_BYTES) and much larger than its arguments
+    (EXPAND_RATIO times: a broadcast, a tile) is left for run time: its value is not worth
+    storing. `max_bytes` bounds every tensor folding would create. It is checked *before*
+    evaluating, from the checked types, so an 84-byte model asking for a 4-petabyte constant
+    fails at once: with `on_limit="error"` (default) a ResourceLimitError names the op and its
+    shape; with `on_limit="skip"` the call is left for run time.
 
     >>> mod = FoldConstant(max_bytes=1 << 30)(mod)
     """
@@ -123,6 +132,9 @@ class _Folder:
                 "The model asks for a tensor this large; if that is intended, raise "
                 "FoldConstant(max_bytes=...) or pass on_limit='skip' to leave it for run time."
             )
+        if size is not None and size > EXPAND_BYTES:
+            if size > EXPAND_RATIO * sum(a.data.nbytes for a in new.args):
+                return new
         if not call.has_type and out_t is not None:
             call._set_type(out_t)
         try:

@@ -499,3 +499,29 @@ def test_fold_scale_axis_leaves_shared_or_negative_cases():
         }
         """
     check(passes.FoldScaleAxis(), src, src, consts=[W, SIN.reshape(3, 1, 1) * -1])
+
+
+def test_fold_constant_leaves_large_broadcasts_for_run_time():
+    # a value much larger than its constant arguments (an index grid, a broadcast) is not
+    # worth storing: MViTv2's slice assignments folded to 1.4 GB of grids beside 139 MB of
+    # weights. Small expansions and large values that are not expansions still fold.
+    from relay_core.ir import Constant, const
+    from relay_core.ir.expr import Call, Op
+    from relay_core.ops.registry import lookup
+
+    def fold(name, arg, **attrs):
+        call = Call(Op.get(name), (const(arg),), lookup(name).make_attrs(**attrs))
+        mod = relay_core.ir.IRModule.from_expr(call)
+        return passes.FoldConstant()(mod)["main"].body
+
+    col = np.arange(1024, dtype=np.float32).reshape(1, 1, 1024, 1)
+    big = fold("broadcast_to", col, shape=(1, 1, 1024, 2048))  # 8 MB from 4 KB
+    assert type(big) is Call and big.op.name == "broadcast_to"
+    small = fold("broadcast_to", col, shape=(1, 1, 1024, 64))  # 256 KB: folds
+    assert type(small) is Constant and small.data.shape == (1, 1, 1024, 64)
+    dense = np.ones((2048, 1024), np.float32)  # 8 MB in, 8 MB out: folds
+    neg = fold("negative", dense)
+    assert type(neg) is Constant
+    np.testing.assert_array_equal(neg.data, -dense)
+    lib = relay_core.build(relay_core.ir.IRModule.from_expr(big))
+    np.testing.assert_array_equal(lib()[0], np.broadcast_to(col, (1, 1, 1024, 2048)))
