@@ -19,11 +19,12 @@ from ._util import Rewriter, child_exprs, ensure_typed, map_functions, type_byte
 from .manager import Pass, PassContext, register_pass
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-# A call whose value would be over EXPAND_BYTES and over EXPAND_RATIO times its constant
-# arguments (a broadcast, a tile, an index grid of a range) is left for run time: computed
+# A broadcast of constants (EXPANSIONS) whose value would be over EXPAND_BYTES and over
+# EXPAND_RATIO times its arguments (an index grid of a range) is left for run time: computed
 # there it costs a cheap kernel (or fuses into its user); folded it is stored in the
 # artifact. MViTv2's slice assignments folded to 1.4 GB of index grids beside 139 MB of
-# weights.
+# weights. A `full` (ONNX ConstantOfShape) is a tensor the model declares: it folds.
+EXPANSIONS = frozenset({"broadcast_to", "broadcast_to_like", "tile", "repeat"})
 EXPAND_BYTES = 4 * 1024 * 1024
 EXPAND_RATIO = 8
 
@@ -41,9 +42,9 @@ class FoldConstant(Pass):
     shaped tensors; inline let-bound constants; pick the branch of an `if` on a constant;
     project tuples of known fields. Stateful ops are never evaluated.
 
-    A call whose value would be large (over EXPAND_BYTES) and much larger than its arguments
-    (EXPAND_RATIO times: a broadcast, a tile) is left for run time: its value is not worth
-    storing. `max_bytes` bounds every tensor folding would create. It is checked *before*
+    A broadcast whose value would be large (over EXPAND_BYTES) and much larger than its
+    arguments (EXPAND_RATIO times) is left for run time: its value is not worth storing.
+    `max_bytes` bounds every tensor folding would create. It is checked *before*
     evaluating, from the checked types, so an 84-byte model asking for a 4-petabyte constant
     fails at once: with `on_limit="error"` (default) a ResourceLimitError names the op and its
     shape; with `on_limit="skip"` the call is left for run time.
@@ -132,7 +133,7 @@ class _Folder:
                 "The model asks for a tensor this large; if that is intended, raise "
                 "FoldConstant(max_bytes=...) or pass on_limit='skip' to leave it for run time."
             )
-        if size is not None and size > EXPAND_BYTES:
+        if size is not None and size > EXPAND_BYTES and opdef.name in EXPANSIONS:
             if size > EXPAND_RATIO * sum(a.data.nbytes for a in new.args):
                 return new
         if not call.has_type and out_t is not None:
