@@ -188,10 +188,10 @@ def write_outputs(path: str, names: list[str], outs: list) -> Path:
 
 def _one(d) -> int:
     """A run-time dim filled in: 1, or k for a multiple `k*n` of a named dim n (n = 1)."""
-    if isinstance(d, int):
-        return d
-    k, star, _ = str(d).partition("*")
-    return int(k) if star and k.isdigit() else 1
+    from relay_core.ir.types import dim_monomial, normalize_dim
+
+    m = dim_monomial(normalize_dim(d))
+    return 1 if m is None else m[0]
 
 
 def fill_inputs(lib, feed: dict, mode: str, seed: int = 0) -> dict[str, tuple]:

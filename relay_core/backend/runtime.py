@@ -125,6 +125,20 @@ def _node_arg(entry: dict) -> NodeArg:
     return NodeArg(entry["name"], shape, _ort_type(desc), entry.get("dtype", ""))
 
 
+def _named_dims(shapes) -> list[tuple]:
+    """(input, axis, k, name) for each input dim that is a named dim n (k = 1) or a multiple
+    `k*n` of one, read once from the manifest's shapes."""
+    from ..ir.types import dim_monomial, normalize_dim
+
+    out = []
+    for i, shape in enumerate(shapes):
+        for axis, d in enumerate(shape or ()):
+            m = dim_monomial(normalize_dim(d)) if isinstance(d, str) else None
+            if m is not None and m[1] is not None:
+                out.append((i, axis, m[0], m[1].name))
+    return out
+
+
 def _contig(a) -> np.ndarray:
     """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
     a = np.asarray(a)
@@ -202,6 +216,7 @@ class CompiledModule:
         self._in_descs = [i.get("type") for i in m["inputs"]]
         self._out_descs = [o.get("type") for o in m["outputs"]]
         self._in_shapes = [tuple(i["shape"]) if "shape" in i else None for i in m["inputs"]]
+        self._named_dims = _named_dims(self._in_shapes)
         self._in_dtypes = [_np_dtype(i.get("dtype")) for i in m["inputs"]]
         self._out_shapes = [tuple(o["shape"]) if "shape" in o else None for o in m["outputs"]]
         self._out_dtypes = [_np_dtype(o.get("dtype")) for o in m["outputs"]]
@@ -306,26 +321,20 @@ class CompiledModule:
     def _check_dims(self, vals) -> None:
         """Shape variables shared by several inputs must agree (`2*n` is twice n's size)."""
         seen: dict = {}
-        for i, v in enumerate(vals):
-            if self._in_shapes[i] is None:
-                continue
-            for d, s in zip(self._in_shapes[i], v.shape):
-                if not isinstance(d, str):
-                    continue
-                k, star, name = d.partition("*")
-                k, name = (int(k), name) if star else (1, d)
-                if s % k:
-                    raise InputError(
-                        f"dimension {d} of input {self.input_names[i]!r} must be a multiple of "
-                        f"{k}, got {s}"
-                    )
-                if name in seen and seen[name][1] != s // k:
-                    j, n = seen[name]
-                    raise InputError(
-                        f"dimension {name} is {n} in input {self.input_names[j]!r} "
-                        f"but {s // k} in input {self.input_names[i]!r} ({d} = {s})"
-                    )
-                seen.setdefault(name, (i, s // k))
+        for i, axis, k, name in self._named_dims:
+            s = vals[i].shape[axis]
+            if s % k:
+                raise InputError(
+                    f"dimension {k}*{name} of input {self.input_names[i]!r} must be a multiple "
+                    f"of {k}, got {s}"
+                )
+            if name in seen and seen[name][1] != s // k:
+                j, n = seen[name]
+                raise InputError(
+                    f"dimension {name} is {n} in input {self.input_names[j]!r} "
+                    f"but {s // k} in input {self.input_names[i]!r} (of size {s})"
+                )
+            seen.setdefault(name, (i, s // k))
 
     def _coerce(self, i: int, v) -> np.ndarray:
         name, dt, shape = self.input_names[i], self._in_dtypes[i], self._in_shapes[i]
