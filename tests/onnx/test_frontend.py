@@ -22,6 +22,12 @@ def _vi(name, shape, t=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, t, shape)
 
 
+def _int64_init(name, v):
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(v, np.int64), name)
+
+
 def _ort(model, inputs):
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
@@ -1010,11 +1016,7 @@ def test_expand_to_a_run_time_count_and_constants_keeps_static_dims(source):
     It stayed a dyn.broadcast_to with every dim unknown (generic index arithmetic per element);
     it is a static broadcast now, with n read at run time (from the index itself or another
     tensor)."""
-    from onnx import numpy_helper
-
-    def c(name, v):
-        return numpy_helper.from_array(np.asarray(v, np.int64), name)
-
+    c = _int64_init
     src = "r" if source == "self" else "u"
     one = helper.make_tensor("v", TensorProto.INT64, [1], [1])
     nodes = [
@@ -1076,11 +1078,7 @@ def test_multiples_of_a_named_batch_stay_static():
     back. The folded batch is `2*batch` (it was `?`, and every op after it ran with run-time
     extents); the reshape back is static and gives `batch` again, as does the split; a Range
     to the batch (the exporter's index grids) is `batch` long, not `?`."""
-    from onnx import numpy_helper
-
-    def c(name, v):
-        return numpy_helper.from_array(np.asarray(v, np.int64), name)
-
+    c = _int64_init
     nodes = [
         helper.make_node("Reshape", ["x", "fold"], ["f"]),
         helper.make_node("Relu", ["f"], ["r"]),
