@@ -118,6 +118,16 @@ class Server:
                 out.append(p)
         return out
 
+    def live_workers(self, timeout: float = 30) -> list[int]:
+        """The worker pids once there is at least one. A listing can come back empty while the
+        pool forks a replacement or the kernel's child list is read mid-change."""
+        end = time.monotonic() + timeout
+        while True:
+            pids = self.worker_pids()
+            if pids or time.monotonic() > end:
+                return pids
+            time.sleep(0.1)
+
 
 def children(pid: int) -> list[int]:
     kids = []

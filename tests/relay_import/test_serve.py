@@ -405,8 +405,8 @@ def test_workers_killed_while_idle_are_replaced_before_the_next_job(srv):
     status, info = jrequest(srv.url + "/v1/models", model)
     assert status == 201
     for _ in range(3):
-        pids = srv.worker_pids()
-        assert pids
+        pids = srv.live_workers()
+        assert pids, "no worker process under the service after 30 s:\n" + srv.stderr()
         for p in pids:
             os.kill(p, signal.SIGKILL)
         status, art = jrequest(srv.url + f"/v1/models/{info['id']}/compile", b"", method="POST")
