@@ -205,6 +205,21 @@ class _EpilogueEmitter(_FuncEmitter):
             ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), [0] * self.lanes),
         )
 
+    def _same_lanes(self, a, c):
+        """Operands of one operation, a vector and a scalar (index arithmetic on values read
+        per lane: Gemma2's sliding window, positions - window): the scalar splatted."""
+        if isinstance(a.type, ir.VectorType) and not isinstance(c.type, ir.VectorType):
+            return a, self.splat(c)
+        if isinstance(c.type, ir.VectorType) and not isinstance(a.type, ir.VectorType):
+            return self.splat(a), c
+        return a, c
+
+    def binary(self, op: str, a, c, dtype: str):
+        return super().binary(op, *self._same_lanes(a, c), dtype)
+
+    def compare(self, op: str, a, c, dtype: str):
+        return super().compare(op, *self._same_lanes(a, c), dtype)
+
     def _node(self, e):
         t = type(e)
         if t is Const:

@@ -218,6 +218,27 @@ def test_dynamic_batch(compiled):
     assert d.name == "batch" and (d.min, d.max) == (1, 16)
 
 
+class SlidingWindowScores(torch.nn.Module):
+    """Attention scores masked outside a causal sliding window of positions (Gemma2's): the
+    mask, index arithmetic on positions read per lane, is the matmul's fused epilogue."""
+
+    def forward(self, q, k):
+        i = torch.arange(q.shape[1])
+        bad = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - 3)
+        return (q @ k.transpose(1, 2)).masked_fill(bad, -1e4)
+
+
+@pytest.mark.parametrize("compiled", MODES)
+def test_sliding_window_mask_over_a_dynamic_sequence(compiled):
+    seq = torch.export.Dim("seq", min=2, max=512)
+    g = _gen(11)
+    x = tuple(torch.randn(2, 37, 16, generator=g) for _ in range(2))
+    runs = [tuple(torch.randn(2, n, 16, generator=g) for _ in range(2)) for n in (37, 50, 8)]
+    _parity(
+        SlidingWindowScores(), x, dynamic_shapes=({1: seq}, {1: seq}), compiled=compiled, runs=runs
+    )
+
+
 def _hf():
     return require("transformers")
 
