@@ -141,8 +141,11 @@ def _trace_keras(model, input_signature):
         except (AttributeError, ValueError):
             ins = None
         if not ins:
+            ins = _built_inputs(model)
+        if not ins:
             raise InputError(
-                "this Keras model has no defined inputs: pass input_signature=[tf.TensorSpec(...)]"
+                "this Keras model has no defined inputs (a subclassed model never called or "
+                "built): pass input_signature=[tf.TensorSpec(...)]"
             )
         specs = []
         for i, t in enumerate(ins):
@@ -177,6 +180,25 @@ def _trace_keras(model, input_signature):
         return tf.function(call, input_signature=specs).get_concrete_function()
     except Exception as e:
         raise InputError(f"cannot trace the Keras model with inputs {specs}: {e}") from None
+
+
+def _built_inputs(model) -> list:
+    """A subclassed model has no symbolic inputs, but once called (or loaded from a .keras
+    file) its build config records the shapes it was built with: those, batch unknown."""
+    tf = _tf()
+    try:
+        shape = (model.get_build_config() or {}).get("input_shape")
+    except Exception:  # no build config: never built
+        return []
+    if not isinstance(shape, (list, tuple)) or not shape:
+        return []
+    flat = all(d is None or isinstance(d, int) for d in shape)
+    shapes = [shape] if flat else list(shape)
+    if not all(isinstance(s, (list, tuple)) and s for s in shapes):
+        return []
+    dtype = getattr(model, "input_dtype", None)
+    dtype = dtype if isinstance(dtype, str) else "float32"
+    return [tf.TensorSpec((None, *s[1:]), dtype, name=f"input_{i}") for i, s in enumerate(shapes)]
 
 
 def _spec_name(name: str, i: int) -> str:

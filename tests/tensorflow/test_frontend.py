@@ -88,6 +88,38 @@ def test_sequential_without_input_needs_a_signature():
     assert_close(relay_outputs(mod, [x]), [model(x).numpy()])
 
 
+@keras.saving.register_keras_serializable(package="relay_tests")
+class SubclassedNet(keras.Model):
+    """A subclassed model: no symbolic inputs, only the shapes it was built with."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.d1 = keras.layers.Dense(5, activation="swish")
+        self.d2 = keras.layers.Dense(2)
+
+    def call(self, xs):
+        if isinstance(xs, (list, tuple)):
+            return self.d2(self.d1(xs[0]) * xs[1])
+        return self.d2(self.d1(xs))
+
+
+@pytest.mark.parametrize("two_inputs", [False, True])
+def test_subclassed_model_saved_after_a_call_loads_with_its_batch_unknown(tmp_path, two_inputs):
+    model = SubclassedNet()
+    build = [rand(1, 4), rand(1, 5)] if two_inputs else [rand(1, 4)]
+    model(build if two_inputs else build[0])
+    path = str(tmp_path / "sub.keras")
+    model.save(path)
+    mod = from_tensorflow(path)
+    for p in mod["main"].params:
+        assert isinstance(p.checked_type.shape[0], ShapeVar)
+    ref = keras.models.load_model(path)
+    for n in (1, 3):
+        xs = [rand(n, 4, seed=n), rand(n, 5, seed=n + 1)][: 2 if two_inputs else 1]
+        want = ref(xs if two_inputs else xs[0]).numpy()
+        assert_close(relay_outputs(mod, xs), [want])
+
+
 def test_input_and_output_names():
     inp_a, inp_b = keras.Input((3,), name="left"), keras.Input((3,), name="right")
     out = keras.layers.Concatenate()([inp_a, inp_b])
