@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+from tests.require import require
+
+onnx = require("onnx")
+ort = require("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import relay_import as ri  # noqa: E402
