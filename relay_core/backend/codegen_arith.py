@@ -387,29 +387,15 @@ class ArithMixin:
 
 
 def _known_float(v) -> float | None:
-    """The value of a float constant, scalar or splat (insertelement + shufflevector of a
-    constant into lane 0), else None."""
-    if isinstance(v, ir.Constant) and isinstance(
-        v.type, (ir.FloatType, ir.DoubleType, ir.HalfType)
-    ):
-        return float(v.constant)
-    if isinstance(v, ir.Constant) and isinstance(v.type, ir.VectorType):  # a constant vector
+    """The value of a float constant, scalar or a vector of one value, else None."""
+    if not isinstance(v, ir.Constant):
+        return None
+    if isinstance(v.type, ir.VectorType):
         lanes = v.constant if isinstance(v.constant, list) else None
         vals = {_known_float(q) for q in lanes} if lanes else {None}
         return vals.pop() if len(vals) == 1 else None
-    if isinstance(v, ir.ShuffleVector):
-        ins, mask = v.operands[0], v.operands[2]
-        lanes = mask.constant if isinstance(mask, ir.Constant) else None
-        if not isinstance(lanes, list) or any(getattr(q, "constant", q) != 0 for q in lanes):
-            return None
-        if (
-            isinstance(ins, ir.InsertElement)
-            and isinstance(ins.operands[1], ir.Constant)
-            and getattr(ins.operands[2], "constant", None) == 0
-        ):
-            k = ins.operands[1]
-            if isinstance(k.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
-                return float(k.constant)
+    if isinstance(v.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+        return float(v.constant)
     return None
 
 

@@ -198,6 +198,8 @@ class _EpilogueEmitter(_FuncEmitter):
             return v
         b = self.b
         vt = ir.VectorType(v.type, self.lanes)
+        if isinstance(v, ir.Constant):  # a constant vector (codegen_arith reads its value)
+            return ir.Constant(vt, [v] * self.lanes)
         z = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
         return b.shuffle_vector(
             z,
