@@ -10,6 +10,8 @@ element; other tensors the stage reads arrive as extra pointers.
 
 from __future__ import annotations
 
+import copy
+
 from llvmlite import ir
 
 from ..te.expr import Call, Const, Load, Select, Var
@@ -76,6 +78,13 @@ class EpilogueBuilder:
         self.env = list(env)  # run-time extents: the kernel passes them after the indices
         self.extras = extras  # Buffers passed after the kernel's outputs, in order
         self.simp = Simplifier()
+
+    def permuted(self, order) -> EpilogueBuilder:
+        """The same epilogue taking its output axes' indices in `order`; vector lanes run along
+        the last of them (a kernel whose contiguous runs lie along another axis)."""
+        view = copy.copy(self)
+        view.axes = [self.axes[k] for k in order]
+        return view
 
     def invariant_from(self, k: int) -> bool:
         """No output axis from k on occurs in the expression (but in the index of the kernel's

@@ -103,6 +103,10 @@ GEOMS_2D = [
     (1, 16, (16, 16), 16, 1, 1, 0, 1, 1),
     (1, 16, (8, 8), 32, 1, 2, 0, 1, 1),
     (1, 5, (1, 1), 7, 1, 1, 0, 1, 1),
+    # 1x1 planes: dense layers (heads after global pooling), also strided and over batches
+    (8, 96, (1, 1), 40, 1, 1, 0, 1, 1),
+    (3, 64, (1, 1), 33, 1, 2, 0, 1, 1),
+    (1, 4, (1, 1), 5, 1, 3, 1, 1, 1),  # padded: the one output reads padding, not a dense layer
     (1, 6, (9, 9), 12, 3, 1, 2, 2, 3),
     (2, 7, (13, 5), 9, 5, 3, 2, 1, 1),
     (1, 20, (17, 17), 33, 3, 1, 1, 1, 1),
