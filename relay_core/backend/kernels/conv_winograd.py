@@ -44,6 +44,7 @@ from .llvm_util import (
     const,
     for_range,
     gep,
+    half_rate_512,
     i64,
     imin,
     load,
@@ -90,7 +91,7 @@ def usable(win, G: int, Cg: int, Og: int, packed: bool, force: bool = False) -> 
         return can
     if win.N * win.P < MIN_POSITIONS and 16 * 4 * Cg * Og > STREAMED_BYTES and vector_width() == 16:
         return False
-    if not (worth_transforms(win.P, Cg, Og) or many_tiles(win.N * win.P, Cg, Og)):
+    if not (worth_transforms(win.P, Cg, Og) or many_tiles(win.N * win.P, Cg, Og, win.P)):
         return False
     return Cg >= 16 and Og >= 16 and win.osp[1] >= 4 and win.osp[2] >= 4
 
@@ -110,9 +111,10 @@ def worth_transforms(P: int, C: int, O: int) -> bool:
 
 MANY_POSITIONS = 20000  # output positions of all images from which h >= 16 suffices
 AVX2_POSITIONS = 4000  # on AVX2, from which h >= 8 suffices
+AVX2_POSITIONS_ZEN4 = 3100  # the same on Zen 4 (AVX-512 at half rate), on planes of P >= 1000
 
 
-def many_tiles(NP: int, C: int, O: int) -> bool:
+def many_tiles(NP: int, C: int, O: int, P: int = 0) -> bool:
     """Enough tiles over all images (NP output positions) for h = C O / (C + O) >= 16: with 32
     or fewer output channels conv_strips packs its windows for one or two panels of weights and
     runs at half the FMA rate. Against conv_strips (2 threads, interleaved, Xeon Ice Lake):
@@ -124,9 +126,17 @@ def many_tiles(NP: int, C: int, O: int) -> bool:
     32 -> 128 on 27x27 0.61, 16 -> 16 on 56x56 0.65, 32 -> 32 on 28x28 0.75, 16 -> 32 on 28x28
     the same; SqueezeNet at batch 8 0.91 of its time. Below: 24 -> 64 on 14x14 and 64 -> 256
     on 13x13 at batch 8 (1352-1568 positions) the same time, SqueezeNet at batch 1 (16 -> 64
-    on 55x55, 3025 positions) 1.01."""
+    on 55x55, 3025 positions) 1.01. On Zen 4 (AVX-512 at half rate, `half_rate_512`) the
+    Intel rule above left SqueezeNet's, HGNetV2's and RegNet-style narrow convolutions on the
+    direct kernels; there Winograd took (2 threads, interleaved, against the kernel the rules
+    chose): batch 8, 16 -> 64 on 55x55 0.73, 16 -> 16 on 56x56 0.57; batch 1, 16 -> 16 on
+    56x56 0.77, 24 -> 24 0.62, 32 -> 32 0.75, 16 -> 32 0.94, 16 -> 16 on 112x112 0.76. Not on
+    28x28 planes (P < 1000): 32 -> 32 took 1.22 (batch 1) and 1.64 (batch 8; 16 -> 16 0.68
+    there), nor below 3100 positions (16 -> 64 on 55x55 at batch 1: 1.04)."""
     if vector_width() == 8:
         return NP >= AVX2_POSITIONS and C * O >= 8 * (C + O)
+    if half_rate_512():
+        return NP >= AVX2_POSITIONS_ZEN4 and P >= 1000 and C * O >= 8 * (C + O)
     return NP >= MANY_POSITIONS and C * O >= 16 * (C + O)
 
 

@@ -219,6 +219,20 @@ def vector_width() -> int:
     return 16 if "+avx512f" in host()[2].split(",") else 8
 
 
+# CPUs that run a 16-lane FMA as two 8-lane halves: no more multiply-adds per cycle than with
+# AVX2 (AMD Zen 4), against two full-width FMA units on Intel's AVX-512 server cores (where the
+# AVX-512 rules were measured)
+HALF_RATE_512 = ("znver4",)
+
+
+def half_rate_512() -> bool:
+    """Whether the target has AVX-512 but multiply-adds 16-lane vectors at half rate, so that
+    arithmetic is dearer against memory traffic than on the cores the AVX-512 rules assume."""
+    from ..llvm_target import host
+
+    return vector_width() == 16 and host()[1] in HALF_RATE_512
+
+
 def _masked_intrinsic(b: ir.IRBuilder, name: str, vt: ir.VectorType) -> ir.Function:
     """llvm.masked.load / llvm.masked.store of float vectors `vt` (declared once per module)."""
     full = f"llvm.masked.{name}.v{vt.count}f32.p0v{vt.count}f32"

@@ -314,16 +314,25 @@ def test_conv2d_winograd(nthreads, layout, klayout, monkeypatch):
         (8, 16, 55, 64, 1, 8, True),  # SqueezeNet's fire expansion at batch 8
         (1, 16, 55, 64, 1, 8, False),  # ... at batch 1: 3025 positions
         (8, 24, 14, 64, 1, 8, False),  # 1568 positions
+        # Zen 4 (AVX-512 at half rate): from 3100 positions on planes of 1000 or more
+        (1, 16, 56, 16, 1, "zen4", True),  # HGNetV2's 16 -> 16 per image
+        (8, 16, 55, 64, 1, "zen4", True),
+        (1, 16, 55, 64, 1, "zen4", False),  # 3025 positions
+        (8, 32, 28, 32, 1, "zen4", False),  # 28x28 planes: conv_strips
+        (8, 64, 14, 64, 1, "zen4", False),
     ],
 )
 def test_winograd_rules(n, c, hw, o, pad, width, want, monkeypatch):
     """Which 3x3 convolutions take Winograd by the rules (no FORCE): worth_transforms per image,
-    or many_tiles over the batch (its thresholds depend on the vector width)."""
+    or many_tiles over the batch (its thresholds depend on the vector width and, with AVX-512,
+    on whether the cores multiply-add 16 lanes at full rate: Intel's server cores, or at half
+    rate: Zen 4)."""
     from relay_core.backend.kernels import conv_winograd
     from relay_core.backend.kernels.conv import conv_window
     from tools.kernel_jit import tt
 
-    monkeypatch.setattr(conv_winograd, "vector_width", lambda: width)
+    monkeypatch.setattr(conv_winograd, "vector_width", lambda: 16 if width == "zen4" else width)
+    monkeypatch.setattr(conv_winograd, "half_rate_512", lambda: width == "zen4")
     cs, want_y = conv_case(2, n, c, (hw, hw), o, 3, 1, pad, 1, 1)
     win, G, O, Cg, Og, _, _ = conv_window(
         [tt(a.shape) for a in cs["inputs"]], [tt(want_y.shape)], cs["attrs"], 2
