@@ -584,6 +584,8 @@ class Scheduler(BatchBlocks):
                 if pieces is not None:
                     return pieces
                 split = loop_nest.split_inner(self.simp, axes, shape, value, index)
+                if split is None:
+                    split = loop_nest.tile_transpose(self.simp, axes, shape, value, index)
                 if split is not None:
                     axes, shape, value, index = split
             body = T.Store(out_buf, index, value)
