@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast bench bench-compile bench-generic lint clean-cache lock zoo
+.PHONY: demo test test-fast bench bench-compile bench-generic bench-timm lint clean-cache lock zoo
 
 # constraints.txt pins every package to the version the suite was last tested with (`make lock`
 # regenerates it from a fresh resolve), so a fresh clone installs what CI tested.
@@ -58,6 +58,11 @@ bench-compile: $(STAMP)
 bench-generic: $(STAMP)
 	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
 	$(BIN)/python -m benchmarks.generic
+
+# Latency of 30 timm families (default ONNX export, default compile) against onnxruntime.
+bench-timm: $(STAMP)
+	$(BIN)/pip install -q -e '.[zoo]' -c $(LOCK)
+	$(BIN)/python -m benchmarks.timm_latency
 
 lint: $(STAMP)
 	$(BIN)/ruff check relay_core converters relay_import tests benchmarks tools
