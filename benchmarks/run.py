@@ -71,10 +71,13 @@ def _machine() -> str:
     # the vector width our kernels (and the others') take: results differ most by it
     from relay_core.backend.llvm_target import host
 
-    on = set(host()[2].split(","))
+    _, core, feats = host()
+    on = set(feats.split(","))
     isa = "AVX-512" if "+avx512f" in on else "AVX2, no AVX-512" if "+avx2" in on else "no AVX2"
+    # LLVM's name for the core (znver3, znver4, icelake-server, ...): the rules differ by it
     return (
-        f"{cpu} ({isa}), {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
+        f"{cpu} ({core}, {isa}), {os.cpu_count()} logical cores, "
+        f"{platform.system()} {platform.release()}"
     )
 
 
