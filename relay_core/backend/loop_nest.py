@@ -464,34 +464,37 @@ def tile_transpose(simp, axes, shape, value, index):
     TILE rows later from memory (PVTv2's 3136 x 256 transposes: 1.6 ms, onnxruntime 0.5). Tiles
     of TILE x TILE (or 8 x 8) elements need both extents to be multiples; None otherwise."""
     n = len(axes)
-    if n < 2 or not isinstance(shape[-1], int):
+    if n < 2 or not isinstance(shape[-1], int) or _coef(simp, index, axes[-1]) != 1:
         return None
     v, ev = axes[-1], shape[-1]
-    if _coef(simp, index, v) != 1:
+    loads = (x for x in post_order(value) if type(x) is Load)
+    read = next((x for x in loads if abs(_coef(simp, x.index, v)) >= TILE), None)
+    if read is None:
         return None
-    for x in post_order(value):
-        if type(x) is not Load or abs(_coef(simp, x.index, v)) < TILE:
-            continue
-        for k in range(n - 2, -1, -1):
-            eu = shape[k]
-            if not isinstance(eu, int) or _coef(simp, x.index, axes[k]) != 1:
-                continue
-            side = next((t for t in (TILE, 8) if eu % t == 0 and ev % t == 0), None)
-            if side is None or eu == side or ev == side:
-                return None
-            u = axes[k]
-            uo, ui = T.index_var(f"{u.name}_to"), T.index_var(f"{u.name}_ti")
-            vo, vi = T.index_var(f"{v.name}_to"), T.index_var(f"{v.name}_ti")
-            for var, hi in ((uo, eu // side), (ui, side), (vo, ev // side), (vi, side)):
-                simp.set_bound(var, 0, hi - 1)
-            c = Const(side, INDEX)
-            at = {u: uo * c + ui, v: vo * c + vi}
-            value, index = simp(substitute(value, at)), simp(substitute(index, at))
-            axes = [*axes[:k], uo, *axes[k + 1 : n - 1], vo, ui, vi]
-            shape = [*shape[:k], eu // side, *shape[k + 1 : n - 1], ev // side, side, side]
-            return axes, shape, value, index
+    k = next(
+        (
+            k
+            for k in range(n - 2, -1, -1)
+            if isinstance(shape[k], int) and _coef(simp, read.index, axes[k]) == 1
+        ),
+        None,
+    )
+    if k is None:
         return None
-    return None
+    u, eu = axes[k], shape[k]
+    side = next((t for t in (TILE, 8) if eu % t == 0 and ev % t == 0), None)
+    if side is None or side in (eu, ev):
+        return None
+    uo, ui = T.index_var(f"{u.name}_to"), T.index_var(f"{u.name}_ti")
+    vo, vi = T.index_var(f"{v.name}_to"), T.index_var(f"{v.name}_ti")
+    for var, hi in ((uo, eu // side), (ui, side), (vo, ev // side), (vi, side)):
+        simp.set_bound(var, 0, hi - 1)
+    c = Const(side, INDEX)
+    at = {u: uo * c + ui, v: vo * c + vi}
+    value, index = simp(substitute(value, at)), simp(substitute(index, at))
+    axes = [*axes[:k], uo, *axes[k + 1 : n - 1], vo, ui, vi]
+    shape = [*shape[:k], eu // side, *shape[k + 1 : n - 1], ev // side, side, side]
+    return axes, shape, value, index
 
 
 def const_int(e) -> int | None:

@@ -140,6 +140,12 @@ class Epi:
         check = getattr(getattr(self.spec, "fn", None), "axes_used", None)
         return set(check()) if check is not None else None
 
+    def permuted(self, order) -> Epi | None:
+        """The epilogue taking its output axes' indices in `order`, its vector lanes along the
+        last of them (EpilogueBuilder.permuted); None when unknown (plain callables)."""
+        perm = getattr(getattr(self.spec, "fn", None), "permuted", None)
+        return Epi(Epilogue(perm(order), self.extra_types)) if perm is not None else None
+
     def __call__(self, b: ir.IRBuilder, value, indices, extras):
         if self._fn is None:
             return value

@@ -217,41 +217,33 @@ def _as_dense(llmod, name, win: Window, O: int, kax, cl: bool, epilogue) -> Kern
         const_inputs=(1,),
     )
     pack = prepack_b(True)
-    return KernelInfo(info.func, {1: lambda w: pack(canonical_weight(w, kax).reshape(O, win.C))})
+    return KernelInfo(info.func, {1: _with_axes(lambda wc: pack(wc.reshape(O, win.C)), kax)})
 
 
 def _dense_epilogue(ep: Epi, nd: int, cl: bool):
-    """The convolution's epilogue called with the dense kernel's (row, column) indices: the
-    unit spatial axes get 0. The dense kernel's vectors run along the channels; an epilogue
-    built from the fused group takes the channel axis last (`permuted`) so that its lanes do
-    too; a plain callable is applied lane by lane."""
+    """The convolution's epilogue called with the dense kernel's (row, column) indices, the
+    unit spatial axes at 0. The dense kernel's vectors run along the channels: an epilogue
+    built from the fused group takes the channel axis last (`Epi.permuted`) so that its lanes
+    do too; a plain callable is applied lane by lane."""
     if not ep:
         return None
     zeros = [i64(0)] * nd
-
-    def order(n, o):
-        return [n, *zeros, o] if cl else [n, o, *zeros]
-
-    view = getattr(ep.spec, "fn", None)
-    if hasattr(view, "permuted"):
-        if not cl:
-            view = view.permuted([0, *range(2, 2 + nd), 1])
+    last = ep if cl else ep.permuted([0, *range(2, 2 + nd), 1])
+    if last is not None:  # indices (n, 0.., o)
 
         def fn(b, v, idx, extras):
-            return view(b, v, [idx[0], *zeros, idx[1], *idx[2:]], extras)
+            return last(b, v, [idx[0], *zeros, *idx[1:]], extras)
 
         return Epilogue(fn, ep.extra_types)
 
-    def per_lane(b, v, idx, extras):
+    def per_lane(b, v, idx, extras):  # indices (n, o, 0..)
         if not isinstance(v.type, ir.VectorType):
-            return ep(b, v, [*order(idx[0], idx[1]), *idx[2:]], extras)
+            return ep(b, v, [idx[0], idx[1], *zeros, *idx[2:]], extras)
         out = v
         for k in range(v.type.count):
             lane = ir.Constant(ir.IntType(32), k)
-            at = order(idx[0], b.add(idx[1], i64(k)))
-            out = b.insert_element(
-                out, ep(b, b.extract_element(v, lane), [*at, *idx[2:]], extras), lane
-            )
+            at = [idx[0], b.add(idx[1], i64(k)), *zeros, *idx[2:]]
+            out = b.insert_element(out, ep(b, b.extract_element(v, lane), at, extras), lane)
         return out
 
     return Epilogue(per_lane, ep.extra_types)

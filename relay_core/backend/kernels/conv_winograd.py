@@ -111,10 +111,11 @@ def worth_transforms(P: int, C: int, O: int) -> bool:
 
 MANY_POSITIONS = 20000  # output positions of all images from which h >= 16 suffices
 AVX2_POSITIONS = 4000  # on AVX2, from which h >= 8 suffices
-AVX2_POSITIONS_ZEN4 = 3100  # the same on Zen 4 (AVX-512 at half rate), on planes of P >= 1000
+HALF_RATE_POSITIONS = 3100  # the same on Zen 4 (AVX-512 at half rate) ...
+HALF_RATE_MIN_PLANE = 1000  # ... on planes of this many positions or more
 
 
-def many_tiles(NP: int, C: int, O: int, P: int = 0) -> bool:
+def many_tiles(NP: int, C: int, O: int, P: int) -> bool:
     """Enough tiles over all images (NP output positions) for h = C O / (C + O) >= 16: with 32
     or fewer output channels conv_strips packs its windows for one or two panels of weights and
     runs at half the FMA rate. Against conv_strips (2 threads, interleaved, Xeon Ice Lake):
@@ -132,11 +133,13 @@ def many_tiles(NP: int, C: int, O: int, P: int = 0) -> bool:
     chose): batch 8, 16 -> 64 on 55x55 0.73, 16 -> 16 on 56x56 0.57; batch 1, 16 -> 16 on
     56x56 0.77, 24 -> 24 0.62, 32 -> 32 0.75, 16 -> 32 0.94, 16 -> 16 on 112x112 0.76. Not on
     28x28 planes (P < 1000): 32 -> 32 took 1.22 (batch 1) and 1.64 (batch 8; 16 -> 16 0.68
-    there), nor below 3100 positions (16 -> 64 on 55x55 at batch 1: 1.04)."""
+    there), nor below 3100 positions (16 -> 64 on 55x55 at batch 1: 1.04). P: positions per
+    image."""
     if vector_width() == 8:
         return NP >= AVX2_POSITIONS and C * O >= 8 * (C + O)
     if half_rate_512():
-        return NP >= AVX2_POSITIONS_ZEN4 and P >= 1000 and C * O >= 8 * (C + O)
+        ok = NP >= HALF_RATE_POSITIONS and P >= HALF_RATE_MIN_PLANE
+        return ok and C * O >= 8 * (C + O)
     return NP >= MANY_POSITIONS and C * O >= 16 * (C + O)
 
 
