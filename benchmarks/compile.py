@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from .run import _load, _machine
+from .run import _load, section_head
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "googlenet", "bert"]
 SEQ = 128
@@ -219,11 +219,12 @@ def _table(rows, source, tvm_py, tvm_version, started, before, after) -> str:
     )
     lines = [
         "<!-- section: bench-compile -->",
-        "## Compile time: file to native code, cold and warm (`make bench-compile`)",
-        "",
-        f"Date: {started}  ",
-        f"Machine: {_machine()}  ",
-        f"Load average before / after: {before} / {after}  ",
+        *section_head(
+            "## Compile time: file to native code, cold and warm (`make bench-compile`)",
+            started,
+            before,
+            after,
+        ),
         f"Versions: torch {torch.__version__}, llvmlite {llvmlite.__version__}, "
         f"Python {platform.python_version()}",
         "",

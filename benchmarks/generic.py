@@ -22,7 +22,16 @@ import time
 import numpy as np
 
 from benchmarks.compile import write_section
-from benchmarks.run import _load, _machine, _pct, export_torch_onnx, ort_session, rel_error
+from benchmarks.run import (
+    _geomean,
+    _load,
+    _pct,
+    _ratio,
+    export_torch_onnx,
+    ort_session,
+    rel_error,
+    section_head,
+)
 
 MARK = "<!-- section: bench-generic -->"
 DEFAULT = "resnet18,resnet50,mobilenet_v2,efficientnet_b0,regnet_y_400mf"
@@ -69,20 +78,17 @@ def measure(name: str, rounds: int, tmp: str) -> list[dict]:
         row.update({k: float(np.median(v)) * 1e3 for k, v in a.items()})
         for num, den in (("gen", "st"), ("gen", "ort"), ("st", "ort")):
             q = a[num] / a[den]
-            row[f"{num}/{den}"] = (float(np.median(q)), _pct(q, 10), _pct(q, 90))
+            row[f"{num}/{den}"] = (_pct(q, 10), float(np.median(q)), _pct(q, 90))
         print(row, flush=True)
         rows.append(row)
     return rows
 
 
 def table(rows: list[dict], started: str, before: str, after: str, command: str) -> str:
+    title = "## Shape-generic builds: one compile for every batch size (`make bench-generic`)"
     lines = [
         MARK,
-        "## Shape-generic builds: one compile for every batch size (`make bench-generic`)",
-        "",
-        f"Date: {started}  ",
-        f"Machine: {_machine()}  ",
-        f"Load average before / after: {before} / {after}  ",
+        *section_head(title, started, before, after),
         f"Command: `{command}`",
         "",
         "A torchvision model exported with a dynamic batch axis compiles to one shape-generic "
@@ -95,22 +101,16 @@ def table(rows: list[dict], started: str, before: str, after: str, command: str)
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
-    def r3(t):
-        return f"**{t[0]:.2f}** [{t[1]:.2f}, {t[2]:.2f}]"
-
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['gen']:.2f} | {r['st']:.2f} | {r['ort']:.2f} | "
-            f"{r3(r['gen/st'])} | {r3(r['gen/ort'])} | {r3(r['st/ort'])} | {r['err']:.1e} | "
-            f"{r['compile_s']:.1f} |"
+            f"{_ratio(r['gen/st'])} | {_ratio(r['gen/ort'])} | {_ratio(r['st/ort'])} | "
+            f"{r['err']:.1e} | {r['compile_s']:.1f} |"
         )
     for b in BATCHES:
         sel = [r for r in rows if r["batch"] == b]
         if sel:
-            g = {
-                k: float(np.exp(np.mean([np.log(r[k][0]) for r in sel])))
-                for k in ("gen/st", "gen/ort", "st/ort")
-            }
+            g = {k: _geomean([r[k][1] for r in sel]) for k in ("gen/st", "gen/ort", "st/ort")}
             lines.append(
                 f"| **geomean** | {b} |  |  |  | **{g['gen/st']:.2f}** | **{g['gen/ort']:.2f}** | "
                 f"**{g['st/ort']:.2f}** |  |  |"

@@ -81,6 +81,17 @@ def _machine() -> str:
     )
 
 
+def section_head(title: str, started: str, before: str, after: str) -> list[str]:
+    """The first lines of a RESULTS.md section: its title, date, machine and load average."""
+    return [
+        title,
+        "",
+        f"Date: {started}  ",
+        f"Machine: {_machine()}  ",
+        f"Load average before / after: {before} / {after}  ",
+    ]
+
+
 def _load() -> str:
     try:
         with open("/proc/loadavg") as f:

@@ -25,7 +25,15 @@ import time
 import numpy as np
 
 from benchmarks.compile import write_section
-from benchmarks.run import _load, _machine, ort_session, rel_error, time_rounds
+from benchmarks.run import (
+    _geomean,
+    _load,
+    _ratio,
+    ort_session,
+    rel_error,
+    section_head,
+    time_rounds,
+)
 
 MARK = "<!-- section: bench-timm -->"
 MODELS = (
@@ -37,6 +45,7 @@ MODELS = (
     "coatnet_nano_rw_224"
 )
 BATCHES = (1, 8)
+TITLE = "## timm families on the default path (`make bench-timm`)"
 
 
 def measure(name: str, rounds: int, tmp: str) -> dict:
@@ -68,7 +77,7 @@ def measure(name: str, rounds: int, tmp: str) -> dict:
         rec[f"b{b}"] = {
             "ort": float(np.median(ts["ort"]) * 1e3),
             "ours": float(np.median(ts["ours"]) * 1e3),
-            "ratio": [float(np.percentile(r, q)) for q in (50, 10, 90)],
+            "ratio": [float(np.percentile(r, q)) for q in (10, 50, 90)],
         }
     return rec
 
@@ -76,11 +85,7 @@ def measure(name: str, rounds: int, tmp: str) -> dict:
 def table(rows: list[dict], started: str, before: str, after: str, command: str) -> str:
     lines = [
         MARK,
-        "## timm families on the default path (`make bench-timm`)",
-        "",
-        f"Date: {started}  ",
-        f"Machine: {_machine()}  ",
-        f"Load average before / after: {before} / {after}  ",
+        *section_head(TITLE, started, before, after),
         f"Command: `{command}`",
         "",
         "Each model as `timm.create_model(name)` builds it (random weights), exported with "
@@ -94,23 +99,20 @@ def table(rows: list[dict], started: str, before: str, after: str, command: str)
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
-    def r3(t):
-        return f"**{t[0]:.2f}** [{t[1]:.2f}, {t[2]:.2f}]"
-
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['error']} |  |  |  |  |  |  |  |")
             continue
         b1, b8 = r["b1"], r["b8"]
         lines.append(
-            f"| {r['model']} | {b1['ort']:.2f} | {b1['ours']:.2f} | {r3(b1['ratio'])} | "
-            f"{b8['ort']:.2f} | {b8['ours']:.2f} | {r3(b8['ratio'])} | "
+            f"| {r['model']} | {b1['ort']:.2f} | {b1['ours']:.2f} | {_ratio(b1['ratio'])} | "
+            f"{b8['ort']:.2f} | {b8['ours']:.2f} | {_ratio(b8['ratio'])} | "
             f"{max(r['err1'], r['err8']):.1e} | {r['compile_s']:.1f} |"
         )
     ok = [r for r in rows if "error" not in r]
     if ok:
-        g = [float(np.exp(np.mean([np.log(r[f"b{b}"]["ratio"][0]) for r in ok]))) for b in BATCHES]
-        worst = [max(r[f"b{b}"]["ratio"][0] for r in ok) for b in BATCHES]
+        g = [_geomean([r[f"b{b}"]["ratio"][1] for r in ok]) for b in BATCHES]
+        worst = [max(r[f"b{b}"]["ratio"][1] for r in ok) for b in BATCHES]
         lines.append(
             f"| **geomean ({len(ok)})** |  |  | **{g[0]:.2f}** (worst {worst[0]:.2f}) |  |  | "
             f"**{g[1]:.2f}** (worst {worst[1]:.2f}) |  |  |"
